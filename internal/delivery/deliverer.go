@@ -1,0 +1,107 @@
+// Package delivery runs the delivery engine: workers claim due deliveries of a target,
+// hand them to the target's Deliverer, and record the outcome; the sweep catches up on
+// expired leases, lost wake-ups and overdue receipts.
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"wharf/internal/persistence"
+)
+
+// Attempt is one try at delivering a message to a target.
+type Attempt struct {
+	Delivery persistence.Delivery
+	Message  persistence.Message
+	// Number counts attempts of this delivery, starting at 1.
+	Number int
+	// Open reads the document (payload stage unpacked).
+	Open func(ctx context.Context) (io.ReadCloser, error)
+}
+
+// Deliverer is what a target plugin instance implements.
+type Deliverer interface {
+	Deliver(ctx context.Context, a Attempt) Result
+}
+
+// ErrorClass tells the retry policy what kind of failure it is deciding on.
+type ErrorClass string
+
+const (
+	ClassTransport ErrorClass = "transport" // connection refused, reset, DNS, file system
+	ClassTimeout   ErrorClass = "timeout"
+	ClassHTTP4xx   ErrorClass = "http_4xx"
+	ClassHTTP5xx   ErrorClass = "http_5xx"
+	ClassRefused   ErrorClass = "partner_refusal"
+)
+
+// Result is a target's verdict on one attempt. Build it with Delivered, AwaitAck,
+// Transient, Permanent or RetryAt.
+type Result struct {
+	Kind     persistence.OutcomeKind
+	Deadline time.Time // AwaitAck
+	At       time.Time // RetryAt: the target chose the time itself
+	Class    ErrorClass
+	Err      error
+}
+
+// Delivered says the target has the message.
+func Delivered() Result { return Result{Kind: persistence.OutcomeDelivered} }
+
+// AwaitAck says the message went out and a receipt is due by deadline.
+func AwaitAck(deadline time.Time) Result {
+	return Result{Kind: persistence.OutcomeAwaitingAck, Deadline: deadline}
+}
+
+// Transient is a failure worth another try; the instance's retry policy decides when, or
+// that the tries are used up.
+func Transient(class ErrorClass, err error) Result {
+	return Result{Kind: persistence.OutcomeRetry, Class: class, Err: err}
+}
+
+// RetryAt asks for another try at a time the target chose (e.g. a Retry-After header);
+// the policy still decides whether tries are left.
+func RetryAt(at time.Time, class ErrorClass, err error) Result {
+	return Result{Kind: persistence.OutcomeRetry, At: at, Class: class, Err: err}
+}
+
+// Permanent is a failure another try cannot fix.
+func Permanent(err error) Result { return Result{Kind: persistence.OutcomeFailed, Err: err} }
+
+// TargetOptions are the settings every target instance has. Target config types embed it,
+// so its fields sit at the top level of their JSON.
+type TargetOptions struct {
+	MaxConcurrent int         `json:"max_concurrent,omitempty"`
+	Retry         RetryPolicy `json:"retry"`
+}
+
+// Options returns the options with defaults filled in.
+func (o TargetOptions) Options() TargetOptions {
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = 4
+	}
+	o.Retry = o.Retry.WithDefaults()
+	return o
+}
+
+// Validate checks the options.
+func (o TargetOptions) Validate() error {
+	if o.MaxConcurrent < 0 || o.MaxConcurrent > 256 {
+		return fmt.Errorf("max_concurrent: must be between 1 and 256")
+	}
+	if err := o.Retry.Validate(); err != nil {
+		return fmt.Errorf("retry.%w", err)
+	}
+	return nil
+}
+
+// TargetConfig is implemented by every target config through its embedded TargetOptions.
+type TargetConfig interface {
+	Options() TargetOptions
+}
+
+var errNoReason = errors.New("no reason given")

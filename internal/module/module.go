@@ -1,0 +1,149 @@
+// Package module is the seam between the core and the protocol modules. A module
+// registers its plugin types once, from init; the core builds instances through them and
+// never imports a module.
+package module
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"wharf/internal/delivery"
+	"wharf/internal/persistence"
+)
+
+// Role says which side of a route a plugin type stands on.
+type Role string
+
+const (
+	RoleSource Role = "source"
+	RoleTarget Role = "target"
+)
+
+// Config is a plugin type's own settings (without name and enabled). Validate returns a
+// *persistence.FieldError naming the JSON field that is wrong.
+type Config interface {
+	Validate() error
+}
+
+// WriteOnly is implemented by configs with write-only fields (secret headers, passwords):
+// it names their top-level JSON keys. Those values are sealed at rest and never returned.
+type WriteOnly interface {
+	WriteOnlyFields() []string
+}
+
+// Service is a running source instance.
+type Service interface {
+	Start(ctx context.Context) error
+	// Stop quiesces and returns when in-flight work is done or ctx ends.
+	Stop(ctx context.Context) error
+}
+
+// Plugin describes one plugin type.
+type Plugin struct {
+	Type persistence.PluginType
+	Role Role
+	// NewConfig returns a config with its defaults set, for decoding into.
+	NewConfig func() Config
+	// NewSource builds a source instance (RoleSource).
+	NewSource func(env Env, name persistence.InstanceName, cfg Config) (Service, error)
+	// NewTarget builds a target instance (RoleTarget).
+	NewTarget func(env Env, name persistence.InstanceName, cfg Config) (delivery.Deliverer, error)
+}
+
+// Module is a protocol module's registration.
+type Module struct {
+	Name    string
+	Plugins []Plugin
+}
+
+// Env is what the core hands a plugin instance.
+type Env struct {
+	Logger  *slog.Logger
+	DataDir string
+	Ingest  Ingester
+}
+
+// Ingester takes documents from sources: it stores each durably and dispatches it.
+type Ingester interface {
+	// Ingest stores and dispatches a batch in one transaction. The result has one entry
+	// per item; an item that cannot be taken (unknown party, bad name) has Err set and
+	// nothing of it is stored. The error is for failures of the whole batch.
+	Ingest(ctx context.Context, items []Incoming) ([]IngestResult, error)
+}
+
+// Incoming is one document a source hands over.
+type Incoming struct {
+	Source        persistence.InstanceName
+	From          persistence.PartyName
+	To            persistence.PartyName
+	FileName      persistence.FileName
+	Body          io.Reader
+	CorrelationID string
+	OriginEventID string
+	Actor         string
+}
+
+// IngestResult is the fate of one Incoming.
+type IngestResult struct {
+	Message persistence.Message
+	Err     error
+}
+
+// ErrUnknownParty is an IngestResult error for a from or to that names no party.
+var ErrUnknownParty = errors.New("unknown party")
+
+var (
+	mu       sync.RWMutex
+	modules  []Module
+	registry = map[persistence.PluginType]Plugin{}
+)
+
+// Register adds a module; it panics on a plugin type registered twice, which is a
+// programming error caught at start.
+func Register(m Module) {
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range m.Plugins {
+		if _, dup := registry[p.Type]; dup {
+			panic(fmt.Sprintf("module %s: plugin type %s registered twice", m.Name, p.Type))
+		}
+		if (p.Role == RoleSource) == (p.NewSource == nil) || (p.Role == RoleTarget) == (p.NewTarget == nil) {
+			panic(fmt.Sprintf("module %s: plugin type %s has a constructor that does not match its role", m.Name, p.Type))
+		}
+		registry[p.Type] = p
+	}
+	modules = append(modules, m)
+}
+
+// Lookup finds a registered plugin type.
+func Lookup(t persistence.PluginType) (Plugin, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	p, ok := registry[t]
+	return p, ok
+}
+
+// Plugins lists registered plugin types in a stable order.
+func Plugins() []Plugin {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]Plugin, 0, len(registry))
+	for _, p := range registry {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Plugin) int {
+		switch {
+		case a.Type < b.Type:
+			return -1
+		case a.Type > b.Type:
+			return 1
+		}
+		return 0
+	})
+	return out
+}

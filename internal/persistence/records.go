@@ -1,0 +1,145 @@
+package persistence
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Party is an organization or a partner.
+type Party struct {
+	ID          int64     `json:"id"`
+	Kind        PartyKind `json:"-"`
+	Name        PartyName `json:"name"`
+	DisplayName string    `json:"display_name"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// PluginConfig is one configured plugin instance. Config holds the type's own settings as
+// JSON without the write-only fields; Secrets holds those, sealed, and is never returned by
+// the API or logged.
+type PluginConfig struct {
+	Name      InstanceName    `json:"name"`
+	Type      PluginType      `json:"type"`
+	Enabled   bool            `json:"enabled"`
+	Config    json.RawMessage `json:"config"`
+	Secrets   []byte          `json:"-"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// Route sends messages from a source instance, matching from and to, to a target instance.
+type Route struct {
+	ID        int64        `json:"id"`
+	Source    InstanceName `json:"source"`
+	From      PartyPattern `json:"from"`
+	To        PartyPattern `json:"to"`
+	Target    InstanceName `json:"target"`
+	Ordered   bool         `json:"ordered"`
+	CreatedAt time.Time    `json:"created_at"`
+}
+
+// Matches reports whether the route takes a message from source with the given parties.
+func (r Route) Matches(source InstanceName, from, to PartyName) bool {
+	return r.Source == source && r.From.Matches(from) && r.To.Matches(to)
+}
+
+// Overlaps reports whether one of the two routes covers the other: same source and target,
+// and one's from and to both admit everything the other's do. Such a pair is redundant.
+func (r Route) Overlaps(o Route) bool {
+	if r.Source != o.Source || r.Target != o.Target {
+		return false
+	}
+	rInO := r.From.CoveredBy(o.From) && r.To.CoveredBy(o.To)
+	oInR := o.From.CoveredBy(r.From) && o.To.CoveredBy(r.To)
+	return rInO || oInR
+}
+
+// Message is one business document with its parties and provenance.
+type Message struct {
+	ID               int64         `json:"id"`
+	Stage            MessageStage  `json:"stage"`
+	Status           MessageStatus `json:"status"`
+	Refusal          Refusal       `json:"-"`
+	From             PartyName     `json:"from"`
+	To               PartyName     `json:"to"`
+	Source           InstanceName  `json:"source"`
+	OriginalFileName FileName      `json:"original_file_name"`
+	Size             int64         `json:"size"`
+	SHA256           string        `json:"sha256"`
+	CorrelationID    string        `json:"correlation_id"`
+	OriginEventID    string        `json:"origin_event_id"`
+	CreatedAt        time.Time     `json:"created_at"`
+	UpdatedAt        time.Time     `json:"updated_at"`
+}
+
+// Payload records one stored blob of a message. Key is the storage's address for it.
+type Payload struct {
+	MessageID int64        `json:"message_id"`
+	Stage     PayloadStage `json:"stage"`
+	Key       string       `json:"-"`
+	Size      int64        `json:"size"`
+	SHA256    string       `json:"sha256"`
+	CreatedAt time.Time    `json:"created_at"`
+}
+
+// Delivery is one message to one target.
+type Delivery struct {
+	ID            int64         `json:"id"`
+	MessageID     int64         `json:"message_id"`
+	Target        InstanceName  `json:"target"`
+	State         DeliveryState `json:"state"`
+	Attempts      int           `json:"attempts"`
+	NextAttemptAt *time.Time    `json:"next_attempt_at"`
+	LastError     string        `json:"last_error"`
+	// Wakeups counts wake-ups published since the last claim; at max_dispatches the sweep
+	// stalls the delivery.
+	Wakeups      int        `json:"-"`
+	NextWakeupAt *time.Time `json:"-"`
+	LeaseUntil   *time.Time `json:"-"`
+	ClaimToken   string     `json:"-"`
+	AckDeadline  *time.Time `json:"ack_deadline,omitempty"`
+	// SessionKey is set for deliveries of ordered routes (a later feature); claims never
+	// take a delivery while an earlier one of the same session is unfinished.
+	SessionKey string    `json:"-"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// HistoryKind names what a history line records.
+type HistoryKind string
+
+const (
+	HistoryReceived            HistoryKind = "received"
+	HistoryStatusChanged       HistoryKind = "status_changed"
+	HistoryDeliveryChanged     HistoryKind = "delivery_changed"
+	HistoryDispatched          HistoryKind = "dispatched"
+	HistoryRedispatchRequested HistoryKind = "redispatch_requested"
+	HistoryRedeliverRequested  HistoryKind = "redeliver_requested"
+	HistoryReceiptReceived     HistoryKind = "receipt_received"
+	HistoryReceiptRefused      HistoryKind = "receipt_refused"
+	HistoryDuplicateReceived   HistoryKind = "duplicate_received"
+)
+
+// HistoryEntry is one append-only line of a message's history.
+type HistoryEntry struct {
+	ID         int64       `json:"id"`
+	MessageID  int64       `json:"message_id"`
+	DeliveryID *int64      `json:"delivery_id,omitempty"`
+	At         time.Time   `json:"at"`
+	Kind       HistoryKind `json:"kind"`
+	FromState  string      `json:"from_state,omitempty"`
+	ToState    string      `json:"to_state,omitempty"`
+	Reason     string      `json:"reason,omitempty"`
+	Actor      string      `json:"actor"`
+}
+
+// APIToken is a REST credential; only the SHA-256 of the token is stored.
+type APIToken struct {
+	ID         int64      `json:"id"`
+	Name       string     `json:"name"`
+	Hash       string     `json:"-"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+}

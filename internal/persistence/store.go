@@ -1,0 +1,190 @@
+package persistence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors every Store implementation returns (wrapped with context), so callers
+// map them to HTTP and CLI answers without knowing the database.
+var (
+	ErrNotFound  = errors.New("not found")
+	ErrConflict  = errors.New("conflict")
+	ErrInUse     = errors.New("in use")
+	ErrLostClaim = errors.New("claim lost")
+)
+
+// FieldError says which input field was wrong and why. Stores return it (wrapped) for
+// references to records that do not exist, such as a route naming a missing instance.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Message) }
+
+// ListOptions pages a list. A zero Limit means the implementation's default (100).
+type ListOptions struct {
+	Limit  int
+	Offset int
+}
+
+// MessageFilter selects messages for a list; zero fields do not filter.
+type MessageFilter struct {
+	Status MessageStatus
+	From   PartyName
+	To     PartyName
+	Source InstanceName
+	Since  time.Time // created at or after
+	Until  time.Time // created before
+	Q      string    // substring of original file name, correlation id or origin event id
+	ListOptions
+}
+
+// NewMessage is a message to insert with its payload records. The message's ID comes
+// from AllocateMessageIDs, so its blobs can be written before its rows.
+type NewMessage struct {
+	Message  Message
+	Payloads []Payload
+	// Dispatch inserts the deliveries for Targets in the same transaction and moves the
+	// message to stage dispatched; with no targets it is not routed. Without Dispatch the
+	// message stays accepted and its source dispatches it later.
+	Dispatch bool
+	Targets  []InstanceName
+	Actor    string
+}
+
+// Claim is a delivery taken by a worker under a lease, with its message.
+type Claim struct {
+	Delivery Delivery
+	Message  Message
+}
+
+// OutcomeKind is what a target's attempt came to.
+type OutcomeKind string
+
+const (
+	OutcomeDelivered   OutcomeKind = "delivered"
+	OutcomeAwaitingAck OutcomeKind = "awaiting_ack"
+	OutcomeRetry       OutcomeKind = "retry"
+	OutcomeFailed      OutcomeKind = "failed"
+)
+
+// Completion records the outcome of one claimed attempt; it applies only while Token
+// still holds the claim.
+type Completion struct {
+	DeliveryID    int64
+	Token         string
+	Kind          OutcomeKind
+	NextAttemptAt time.Time // for OutcomeRetry
+	AckDeadline   time.Time // for OutcomeAwaitingAck
+	Reason        string
+	At            time.Time
+}
+
+// Release hands back a claim that was interrupted (at shutdown) without counting it as a
+// failure: the delivery becomes due again at once.
+type Release struct {
+	DeliveryID int64
+	Token      string
+	Reason     string
+}
+
+// SeedData is what a new database starts with.
+type SeedData struct {
+	Organizations []Party
+	Plugins       []PluginConfig
+	Routes        []Route
+	Settings      map[string]string
+}
+
+// WakeupPolicy steers the sweep's wake-ups for due deliveries nobody claimed.
+type WakeupPolicy struct {
+	MaxDispatches int                             // unanswered wake-ups before stalled
+	Backoff       func(wakeups int) time.Duration // delay after the n-th unanswered wake-up
+}
+
+// Store is everything the core keeps. One implementation serves SQLite and PostgreSQL;
+// every method is one transaction; state changes are conditional on the state read.
+type Store interface {
+	// Seed fills a new database once; it reports whether it did.
+	Seed(ctx context.Context, data SeedData) (bool, error)
+
+	CreateParty(ctx context.Context, p Party) (Party, error)
+	GetParty(ctx context.Context, kind PartyKind, name PartyName) (Party, error)
+	ListParties(ctx context.Context, kind PartyKind, opt ListOptions) ([]Party, int, error)
+	UpdateParty(ctx context.Context, p Party) (Party, error)
+	// DeleteParty refuses with ErrInUse while a route names the party.
+	DeleteParty(ctx context.Context, kind PartyKind, name PartyName) error
+
+	// CreatePluginConfig refuses with ErrConflict a name taken by any type.
+	CreatePluginConfig(ctx context.Context, c PluginConfig) (PluginConfig, error)
+	GetPluginConfig(ctx context.Context, name InstanceName) (PluginConfig, error)
+	// ListPluginConfigs lists every instance, or those of typ when it is not empty.
+	ListPluginConfigs(ctx context.Context, typ PluginType) ([]PluginConfig, error)
+	UpdatePluginConfig(ctx context.Context, c PluginConfig) (PluginConfig, error)
+	// DeletePluginConfig refuses with ErrInUse while a route names the instance.
+	DeletePluginConfig(ctx context.Context, name InstanceName) error
+
+	// CreateRoute refuses a missing source or target (FieldError) and a route that covers
+	// or is covered by another with the same source and target (ErrConflict).
+	CreateRoute(ctx context.Context, r Route) (Route, error)
+	GetRoute(ctx context.Context, id int64) (Route, error)
+	ListRoutes(ctx context.Context) ([]Route, error)
+	DeleteRoute(ctx context.Context, id int64) error
+
+	// AllocateMessageIDs reserves n consecutive message ids and returns the first.
+	AllocateMessageIDs(ctx context.Context, n int) (int64, error)
+	// InsertMessages stores messages, their payload records and (when asked) their
+	// deliveries, history and derived status, all in one transaction.
+	InsertMessages(ctx context.Context, msgs []NewMessage) ([]Message, error)
+	GetMessage(ctx context.Context, id int64) (Message, error)
+	ListMessages(ctx context.Context, f MessageFilter) ([]Message, int, error)
+	ListDeliveries(ctx context.Context, messageID int64) ([]Delivery, error)
+	GetDelivery(ctx context.Context, id int64) (Delivery, error)
+	ListHistory(ctx context.Context, messageID int64) ([]HistoryEntry, error)
+	ListPayloads(ctx context.Context, messageID int64) ([]Payload, error)
+	GetPayload(ctx context.Context, messageID int64, stage PayloadStage) (Payload, error)
+	AddPayload(ctx context.Context, p Payload) error
+
+	// Redispatch adds deliveries for targets the message lacks and requeues its queued
+	// and stalled ones; it returns the deliveries now due.
+	Redispatch(ctx context.Context, messageID int64, targets []InstanceName, actor string) ([]Delivery, error)
+	// Redeliver requeues one failed, stalled, retrying or delivered delivery; other states
+	// are ErrConflict.
+	Redeliver(ctx context.Context, deliveryID int64, actor string) (Delivery, error)
+
+	// ClaimDeliveries takes up to n due deliveries of target (queued, or retrying with
+	// next_attempt_at reached), oldest first, skipping any whose session has an earlier
+	// unfinished delivery; each gets state delivering, a fresh token and a lease.
+	ClaimDeliveries(ctx context.Context, target InstanceName, n int, lease time.Duration, now time.Time) ([]Claim, error)
+	// RenewLease extends a lease while the token holds; otherwise ErrLostClaim.
+	RenewLease(ctx context.Context, deliveryID int64, token string, until time.Time) error
+	// CompleteDeliveries applies outcomes in one transaction; the result has one entry per
+	// completion, nil or ErrLostClaim.
+	CompleteDeliveries(ctx context.Context, cs []Completion) ([]error, error)
+	ReleaseDeliveries(ctx context.Context, rs []Release) error
+
+	// ExpireLeases turns deliveries whose lease ran out into retrying, due now.
+	ExpireLeases(ctx context.Context, now time.Time, limit int) ([]Delivery, error)
+	// WakeDue picks due queued and retrying deliveries whose next wake-up is reached: each
+	// either gets another wake-up (returned in woken, with its back-off recorded) or, past
+	// MaxDispatches unanswered wake-ups, becomes stalled (returned in stalled).
+	WakeDue(ctx context.Context, now time.Time, p WakeupPolicy, limit int) (woken, stalled []Delivery, err error)
+	// ExpireAcks fails deliveries whose receipt deadline passed.
+	ExpireAcks(ctx context.Context, now time.Time, limit int) ([]Delivery, error)
+
+	ListSettings(ctx context.Context) (map[string]string, error)
+	GetSetting(ctx context.Context, key string) (string, error)
+	PutSetting(ctx context.Context, key, value string) error
+
+	CreateAPIToken(ctx context.Context, name, hash string) (APIToken, error)
+	ListAPITokens(ctx context.Context) ([]APIToken, error)
+	RevokeAPIToken(ctx context.Context, name string) error
+	// FindAPIToken finds an unrevoked token by its hash.
+	FindAPIToken(ctx context.Context, hash string) (APIToken, error)
+
+	Close() error
+}
