@@ -86,6 +86,9 @@ type Incoming struct {
 	CorrelationID string
 	OriginEventID string
 	Actor         string
+	// Target, when set, sends the message to that target instance alone instead of
+	// matching routes (a message sent by hand to a chosen target).
+	Target persistence.InstanceName
 }
 
 // IngestResult is the fate of one Incoming.
