@@ -1,0 +1,460 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"wharf/internal/logging"
+	"wharf/internal/persistence"
+)
+
+// Store is what the engine needs of persistence.
+type Store interface {
+	ClaimDeliveries(ctx context.Context, target persistence.InstanceName, n int, lease time.Duration, now time.Time) ([]persistence.Claim, error)
+	RenewLease(ctx context.Context, deliveryID int64, token string, until time.Time) error
+	CompleteDeliveries(ctx context.Context, cs []persistence.Completion) ([]error, error)
+	ReleaseDeliveries(ctx context.Context, rs []persistence.Release) error
+	GetPayload(ctx context.Context, messageID int64, stage persistence.PayloadStage) (persistence.Payload, error)
+}
+
+// Payloads opens stored payload blobs.
+type Payloads interface {
+	Open(ctx context.Context, key string) (io.ReadCloser, error)
+}
+
+// Signals carries wake-ups between dispatchers and workers (the bus in production).
+type Signals interface {
+	Wake(targets []persistence.InstanceName)
+	// OnWake calls fn whenever target is woken, until cancel is called.
+	OnWake(target persistence.InstanceName, fn func()) (cancel func(), err error)
+}
+
+// Config tunes the engine.
+type Config struct {
+	// Lease is how long a claim holds without renewal; workers renew at a third of it.
+	Lease time.Duration
+	// PollInterval is how often an idle worker looks for due work without a wake-up.
+	PollInterval time.Duration
+	// Now is the clock; tests may replace it.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Lease <= 0 {
+		c.Lease = 60 * time.Second
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 2 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Engine runs one worker per target instance and writes their outcomes in batches.
+type Engine struct {
+	store    Store
+	payloads Payloads
+	signals  Signals
+	log      *slog.Logger
+	cfg      Config
+
+	mu      sync.Mutex
+	workers map[persistence.InstanceName]*worker
+	closed  bool
+
+	completions chan pending
+	batcherDone chan struct{}
+}
+
+type pending struct {
+	c    persistence.Completion
+	ctx  context.Context
+	done chan struct{}
+}
+
+// NewEngine returns an engine; Start begins recording outcomes.
+func NewEngine(store Store, payloads Payloads, signals Signals, log *slog.Logger, cfg Config) *Engine {
+	return &Engine{
+		store:       store,
+		payloads:    payloads,
+		signals:     signals,
+		log:         log.With("component", "delivery"),
+		cfg:         cfg.withDefaults(),
+		workers:     map[persistence.InstanceName]*worker{},
+		completions: make(chan pending, 1024),
+		batcherDone: make(chan struct{}),
+	}
+}
+
+// Start runs the outcome writer.
+func (e *Engine) Start(ctx context.Context) error {
+	go e.runBatcher()
+	return nil
+}
+
+// AddTarget starts a worker for a target instance.
+func (e *Engine) AddTarget(name persistence.InstanceName, d Deliverer, opts TargetOptions) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errors.New("delivery engine is stopped")
+	}
+	if _, ok := e.workers[name]; ok {
+		return fmt.Errorf("target %s already has a worker", name)
+	}
+	w := newWorker(e, name, d, opts.Options())
+	cancel, err := e.signals.OnWake(name, w.poke)
+	if err != nil {
+		return fmt.Errorf("subscribe wake-ups of %s: %w", name, err)
+	}
+	w.unsubscribe = cancel
+	e.workers[name] = w
+	go w.loop()
+	return nil
+}
+
+// RemoveTarget quiesces a target's worker: it claims nothing new, lets attempts in
+// flight finish until ctx ends, then interrupts the rest and releases their claims.
+func (e *Engine) RemoveTarget(ctx context.Context, name persistence.InstanceName) error {
+	e.mu.Lock()
+	w, ok := e.workers[name]
+	delete(e.workers, name)
+	e.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return w.stop(ctx)
+}
+
+// HasTarget reports whether a worker runs for name.
+func (e *Engine) HasTarget(name persistence.InstanceName) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.workers[name]
+	return ok
+}
+
+// Stop drains every worker within ctx, then flushes the outcomes still queued.
+func (e *Engine) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	ws := make([]*worker, 0, len(e.workers))
+	for _, w := range e.workers {
+		ws = append(ws, w)
+	}
+	e.workers = map[persistence.InstanceName]*worker{}
+	e.mu.Unlock()
+
+	var wg sync.WaitGroup
+	errs := make([]error, len(ws))
+	for i, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = w.stop(ctx)
+		}()
+	}
+	wg.Wait()
+	close(e.completions)
+	<-e.batcherDone
+	return errors.Join(errs...)
+}
+
+// complete queues an outcome and waits until it is written (or ctx ends), so a worker's
+// slot frees only when the database knows the result.
+func (e *Engine) complete(ctx context.Context, c persistence.Completion) {
+	p := pending{c: c, ctx: ctx, done: make(chan struct{})}
+	e.completions <- p
+	<-p.done
+}
+
+// runBatcher writes outcomes in batches: whatever is queued when a write starts goes into
+// one transaction, so a busy engine pays one commit for many deliveries.
+func (e *Engine) runBatcher() {
+	defer close(e.batcherDone)
+	const maxBatch = 256
+	batch := make([]pending, 0, maxBatch)
+	for p := range e.completions {
+		batch = append(batch[:0], p)
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case q, ok := <-e.completions:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, q)
+			default:
+				break fill
+			}
+		}
+		e.writeBatch(batch)
+	}
+}
+
+func (e *Engine) writeBatch(batch []pending) {
+	cs := make([]persistence.Completion, len(batch))
+	for i, p := range batch {
+		cs[i] = p.c
+	}
+	// A database hiccup must not lose outcomes: retry a few times; if it still fails the
+	// leases run out and the sweep makes the deliveries due again.
+	var (
+		results []error
+		err     error
+	)
+	for try := 0; try < 5; try++ {
+		results, err = e.store.CompleteDeliveries(context.Background(), cs)
+		if err == nil {
+			break
+		}
+		e.log.Error("record delivery outcomes", "count", len(cs), "try", try+1, "err", err)
+		time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
+	}
+	for i, p := range batch {
+		if err == nil && results[i] != nil {
+			e.log.WarnContext(p.ctx, "outcome dropped: claim lost", "err", results[i])
+		}
+		close(p.done)
+	}
+}
+
+// worker runs the attempts of one target.
+type worker struct {
+	e           *Engine
+	name        persistence.InstanceName
+	d           Deliverer
+	opts        TargetOptions
+	log         *slog.Logger
+	unsubscribe func()
+
+	wake     chan struct{}
+	slotFree chan struct{}
+	quit     chan struct{}
+	loopDone chan struct{}
+
+	// attemptCtx is cancelled when draining runs out of time.
+	attemptCtx    context.Context
+	cancelAttempt context.CancelFunc
+	attempts      sync.WaitGroup
+
+	mu       sync.Mutex
+	inflight int
+	rnd      *rand.Rand
+}
+
+func newWorker(e *Engine, name persistence.InstanceName, d Deliverer, opts TargetOptions) *worker {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &worker{
+		e: e, name: name, d: d, opts: opts,
+		log:           e.log.With("target", string(name)),
+		wake:          make(chan struct{}, 1),
+		slotFree:      make(chan struct{}, 1),
+		quit:          make(chan struct{}),
+		loopDone:      make(chan struct{}),
+		attemptCtx:    ctx,
+		cancelAttempt: cancel,
+		rnd:           rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(len(name)))),
+	}
+}
+
+func (w *worker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) loop() {
+	defer close(w.loopDone)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		w.mu.Lock()
+		free := w.opts.MaxConcurrent - w.inflight
+		w.mu.Unlock()
+		full := false
+		if free > 0 {
+			n, err := w.claimAndStart(free)
+			if err != nil {
+				w.log.Error("claim deliveries", "err", err)
+			}
+			full = n == free
+		}
+		if full {
+			// More may be due: come back as soon as a slot frees.
+			select {
+			case <-w.slotFree:
+				continue
+			case <-w.quit:
+				return
+			}
+		}
+		timer.Reset(w.e.cfg.PollInterval)
+		select {
+		case <-w.wake:
+		case <-w.slotFree:
+		case <-timer.C:
+		case <-w.quit:
+			return
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+func (w *worker) claimAndStart(n int) (int, error) {
+	now := w.e.cfg.Now()
+	claims, err := w.e.store.ClaimDeliveries(w.attemptCtx, w.name, n, w.e.cfg.Lease, now)
+	if err != nil {
+		return 0, err
+	}
+	w.mu.Lock()
+	w.inflight += len(claims)
+	w.mu.Unlock()
+	for _, c := range claims {
+		w.attempts.Add(1)
+		go w.attempt(c)
+	}
+	return len(claims), nil
+}
+
+func (w *worker) attempt(c persistence.Claim) {
+	defer w.attempts.Done()
+	defer func() {
+		w.mu.Lock()
+		w.inflight--
+		w.mu.Unlock()
+		select {
+		case w.slotFree <- struct{}{}:
+		default:
+		}
+	}()
+	ctx := logging.WithDeliveryID(logging.WithMessageID(w.attemptCtx, c.Message.ID), c.Delivery.ID)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	lost := make(chan struct{})
+	renewDone := make(chan struct{})
+	go w.renew(ctx, c.Delivery, lost, renewDone)
+
+	a := Attempt{
+		Delivery: c.Delivery,
+		Message:  c.Message,
+		Number:   c.Delivery.Attempts,
+		Open: func(ctx context.Context) (io.ReadCloser, error) {
+			p, err := w.e.store.GetPayload(ctx, c.Message.ID, persistence.PayloadUnpacked)
+			if err != nil {
+				return nil, fmt.Errorf("find document: %w", err)
+			}
+			return w.e.payloads.Open(ctx, p.Key)
+		},
+	}
+	res := w.deliver(ctx, a)
+	cancel()
+	<-renewDone
+
+	select {
+	case <-lost:
+		w.log.WarnContext(ctx, "attempt finished after its claim was lost; outcome dropped", "outcome", res.Kind)
+		return
+	default:
+	}
+	if w.attemptCtx.Err() != nil && res.Kind != persistence.OutcomeDelivered && res.Kind != persistence.OutcomeAwaitingAck {
+		// Interrupted by shutdown: hand the delivery back without counting a failure.
+		err := w.e.store.ReleaseDeliveries(context.Background(), []persistence.Release{{
+			DeliveryID: c.Delivery.ID, Token: c.Delivery.ClaimToken, Reason: "interrupted by shutdown",
+		}})
+		if err != nil {
+			w.log.ErrorContext(ctx, "release interrupted delivery", "err", err)
+		}
+		return
+	}
+	w.mu.Lock()
+	comp := decide(res, w.opts.Retry, c.Delivery.Attempts, w.e.cfg.Now(), w.rnd)
+	w.mu.Unlock()
+	comp.DeliveryID, comp.Token = c.Delivery.ID, c.Delivery.ClaimToken
+	comp.Reason = persistence.SanitizeReason(comp.Reason)
+	switch comp.Kind {
+	case persistence.OutcomeDelivered, persistence.OutcomeAwaitingAck:
+		w.log.DebugContext(ctx, "delivery attempt succeeded", "outcome", comp.Kind, "attempt", c.Delivery.Attempts)
+	default:
+		w.log.WarnContext(ctx, "delivery attempt failed", "outcome", comp.Kind, "attempt", c.Delivery.Attempts, "reason", comp.Reason)
+	}
+	w.e.complete(ctx, comp)
+}
+
+// deliver runs the target, turning a panic into a failed attempt.
+func (w *worker) deliver(ctx context.Context, a Attempt) (res Result) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.log.ErrorContext(ctx, "target panicked", "panic", r)
+			res = Transient(ClassTransport, fmt.Errorf("target %s failed unexpectedly", w.name))
+		}
+	}()
+	return w.d.Deliver(ctx, a)
+}
+
+// renew keeps the lease alive while the attempt runs; a lost claim cancels nothing in
+// the target (it may be mid-write) but its outcome is dropped.
+func (w *worker) renew(ctx context.Context, d persistence.Delivery, lost, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(w.e.cfg.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			err := w.e.store.RenewLease(context.WithoutCancel(ctx), d.ID, d.ClaimToken, w.e.cfg.Now().Add(w.e.cfg.Lease))
+			if errors.Is(err, persistence.ErrLostClaim) {
+				w.log.WarnContext(ctx, "claim lost while delivering")
+				close(lost)
+				return
+			}
+			if err != nil {
+				w.log.ErrorContext(ctx, "renew lease", "err", err)
+			}
+		}
+	}
+}
+
+// stop quiesces the worker, waits for attempts until ctx ends, then interrupts them.
+func (w *worker) stop(ctx context.Context) error {
+	if w.unsubscribe != nil {
+		w.unsubscribe()
+	}
+	close(w.quit)
+	<-w.loopDone
+	done := make(chan struct{})
+	go func() {
+		w.attempts.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		w.cancelAttempt()
+		return nil
+	case <-ctx.Done():
+		w.log.Warn("drain time is up; interrupting deliveries in flight")
+		w.cancelAttempt()
+		<-done
+		return nil
+	}
+}

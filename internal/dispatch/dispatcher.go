@@ -1,0 +1,277 @@
+package dispatch
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"time"
+
+	"wharf/internal/module"
+	"wharf/internal/persistence"
+	"wharf/internal/storage"
+)
+
+// Store is what the dispatcher needs of persistence.
+type Store interface {
+	ListRoutes(ctx context.Context) ([]persistence.Route, error)
+	GetParty(ctx context.Context, kind persistence.PartyKind, name persistence.PartyName) (persistence.Party, error)
+	AllocateMessageIDs(ctx context.Context, n int) (int64, error)
+	InsertMessages(ctx context.Context, msgs []persistence.NewMessage) ([]persistence.Message, error)
+	GetMessage(ctx context.Context, id int64) (persistence.Message, error)
+	ListMessages(ctx context.Context, f persistence.MessageFilter) ([]persistence.Message, int, error)
+	Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, actor string) ([]persistence.Delivery, error)
+	Redeliver(ctx context.Context, deliveryID int64, actor string) (persistence.Delivery, error)
+}
+
+// Blobs stores payloads.
+type Blobs interface {
+	Put(ctx context.Context, messageID int64, stage persistence.PayloadStage, r io.Reader) (storage.Blob, error)
+	Delete(ctx context.Context, key string) error
+}
+
+// Waker announces that a target has due work; wake-ups are lossy, so errors are only
+// logged.
+type Waker interface {
+	Wake(targets []persistence.InstanceName)
+}
+
+// Dispatcher ingests documents and routes messages.
+type Dispatcher struct {
+	store  Store
+	blobs  Blobs
+	waker  Waker
+	log    *slog.Logger
+	routes routeCache
+	now    func() time.Time
+}
+
+// New returns a dispatcher.
+func New(store Store, blobs Blobs, waker Waker, log *slog.Logger) *Dispatcher {
+	return &Dispatcher{store: store, blobs: blobs, waker: waker, log: log, now: time.Now}
+}
+
+var _ module.Ingester = (*Dispatcher)(nil)
+
+// RoutesChanged drops the route cache; the next match reloads it.
+func (d *Dispatcher) RoutesChanged(context.Context) { d.routes.invalidate() }
+
+// Targets matches the current routes.
+func (d *Dispatcher) Targets(ctx context.Context, source persistence.InstanceName, from, to persistence.PartyName) ([]persistence.InstanceName, error) {
+	routes, err := d.routes.get(ctx, d.store.ListRoutes)
+	if err != nil {
+		return nil, err
+	}
+	return Match(routes, source, from, to), nil
+}
+
+// Ingest stores each document as a message with its payload, matches routes, and
+// dispatches the whole batch in one transaction. Items naming an unknown party are
+// refused one by one; a storage or database failure fails the batch and leaves nothing.
+func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]module.IngestResult, error) {
+	results := make([]module.IngestResult, len(items))
+	known := map[persistence.PartyName]bool{}
+	var accept []int
+	for i, it := range items {
+		if err := d.checkItem(ctx, it, known); err != nil {
+			results[i].Err = err
+			continue
+		}
+		accept = append(accept, i)
+	}
+	if len(accept) == 0 {
+		return results, nil
+	}
+	first, err := d.store.AllocateMessageIDs(ctx, len(accept))
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	now := d.now().UTC()
+	news := make([]persistence.NewMessage, 0, len(accept))
+	var keys []string
+	cleanup := func() {
+		for _, k := range keys {
+			if err := d.blobs.Delete(context.WithoutCancel(ctx), k); err != nil {
+				d.log.Warn("remove payload of a message that was not stored", "key", k, "err", err)
+			}
+		}
+	}
+	for n, i := range accept {
+		it := items[i]
+		id := first + int64(n)
+		blob, err := d.blobs.Put(ctx, id, persistence.PayloadUnpacked, it.Body)
+		if err != nil {
+			cleanup()
+			return nil, fmt.Errorf("ingest %s: store payload: %w", it.FileName, err)
+		}
+		keys = append(keys, blob.Key)
+		var targets []persistence.InstanceName
+		if it.Target != "" {
+			targets = []persistence.InstanceName{it.Target}
+		} else if targets, err = d.Targets(ctx, it.Source, it.From, it.To); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
+		msg := persistence.Message{
+			ID:               id,
+			Stage:            persistence.StageAccepted,
+			Status:           persistence.StatusReceived,
+			Refusal:          persistence.RefusalNone,
+			From:             it.From,
+			To:               it.To,
+			Source:           it.Source,
+			OriginalFileName: it.FileName,
+			Size:             blob.Size,
+			SHA256:           blob.SHA256,
+			CorrelationID:    orGenerated(it.CorrelationID),
+			OriginEventID:    orGenerated(it.OriginEventID),
+			CreatedAt:        now,
+			UpdatedAt:        now,
+		}
+		news = append(news, persistence.NewMessage{
+			Message:  msg,
+			Payloads: []persistence.Payload{{MessageID: id, Stage: persistence.PayloadUnpacked, Key: blob.Key, Size: blob.Size, SHA256: blob.SHA256, CreatedAt: now}},
+			Dispatch: true,
+			Targets:  targets,
+			Actor:    actorOr(it.Actor, "source:"+string(it.Source)),
+		})
+	}
+	stored, err := d.store.InsertMessages(ctx, news)
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	var wake []persistence.InstanceName
+	for n, i := range accept {
+		results[i].Message = stored[n]
+		for _, t := range news[n].Targets {
+			if !slices.Contains(wake, t) {
+				wake = append(wake, t)
+			}
+		}
+		if len(news[n].Targets) == 0 {
+			d.log.Warn("message not routed", "message_id", stored[n].ID, "source", stored[n].Source, "from", stored[n].From, "to", stored[n].To)
+		}
+	}
+	d.waker.Wake(wake)
+	return results, nil
+}
+
+func (d *Dispatcher) checkItem(ctx context.Context, it module.Incoming, known map[persistence.PartyName]bool) error {
+	if _, err := persistence.ParseInstanceName(string(it.Source)); err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	if _, err := persistence.ParseFileName(string(it.FileName)); err != nil {
+		return err
+	}
+	if it.Body == nil {
+		return errors.New("no document body")
+	}
+	for _, p := range []persistence.PartyName{it.From, it.To} {
+		if known[p] {
+			continue
+		}
+		ok, err := d.partyExists(ctx, p)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w %q", module.ErrUnknownParty, p)
+		}
+		known[p] = true
+	}
+	return nil
+}
+
+func (d *Dispatcher) partyExists(ctx context.Context, name persistence.PartyName) (bool, error) {
+	if _, err := persistence.ParsePartyName(string(name)); err != nil {
+		return false, nil
+	}
+	for _, k := range persistence.AllPartyKinds {
+		_, err := d.store.GetParty(ctx, k, name)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, persistence.ErrNotFound) {
+			return false, fmt.Errorf("look up party %s: %w", name, err)
+		}
+	}
+	return false, nil
+}
+
+// MessageExists reports whether source already stored a message with this origin event
+// id; sources use it to reconcile work interrupted by a crash.
+func (d *Dispatcher) MessageExists(ctx context.Context, source persistence.InstanceName, originEventID string) (bool, error) {
+	msgs, _, err := d.store.ListMessages(ctx, persistence.MessageFilter{Source: source, Q: originEventID, ListOptions: persistence.ListOptions{Limit: 1000}})
+	if err != nil {
+		return false, fmt.Errorf("look up message by origin event id: %w", err)
+	}
+	for _, m := range msgs {
+		if m.OriginEventID == originEventID {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Redispatch matches the message's routes again, adds the deliveries it lacks and
+// requeues queued and stalled ones.
+func (d *Dispatcher) Redispatch(ctx context.Context, messageID int64, actor string) ([]persistence.Delivery, error) {
+	d.routes.invalidate()
+	msg, err := d.store.GetMessage(ctx, messageID)
+	if err != nil {
+		return nil, fmt.Errorf("redispatch message %d: %w", messageID, err)
+	}
+	targets, err := d.Targets(ctx, msg.Source, msg.From, msg.To)
+	if err != nil {
+		return nil, fmt.Errorf("redispatch message %d: %w", messageID, err)
+	}
+	due, err := d.store.Redispatch(ctx, messageID, targets, actor)
+	if err != nil {
+		return nil, fmt.Errorf("redispatch message %d: %w", messageID, err)
+	}
+	d.wakeFor(due)
+	return due, nil
+}
+
+// Redeliver requeues one delivery.
+func (d *Dispatcher) Redeliver(ctx context.Context, deliveryID int64, actor string) (persistence.Delivery, error) {
+	del, err := d.store.Redeliver(ctx, deliveryID, actor)
+	if err != nil {
+		return persistence.Delivery{}, fmt.Errorf("redeliver delivery %d: %w", deliveryID, err)
+	}
+	d.wakeFor([]persistence.Delivery{del})
+	return del, nil
+}
+
+func (d *Dispatcher) wakeFor(ds []persistence.Delivery) {
+	var targets []persistence.InstanceName
+	for _, x := range ds {
+		if !slices.Contains(targets, x.Target) {
+			targets = append(targets, x.Target)
+		}
+	}
+	if len(targets) > 0 {
+		d.waker.Wake(targets)
+	}
+}
+
+func orGenerated(id string) string {
+	if id != "" {
+		return id
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func actorOr(a, def string) string {
+	if a != "" {
+		return a
+	}
+	return def
+}

@@ -1,0 +1,63 @@
+// Package dispatch decides where messages go and hands them to the delivery engine: it
+// keeps the in-memory route cache, ingests documents from sources in durable batches,
+// and carries out the operator's redispatch and redeliver.
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"wharf/internal/persistence"
+)
+
+// routeCache holds the routes in memory; any change to routes or plugin instances
+// invalidates it and the next match reloads.
+type routeCache struct {
+	mu     sync.Mutex
+	routes []persistence.Route
+	loaded bool
+	gen    uint64
+}
+
+func (c *routeCache) invalidate() {
+	c.mu.Lock()
+	c.loaded = false
+	c.gen++
+	c.mu.Unlock()
+}
+
+func (c *routeCache) get(ctx context.Context, load func(context.Context) ([]persistence.Route, error)) ([]persistence.Route, error) {
+	c.mu.Lock()
+	if c.loaded {
+		r := c.routes
+		c.mu.Unlock()
+		return r, nil
+	}
+	gen := c.gen
+	c.mu.Unlock()
+	routes, err := load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load routes: %w", err)
+	}
+	c.mu.Lock()
+	// A change that raced the load wins: keep the cache cold so the next match reloads.
+	if c.gen == gen {
+		c.routes, c.loaded = routes, true
+	}
+	c.mu.Unlock()
+	return routes, nil
+}
+
+// Match is the one place routing is decided: the distinct targets of every route that
+// takes a message from source with these parties, in route order.
+func Match(routes []persistence.Route, source persistence.InstanceName, from, to persistence.PartyName) []persistence.InstanceName {
+	var out []persistence.InstanceName
+	for _, r := range routes {
+		if r.Matches(source, from, to) && !slices.Contains(out, r.Target) {
+			out = append(out, r.Target)
+		}
+	}
+	return out
+}

@@ -1,0 +1,56 @@
+// Package logging carries message and delivery ids in the context so every log line
+// about a message names it without anyone adding it by hand.
+package logging
+
+import (
+	"context"
+	"io"
+	"log/slog"
+)
+
+type ctxKey int
+
+const (
+	keyMessageID ctxKey = iota
+	keyDeliveryID
+)
+
+// WithMessageID returns ctx carrying the message id for log lines.
+func WithMessageID(ctx context.Context, id int64) context.Context {
+	return context.WithValue(ctx, keyMessageID, id)
+}
+
+// WithDeliveryID returns ctx carrying the delivery id for log lines.
+func WithDeliveryID(ctx context.Context, id int64) context.Context {
+	return context.WithValue(ctx, keyDeliveryID, id)
+}
+
+// contextHandler adds the ids found in the context to each record.
+type contextHandler struct{ slog.Handler }
+
+// NewHandler wraps h so records logged with a context get its message_id and
+// delivery_id.
+func NewHandler(h slog.Handler) slog.Handler { return contextHandler{h} }
+
+func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id, ok := ctx.Value(keyMessageID).(int64); ok {
+		r.AddAttrs(slog.Int64("message_id", id))
+	}
+	if id, ok := ctx.Value(keyDeliveryID).(int64); ok {
+		r.AddAttrs(slog.Int64("delivery_id", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h contextHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return contextHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h contextHandler) WithGroup(name string) slog.Handler {
+	return contextHandler{h.Handler.WithGroup(name)}
+}
+
+// New returns the process logger: text lines on w at the given level.
+func New(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(NewHandler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})))
+}

@@ -1,0 +1,247 @@
+// Package services runs the configured plugin instances: sources as services, targets as
+// workers of the delivery engine, each startable, stoppable and restartable on its own.
+package services
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"wharf/internal/delivery"
+	"wharf/internal/module"
+	"wharf/internal/persistence"
+)
+
+// State is where a plugin instance stands.
+type State string
+
+const (
+	StateRunning  State = "running"
+	StateStopped  State = "stopped"
+	StateFailed   State = "failed"
+	StateDisabled State = "disabled"
+)
+
+// Status describes one instance.
+type Status struct {
+	Name    persistence.InstanceName
+	Type    persistence.PluginType
+	Role    module.Role
+	Enabled bool
+	State   State
+	Error   string
+	Since   time.Time
+}
+
+// Store is what the manager needs of persistence.
+type Store interface {
+	ListPluginConfigs(ctx context.Context, typ persistence.PluginType) ([]persistence.PluginConfig, error)
+	GetPluginConfig(ctx context.Context, name persistence.InstanceName) (persistence.PluginConfig, error)
+}
+
+// Targets is the delivery engine's side of running targets.
+type Targets interface {
+	AddTarget(name persistence.InstanceName, d delivery.Deliverer, opts delivery.TargetOptions) error
+	RemoveTarget(ctx context.Context, name persistence.InstanceName) error
+}
+
+// Manager owns the running instances.
+type Manager struct {
+	store   Store
+	sealer  module.Sealer
+	targets Targets
+	env     module.Env
+	log     *slog.Logger
+
+	mu        sync.Mutex
+	instances map[persistence.InstanceName]*instance
+}
+
+type instance struct {
+	typ     persistence.PluginType
+	role    module.Role
+	enabled bool
+	state   State
+	err     string
+	since   time.Time
+	source  module.Service
+}
+
+// New returns a manager.
+func New(store Store, sealer module.Sealer, targets Targets, env module.Env) *Manager {
+	return &Manager{store: store, sealer: sealer, targets: targets, env: env, log: env.Logger.With("component", "services"), instances: map[persistence.InstanceName]*instance{}}
+}
+
+// StartAll starts every enabled instance. An instance that fails to start is marked
+// failed and logged; the others run.
+func (m *Manager) StartAll(ctx context.Context) error {
+	recs, err := m.store.ListPluginConfigs(ctx, "")
+	if err != nil {
+		return fmt.Errorf("list plugin instances: %w", err)
+	}
+	for _, rec := range recs {
+		if !rec.Enabled {
+			m.set(rec.Name, rec.Type, false, StateDisabled, "", nil)
+			continue
+		}
+		if err := m.startRecord(ctx, rec); err != nil {
+			m.log.Error("plugin instance failed to start", "instance", string(rec.Name), "type", string(rec.Type), "err", err)
+		}
+	}
+	return nil
+}
+
+// Start starts one instance from its stored config.
+func (m *Manager) Start(ctx context.Context, name persistence.InstanceName) error {
+	rec, err := m.store.GetPluginConfig(ctx, name)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	m.mu.Lock()
+	in := m.instances[name]
+	running := in != nil && in.state == StateRunning
+	m.mu.Unlock()
+	if running {
+		return nil
+	}
+	return m.startRecord(ctx, rec)
+}
+
+// Stop stops one instance: a source stops taking documents, a target's worker drains.
+func (m *Manager) Stop(ctx context.Context, name persistence.InstanceName) error {
+	if _, err := m.store.GetPluginConfig(ctx, name); err != nil {
+		return fmt.Errorf("stop %s: %w", name, err)
+	}
+	m.mu.Lock()
+	in := m.instances[name]
+	m.mu.Unlock()
+	if in == nil || in.state != StateRunning {
+		return nil
+	}
+	var err error
+	if in.role == module.RoleSource {
+		err = in.source.Stop(ctx)
+	} else {
+		err = m.targets.RemoveTarget(ctx, name)
+	}
+	m.set(name, in.typ, in.enabled, StateStopped, "", nil)
+	if err != nil {
+		return fmt.Errorf("stop %s: %w", name, err)
+	}
+	m.log.Info("plugin instance stopped", "instance", string(name))
+	return nil
+}
+
+// Restart stops the instance and starts it from its current stored config.
+func (m *Manager) Restart(ctx context.Context, name persistence.InstanceName) error {
+	if err := m.Stop(ctx, name); err != nil {
+		return err
+	}
+	return m.Start(ctx, name)
+}
+
+// StopRole stops every running instance of a role; shutdown stops sources first so
+// nothing new arrives while targets drain.
+func (m *Manager) StopRole(ctx context.Context, role module.Role) error {
+	m.mu.Lock()
+	var names []persistence.InstanceName
+	for n, in := range m.instances {
+		if in.role == role && in.state == StateRunning {
+			names = append(names, n)
+		}
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, len(names))
+	for i, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = m.Stop(ctx, n)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// List reports every configured instance.
+func (m *Manager) List(ctx context.Context) ([]Status, error) {
+	recs, err := m.store.ListPluginConfigs(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("list plugin instances: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Status, 0, len(recs))
+	for _, rec := range recs {
+		st := Status{Name: rec.Name, Type: rec.Type, Enabled: rec.Enabled, State: StateStopped}
+		if p, ok := module.Lookup(rec.Type); ok {
+			st.Role = p.Role
+		}
+		if !rec.Enabled {
+			st.State = StateDisabled
+		}
+		if in := m.instances[rec.Name]; in != nil {
+			st.State, st.Error, st.Since = in.state, in.err, in.since
+			if in.state != StateRunning && !rec.Enabled {
+				st.State = StateDisabled
+			}
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (m *Manager) startRecord(ctx context.Context, rec persistence.PluginConfig) error {
+	in, err := module.Load(rec, m.sealer)
+	if err != nil {
+		m.set(rec.Name, rec.Type, rec.Enabled, StateFailed, err.Error(), nil)
+		return err
+	}
+	p, _ := module.Lookup(rec.Type)
+	env := m.env
+	env.Logger = m.env.Logger.With("instance", string(rec.Name))
+	switch p.Role {
+	case module.RoleSource:
+		svc, err := p.NewSource(env, rec.Name, in.Config)
+		if err == nil {
+			err = svc.Start(ctx)
+		}
+		if err != nil {
+			m.set(rec.Name, rec.Type, rec.Enabled, StateFailed, err.Error(), nil)
+			return fmt.Errorf("start source %s: %w", rec.Name, err)
+		}
+		m.set(rec.Name, rec.Type, rec.Enabled, StateRunning, "", svc)
+	case module.RoleTarget:
+		d, err := p.NewTarget(env, rec.Name, in.Config)
+		if err == nil {
+			var opts delivery.TargetOptions
+			if tc, ok := in.Config.(delivery.TargetConfig); ok {
+				opts = tc.Options()
+			}
+			err = m.targets.AddTarget(rec.Name, d, opts)
+		}
+		if err != nil {
+			m.set(rec.Name, rec.Type, rec.Enabled, StateFailed, err.Error(), nil)
+			return fmt.Errorf("start target %s: %w", rec.Name, err)
+		}
+		m.set(rec.Name, rec.Type, rec.Enabled, StateRunning, "", nil)
+	}
+	m.log.Info("plugin instance started", "instance", string(rec.Name), "type", string(rec.Type))
+	return nil
+}
+
+func (m *Manager) set(name persistence.InstanceName, typ persistence.PluginType, enabled bool, st State, errText string, svc module.Service) {
+	role := module.Role("")
+	if p, ok := module.Lookup(typ); ok {
+		role = p.Role
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.instances[name] = &instance{typ: typ, role: role, enabled: enabled, state: st, err: errText, since: time.Now().UTC(), source: svc}
+}
