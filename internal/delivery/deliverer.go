@@ -79,10 +79,13 @@ type TargetOptions struct {
 	Retry         RetryPolicy `json:"retry"`
 }
 
+// DefaultMaxConcurrent is a target's attempts in flight when its config names none.
+const DefaultMaxConcurrent = 8
+
 // Options returns the options with defaults filled in.
 func (o TargetOptions) Options() TargetOptions {
 	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = 4
+		o.MaxConcurrent = DefaultMaxConcurrent
 	}
 	o.Retry = o.Retry.WithDefaults()
 	return o

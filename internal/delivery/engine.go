@@ -37,8 +37,9 @@ type Signals interface {
 
 // Config tunes the engine.
 type Config struct {
-	// Lease is how long a claim holds without renewal; workers renew at a third of it.
-	Lease time.Duration
+	// Lease tells how long a claim holds without renewal; workers renew at a third of it.
+	// It is asked at every claim, so a settings change applies at once.
+	Lease func() time.Duration
 	// PollInterval is how often an idle worker looks for due work without a wake-up.
 	PollInterval time.Duration
 	// Now is the clock; tests may replace it.
@@ -46,8 +47,8 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Lease <= 0 {
-		c.Lease = 60 * time.Second
+	if c.Lease == nil {
+		c.Lease = func() time.Duration { return 60 * time.Second }
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 2 * time.Second
@@ -321,7 +322,8 @@ func (w *worker) loop() {
 
 func (w *worker) claimAndStart(n int) (int, error) {
 	now := w.e.cfg.Now()
-	claims, err := w.e.store.ClaimDeliveries(w.attemptCtx, w.name, n, w.e.cfg.Lease, now)
+	lease := w.e.cfg.Lease()
+	claims, err := w.e.store.ClaimDeliveries(w.attemptCtx, w.name, n, lease, now)
 	if err != nil {
 		return 0, err
 	}
@@ -330,12 +332,12 @@ func (w *worker) claimAndStart(n int) (int, error) {
 	w.mu.Unlock()
 	for _, c := range claims {
 		w.attempts.Add(1)
-		go w.attempt(c)
+		go w.attempt(c, lease)
 	}
 	return len(claims), nil
 }
 
-func (w *worker) attempt(c persistence.Claim) {
+func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 	defer w.attempts.Done()
 	defer func() {
 		w.mu.Lock()
@@ -352,7 +354,7 @@ func (w *worker) attempt(c persistence.Claim) {
 
 	lost := make(chan struct{})
 	renewDone := make(chan struct{})
-	go w.renew(ctx, c.Delivery, lost, renewDone)
+	go w.renew(ctx, c.Delivery, lease, lost, renewDone)
 
 	a := Attempt{
 		Delivery: c.Delivery,
@@ -413,16 +415,16 @@ func (w *worker) deliver(ctx context.Context, a Attempt) (res Result) {
 
 // renew keeps the lease alive while the attempt runs; a lost claim cancels nothing in
 // the target (it may be mid-write) but its outcome is dropped.
-func (w *worker) renew(ctx context.Context, d persistence.Delivery, lost, done chan struct{}) {
+func (w *worker) renew(ctx context.Context, d persistence.Delivery, lease time.Duration, lost, done chan struct{}) {
 	defer close(done)
-	t := time.NewTicker(w.e.cfg.Lease / 3)
+	t := time.NewTicker(lease / 3)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			err := w.e.store.RenewLease(context.WithoutCancel(ctx), d.ID, d.ClaimToken, w.e.cfg.Now().Add(w.e.cfg.Lease))
+			err := w.e.store.RenewLease(context.WithoutCancel(ctx), d.ID, d.ClaimToken, w.e.cfg.Now().Add(lease))
 			if errors.Is(err, persistence.ErrLostClaim) {
 				w.log.WarnContext(ctx, "claim lost while delivering")
 				close(lost)

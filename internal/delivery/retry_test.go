@@ -106,13 +106,3 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
-
-func TestBackoff(t *testing.T) {
-	b := Backoff(10 * time.Second)
-	want := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 5 * time.Minute, 5 * time.Minute}
-	for i, w := range want {
-		if got := b(i + 1); got != w {
-			t.Errorf("Backoff(%d) = %s, want %s", i+1, got, w)
-		}
-	}
-}

@@ -19,9 +19,8 @@ type SweepStore interface {
 // SweepSettings are read before every pass, so a settings change applies without a
 // restart.
 type SweepSettings struct {
-	Interval      time.Duration
-	MaxDispatches int
-	WakeupBackoff time.Duration
+	Interval time.Duration
+	Wakeups  persistence.WakeupPolicy
 }
 
 // Sweeper catches up on what wake-ups and workers missed: expired leases, due work
@@ -100,16 +99,15 @@ func (s *Sweeper) Pass(ctx context.Context, set SweepSettings) {
 			break
 		}
 	}
-	policy := persistence.WakeupPolicy{MaxDispatches: set.MaxDispatches, Backoff: Backoff(set.WakeupBackoff)}
 	for {
-		woken, stalled, err := s.store.WakeDue(ctx, now, policy, SweepBatch)
+		woken, stalled, err := s.store.WakeDue(ctx, now, set.Wakeups, SweepBatch)
 		if err != nil {
 			s.log.Error("wake due deliveries", "err", err)
 			break
 		}
 		s.wakeTargets(woken)
 		for _, d := range stalled {
-			s.log.Warn("delivery stalled: no worker claimed it", "message_id", d.MessageID, "delivery_id", d.ID, "target", string(d.Target), "wakeups", set.MaxDispatches)
+			s.log.Warn("delivery stalled: no worker claimed it", "message_id", d.MessageID, "delivery_id", d.ID, "target", string(d.Target), "wakeups", set.Wakeups.MaxDispatches)
 			if s.OnStalled != nil {
 				s.OnStalled(ctx, d)
 			}
@@ -142,16 +140,5 @@ func (s *Sweeper) wakeTargets(ds []persistence.Delivery) {
 	}
 	if len(ts) > 0 {
 		s.signals.Wake(ts)
-	}
-}
-
-// Backoff doubles the wait after each unanswered wake-up, from base, capped at 5 minutes.
-func Backoff(base time.Duration) func(int) time.Duration {
-	return func(n int) time.Duration {
-		d := base
-		for i := 1; i < n && d < 5*time.Minute; i++ {
-			d *= 2
-		}
-		return min(d, 5*time.Minute)
 	}
 }

@@ -197,7 +197,7 @@ func decodeStrict(p Plugin, fields map[string]json.RawMessage) (Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(cfg); err != nil {
-		return nil, jsonFieldError(err)
+		return nil, jsonFieldError(err, p, fields)
 	}
 	if err := cfg.Validate(); err != nil {
 		var fe *persistence.FieldError
@@ -210,7 +210,7 @@ func decodeStrict(p Plugin, fields map[string]json.RawMessage) (Config, error) {
 }
 
 // jsonFieldError names the field a decoding error is about.
-func jsonFieldError(err error) error {
+func jsonFieldError(err error, p Plugin, fields map[string]json.RawMessage) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		return &persistence.FieldError{Field: te.Field, Message: fmt.Sprintf("must be %s", te.Type)}
@@ -220,7 +220,13 @@ func jsonFieldError(err error) error {
 		return &persistence.FieldError{Field: strings.Trim(rest, `"`), Message: "unknown field"}
 	}
 	// Errors from a field's UnmarshalText/UnmarshalJSON carry no field name in the
-	// standard library; they still say what was wrong.
+	// standard library: decode the fields one at a time to find the one that fails.
+	for k, v := range fields {
+		one, _ := json.Marshal(map[string]json.RawMessage{k: v})
+		if json.Unmarshal(one, p.NewConfig()) != nil {
+			return &persistence.FieldError{Field: k, Message: msg}
+		}
+	}
 	return &persistence.FieldError{Field: "config", Message: msg}
 }
 

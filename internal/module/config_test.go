@@ -14,6 +14,7 @@ import (
 // testConfig stands for a plugin's config: one plain field, one write-only field.
 type testConfig struct {
 	URL    string            `json:"url"`
+	Wait   delivery.Duration `json:"wait"`
 	Secret map[string]string `json:"secret_headers,omitempty"`
 	Count  int               `json:"count"`
 }
@@ -65,6 +66,7 @@ func TestDecodeRefusesNamingTheField(t *testing.T) {
 		{`{"name": "ok", "url": "x", "type": "file-writer"}`, "type"},
 		{`{"url": "x"}`, "name"},
 		{`[1]`, "body"},
+		{`{"name": "ok", "url": "x", "wait": "soon"}`, "wait"},
 	}
 	for _, tt := range tests {
 		_, err := Decode(testType, []byte(tt.body), nil, reverseSealer{})

@@ -1,0 +1,65 @@
+// Command wharf is the Wharf B2B message gateway.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `Usage: wharf <command> [flags] [arguments]
+
+Commands:
+  standalone            run the whole gateway in one process
+  tokens create NAME    create an API token (printed once, on the last line)
+  tokens list           list API tokens
+  tokens revoke NAME    revoke an API token
+  loadtest files        measure file-to-file throughput on a throwaway instance
+  version               print the version
+
+Global flags (each also a WHARF_* variable):
+  --data-dir DIR        data directory (WHARF_DATA_DIR, default ./wharf-data)
+  --db-url URL          PostgreSQL URL (WHARF_DB_URL, default SQLite in the data directory)
+  --http-addr ADDR      listen address (WHARF_HTTP_ADDR, default 127.0.0.1:8080)
+  --log-level LEVEL     debug, info, warn or error (WHARF_LOG_LEVEL)
+`
+
+// errUsage marks a command line that was wrong; main prints the usage after it.
+var errUsage = errors.New("usage")
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "standalone":
+		err = runStandalone(ctx, args[1:], stdout, stderr)
+	case "tokens":
+		err = runTokens(ctx, args[1:], stdout, stderr)
+	case "loadtest":
+		err = runLoadtest(ctx, args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "wharf", version())
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		err = fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "wharf:", err)
+		if errors.Is(err, errUsage) {
+			fmt.Fprint(stderr, "\n", usage)
+			return 2
+		}
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,7 @@
+package main
+
+// The protocol modules in this build; each registers itself.
+import (
+	_ "wharf/internal/protocol/file"
+	_ "wharf/internal/protocol/httppost"
+)

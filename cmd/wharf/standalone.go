@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"wharf/internal/config"
+	"wharf/internal/gateway"
+	"wharf/internal/logging"
+)
+
+func version() string { return gateway.Version }
+
+// loadConfig reads the environment and the command's flags; flags win over variables.
+func loadConfig(name string, args []string, flags ...string) (config.Config, []string, error) {
+	cfg, err := config.FromEnv(os.Environ())
+	if err != nil {
+		return cfg, nil, err
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg.RegisterFlags(fs, flags...)
+	pos, err := config.ParseArgs(fs, args)
+	if err != nil {
+		return cfg, nil, fmt.Errorf("%w: %s: %v", errUsage, name, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, nil, err
+	}
+	return cfg, pos, nil
+}
+
+func runStandalone(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, pos, err := loadConfig("standalone", args, "data-dir", "db-url", "http-addr", "public-url", "log-level")
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("%w: standalone takes no arguments, got %q", errUsage, pos)
+	}
+	log := logging.New(stderr, cfg.LogLevel)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	g, err := gateway.Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	if err := g.Start(ctx); err != nil {
+		_ = g.Shutdown(context.Background())
+		return err
+	}
+	fmt.Fprintf(stdout, "Wharf is running: http://%s/api/v1 (data in %s)\n", g.Addr(), cfg.DataDir)
+	fmt.Fprintf(stdout, "Create an API token with: wharf tokens create NAME --data-dir %s\n", cfg.DataDir)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case serveErr = <-g.ServeErr():
+		log.Error("HTTP server failed; shutting down", "err", serveErr)
+	}
+	stop()
+	// The drain bound comes from the settings; this outer bound only guards a hang.
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := g.Shutdown(sctx); err != nil {
+		log.Error("shutdown", "err", err)
+	}
+	log.Info("stopped")
+	return serveErr
+}
+
+func ensureDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("create data directory %s: %w", dir, err)
+	}
+	return nil
+}

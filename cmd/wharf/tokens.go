@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"wharf/internal/api"
+	"wharf/internal/config"
+	"wharf/internal/logging"
+	"wharf/internal/persistence"
+	"wharf/internal/persistence/db"
+)
+
+func openStore(ctx context.Context, cfg config.Config, stderr io.Writer) (*db.Store, error) {
+	if err := ensureDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	return db.Open(ctx, db.Options{URL: cfg.DBURL, SQLitePath: cfg.SQLitePath(), Logger: logging.New(stderr, cfg.LogLevel)})
+}
+
+func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, pos, err := loadConfig("tokens", args, "data-dir", "db-url", "log-level")
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return fmt.Errorf("%w: tokens needs create, list or revoke", errUsage)
+	}
+	sub, rest := pos[0], pos[1:]
+	wantArgs := map[string]int{"create": 1, "list": 0, "revoke": 1}
+	n, ok := wantArgs[sub]
+	if !ok {
+		return fmt.Errorf("%w: unknown tokens command %q", errUsage, sub)
+	}
+	if len(rest) != n {
+		return fmt.Errorf("%w: tokens %s takes %d argument(s)", errUsage, sub, n)
+	}
+	if n == 1 {
+		if _, err := persistence.ParseInstanceName(rest[0]); err != nil {
+			return fmt.Errorf("invalid token name %q: use 1 to 64 of a-z, 0-9, _ and -", rest[0])
+		}
+	}
+	store, err := openStore(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	switch sub {
+	case "create":
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return err
+		}
+		token := "wharf_" + base64.RawURLEncoding.EncodeToString(b[:])
+		if _, err := store.CreateAPIToken(ctx, rest[0], api.HashToken(token)); err != nil {
+			return fmt.Errorf("create token %s: %w", rest[0], err)
+		}
+		fmt.Fprintf(stdout, "Token %q created. It is shown once; keep it safe:\n", rest[0])
+		fmt.Fprintln(stdout, token)
+	case "list":
+		toks, err := store.ListAPITokens(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tCREATED\tLAST USED\tREVOKED")
+		for _, t := range toks {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.CreatedAt.Format(time.RFC3339), timeOrDash(t.LastUsedAt), timeOrDash(t.RevokedAt))
+		}
+		return tw.Flush()
+	case "revoke":
+		if err := store.RevokeAPIToken(ctx, rest[0]); err != nil {
+			return fmt.Errorf("revoke token %s: %w", rest[0], err)
+		}
+		fmt.Fprintf(stdout, "Token %q revoked.\n", rest[0])
+	}
+	return nil
+}
+
+func timeOrDash(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Format(time.RFC3339)
+}

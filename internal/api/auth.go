@@ -1,0 +1,62 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+
+	"wharf/internal/persistence"
+)
+
+// HashToken is how an API token is stored and looked up: the hex SHA-256 of the token.
+// A token is random and long, so a plain hash is enough; the CLI stores what this returns.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// authenticate admits a request carrying "Authorization: Bearer <token>" for an unrevoked
+// token and records token:<name> as its actor.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearerToken(r)
+		if !ok {
+			s.unauthorized(w, r, "an API token is required: send Authorization: Bearer <token>")
+			return
+		}
+		t, err := s.store.FindAPIToken(r.Context(), HashToken(token))
+		if errors.Is(err, persistence.ErrNotFound) || (err == nil && t.RevokedAt != nil) {
+			s.unauthorized(w, r, "the API token is unknown or revoked")
+			return
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		infoOf(r.Context()).actor = "token:" + t.Name
+		next.ServeHTTP(w, r)
+	})
+}
+
+func bearerToken(r *http.Request) (string, bool) {
+	vals := r.Header.Values("Authorization")
+	if len(vals) != 1 {
+		return "", false
+	}
+	scheme, token, ok := strings.Cut(vals[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	if token == "" || strings.ContainsAny(token, " \t") {
+		return "", false
+	}
+	return token, true
+}
+
+func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, msg string) {
+	w.Header().Set("WWW-Authenticate", "Bearer")
+	s.fail(w, r, &apiError{status: http.StatusUnauthorized, code: "UNAUTHORIZED", message: msg})
+}

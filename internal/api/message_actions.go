@@ -1,0 +1,73 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+
+	"wharf/internal/persistence"
+)
+
+// redispatch matches the routes again for a message; it answers with the message's
+// detail as it now stands.
+func (s *Server) redispatch(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := decodeNoBody(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if _, err := s.store.GetMessage(r.Context(), id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if _, err := s.ops.Redispatch(r.Context(), id, actor(r)); err != nil {
+		s.fail(w, r, withCode(err, persistence.ErrConflict, "NOT_REDISPATCHABLE"))
+		return
+	}
+	d, err := s.messageDetail(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// redeliver requeues one delivery of a message; it answers with the message's detail as
+// it now stands.
+func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	did, err := pathID(r, "delivery_id")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := decodeNoBody(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d, err := s.store.GetDelivery(r.Context(), did)
+	if err == nil && d.MessageID != id {
+		err = fmt.Errorf("delivery %d of message %d: %w", did, id, persistence.ErrNotFound)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if _, err := s.ops.Redeliver(r.Context(), did, actor(r)); err != nil {
+		s.fail(w, r, withCode(err, persistence.ErrConflict, "NOT_REDELIVERABLE"))
+		return
+	}
+	detail, err := s.messageDetail(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, detail)
+}

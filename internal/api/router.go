@@ -1,0 +1,114 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+)
+
+// bodyKind is what a route's request body must be.
+type bodyKind int
+
+const (
+	bodyNone      bodyKind = iota // no body is read
+	bodyJSON                      // Content-Type application/json, at most maxJSONBody
+	bodyMultipart                 // multipart/form-data with an X-Requested-With header
+)
+
+// route is one mounted operation. The table is data so that the OpenAPI test can compare
+// it with the document.
+type route struct {
+	method string
+	path   string
+	// public routes need no token.
+	public bool
+	body   bodyKind
+	handle http.HandlerFunc
+}
+
+func (rt route) pattern() string { return rt.method + " " + rt.path }
+
+// routes lists every route the server mounts.
+func (s *Server) routes() []route {
+	return []route{
+		{method: "GET", path: "/healthz", public: true, handle: s.healthz},
+		{method: "GET", path: "/api/v1/openapi.yaml", public: true, handle: s.openAPI},
+		{method: "GET", path: "/api/v1/health", handle: s.health},
+
+		{method: "GET", path: "/api/v1/organizations", handle: s.listParties(organizations)},
+		{method: "POST", path: "/api/v1/organizations", body: bodyJSON, handle: s.createParty(organizations)},
+		{method: "GET", path: "/api/v1/organizations/{name}", handle: s.getParty(organizations)},
+		{method: "PUT", path: "/api/v1/organizations/{name}", body: bodyJSON, handle: s.updateParty(organizations)},
+		{method: "DELETE", path: "/api/v1/organizations/{name}", handle: s.deleteParty(organizations)},
+
+		{method: "GET", path: "/api/v1/partners", handle: s.listParties(partners)},
+		{method: "POST", path: "/api/v1/partners", body: bodyJSON, handle: s.createParty(partners)},
+		{method: "GET", path: "/api/v1/partners/{name}", handle: s.getParty(partners)},
+		{method: "PUT", path: "/api/v1/partners/{name}", body: bodyJSON, handle: s.updateParty(partners)},
+		{method: "DELETE", path: "/api/v1/partners/{name}", handle: s.deleteParty(partners)},
+
+		{method: "GET", path: "/api/v1/routes", handle: s.listRoutes},
+		{method: "POST", path: "/api/v1/routes", body: bodyJSON, handle: s.createRoute},
+		{method: "GET", path: "/api/v1/routes/{id}", handle: s.getRoute},
+		{method: "DELETE", path: "/api/v1/routes/{id}", handle: s.deleteRoute},
+
+		{method: "GET", path: "/api/v1/plugins/types", handle: s.listPluginTypes},
+		{method: "GET", path: "/api/v1/plugins/configs/{type}", handle: s.listPluginConfigs},
+		{method: "POST", path: "/api/v1/plugins/configs/{type}", body: bodyJSON, handle: s.createPluginConfig},
+		{method: "GET", path: "/api/v1/plugins/configs/{type}/{name}", handle: s.getPluginConfig},
+		{method: "PUT", path: "/api/v1/plugins/configs/{type}/{name}", body: bodyJSON, handle: s.updatePluginConfig},
+		{method: "DELETE", path: "/api/v1/plugins/configs/{type}/{name}", handle: s.deletePluginConfig},
+
+		{method: "GET", path: "/api/v1/messages", handle: s.listMessages},
+		{method: "POST", path: "/api/v1/messages", body: bodyMultipart, handle: s.sendMessage},
+		{method: "GET", path: "/api/v1/messages/{id}", handle: s.getMessage},
+		{method: "GET", path: "/api/v1/messages/{id}/payload", handle: s.downloadPayload},
+		{method: "POST", path: "/api/v1/messages/{id}/redispatch", body: bodyJSON, handle: s.redispatch},
+		{method: "POST", path: "/api/v1/messages/{id}/deliveries/{delivery_id}/redeliver", body: bodyJSON, handle: s.redeliver},
+
+		{method: "GET", path: "/api/v1/settings", handle: s.getSettings},
+		{method: "PUT", path: "/api/v1/settings", body: bodyJSON, handle: s.putSettings},
+
+		{method: "GET", path: "/api/v1/services", handle: s.listServices},
+		{method: "POST", path: "/api/v1/services/{type}/{name}/start", body: bodyJSON, handle: s.serviceAction(actionStart)},
+		{method: "POST", path: "/api/v1/services/{type}/{name}/stop", body: bodyJSON, handle: s.serviceAction(actionStop)},
+		{method: "POST", path: "/api/v1/services/{type}/{name}/restart", body: bodyJSON, handle: s.serviceAction(actionRestart)},
+	}
+}
+
+// wrap composes a route's middleware: the token check first (a caller without one learns
+// nothing else), then the body's media type and size.
+func (s *Server) wrap(rt route) http.Handler {
+	var h http.Handler = rt.handle
+	switch rt.body {
+	case bodyJSON:
+		h = s.requireJSON(h)
+	case bodyMultipart:
+		h = s.requireUpload(h)
+	}
+	if !rt.public {
+		h = s.authenticate(h)
+	}
+	return h
+}
+
+// fallback answers paths under /api/v1/ that no route serves: 405 with Allow when the
+// path exists for other methods, else 404, both as JSON errors.
+func (s *Server) fallback(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var allowed []string
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+			probe := r.WithContext(r.Context())
+			probe.Method = m
+			if _, p := mux.Handler(probe); strings.HasPrefix(p, m+" ") {
+				allowed = append(allowed, m)
+			}
+		}
+		if len(allowed) > 0 {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			s.fail(w, r, &apiError{status: http.StatusMethodNotAllowed, code: "METHOD_NOT_ALLOWED",
+				message: "method " + r.Method + " is not allowed here; use " + strings.Join(allowed, ", ")})
+			return
+		}
+		s.fail(w, r, &apiError{status: http.StatusNotFound, code: "NOT_FOUND", message: "no such resource"})
+	})
+}

@@ -1,0 +1,230 @@
+// Package gateway assembles a Wharf process: database, payload storage, bus, dispatcher,
+// delivery engine, sweep, plugin instances and the HTTP server, with one start-up and
+// one shutdown order.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"wharf/internal/api"
+	"wharf/internal/bus"
+	"wharf/internal/config"
+	"wharf/internal/delivery"
+	"wharf/internal/dispatch"
+	"wharf/internal/module"
+	"wharf/internal/persistence/db"
+	"wharf/internal/secret"
+	"wharf/internal/services"
+	"wharf/internal/settings"
+	"wharf/internal/storage"
+)
+
+// Version is the build's version, set by the linker.
+var Version = "dev"
+
+// Gateway is one standalone Wharf process.
+type Gateway struct {
+	cfg        config.Config
+	log        *slog.Logger
+	Store      *db.Store
+	Blobs      *storage.Local
+	Bus        *bus.Bus
+	Box        *secret.Box
+	Dispatcher *dispatch.Dispatcher
+	Engine     *delivery.Engine
+	Sweeper    *delivery.Sweeper
+	Services   *services.Manager
+
+	server   *http.Server
+	listener net.Listener
+	serveErr chan error
+	stopOnce sync.Once
+
+	setMu    sync.Mutex
+	setCache settings.Values
+	setAt    time.Time
+}
+
+// Open prepares everything a standalone process runs, without starting work yet.
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway, err error) {
+	g = &Gateway{cfg: cfg, log: log}
+	defer func() {
+		if err != nil {
+			g.closeResources()
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("create data directory %s: %w", cfg.DataDir, err)
+	}
+	box, created, err := secret.LoadOrCreate(cfg.SecretsKeyPath(), log)
+	if err != nil {
+		return nil, err
+	}
+	g.Box = box
+	_ = created // LoadOrCreate has already warned to back the new key up
+	g.Store, err = db.Open(ctx, db.Options{URL: cfg.DBURL, SQLitePath: cfg.SQLitePath(), Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	seeded, err := seed(ctx, g.Store, cfg.DataDir, box)
+	if err != nil {
+		return nil, err
+	}
+	if seeded {
+		log.Info("new database seeded", "organization", "local")
+	}
+	g.Bus, err = bus.StartEmbedded(ctx, bus.EmbeddedOptions{Logger: log.With("component", "bus")})
+	if err != nil {
+		return nil, fmt.Errorf("start the internal bus: %w", err)
+	}
+	g.Blobs, err = storage.NewLocal(filepath.Join(cfg.DataDir, "payloads"))
+	if err != nil {
+		return nil, err
+	}
+	sig := busSignals{bus: g.Bus, log: log}
+	g.Dispatcher = dispatch.New(g.Store, g.Blobs, sig, log.With("component", "dispatch"))
+	g.Engine = delivery.NewEngine(g.Store, g.Blobs, sig, log, delivery.Config{
+		Lease: func() time.Duration { return g.settings(context.Background()).LeaseDuration },
+	})
+	g.Sweeper = delivery.NewSweeper(g.Store, sig, log, func(ctx context.Context) delivery.SweepSettings {
+		s := g.settings(ctx)
+		return delivery.SweepSettings{Interval: s.SweepInterval, Wakeups: s.WakeupPolicy()}
+	})
+	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher})
+	return g, nil
+}
+
+// settingsTTL bounds how stale the cached settings may be; a change applies within it.
+const settingsTTL = time.Second
+
+// settings returns the current settings, read at most once per settingsTTL; a read
+// failure falls back to the defaults, which are always valid.
+func (g *Gateway) settings(ctx context.Context) settings.Values {
+	g.setMu.Lock()
+	defer g.setMu.Unlock()
+	if !g.setAt.IsZero() && time.Since(g.setAt) < settingsTTL {
+		return g.setCache
+	}
+	g.setCache, g.setAt = g.readSettings(ctx), time.Now()
+	return g.setCache
+}
+
+func (g *Gateway) readSettings(ctx context.Context) settings.Values {
+	stored, err := g.Store.ListSettings(ctx)
+	if err == nil {
+		// The store keeps bookkeeping entries beside the catalogue; only the catalogue's
+		// keys are settings.
+		m := map[string]string{}
+		for _, k := range settings.Keys() {
+			if v, ok := stored[k]; ok {
+				m[k] = v
+			}
+		}
+		if v, err := settings.Parse(m); err == nil {
+			return v
+		} else {
+			g.log.Error("stored settings are invalid; using defaults", "err", err)
+		}
+	} else {
+		g.log.Error("read settings; using defaults", "err", err)
+	}
+	v, _ := settings.Parse(nil)
+	return v
+}
+
+// Start begins work: the delivery engine, every enabled plugin instance, the sweep and
+// the HTTP server.
+func (g *Gateway) Start(ctx context.Context) error {
+	if err := g.Engine.Start(ctx); err != nil {
+		return err
+	}
+	if err := g.Services.StartAll(ctx); err != nil {
+		return err
+	}
+	if err := g.Sweeper.Start(ctx); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", g.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", g.cfg.HTTPAddr, err)
+	}
+	g.listener = ln
+	srv := api.New(api.Deps{
+		Store:    g.Store,
+		Payloads: g.Blobs,
+		Ingest:   g.Dispatcher,
+		Ops:      ops{g},
+		Sealer:   g.Box,
+		Logger:   g.log.With("component", "api"),
+		Version:  Version,
+	})
+	g.server = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	g.serveErr = make(chan error, 1)
+	go func() {
+		if err := g.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			g.serveErr <- err
+		}
+		close(g.serveErr)
+	}()
+	g.log.Info("wharf is running", "http", "http://"+ln.Addr().String(), "data_dir", g.cfg.DataDir, "database", g.Store.Dialect())
+	return nil
+}
+
+// Addr is the HTTP server's address once started.
+func (g *Gateway) Addr() string {
+	if g.listener == nil {
+		return ""
+	}
+	return g.listener.Addr().String()
+}
+
+// ServeErr reports a failure of the HTTP server.
+func (g *Gateway) ServeErr() <-chan error { return g.serveErr }
+
+// Shutdown stops in order: the HTTP server, the sources (nothing new comes in), the
+// targets (drain within the configured bound, then release what was interrupted), the
+// sweep, then the bus and the database.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	var errs []error
+	g.stopOnce.Do(func() {
+		drain := g.settings(ctx).ShutdownDrainTimeout
+		if g.server != nil {
+			hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			errs = append(errs, g.server.Shutdown(hctx))
+			cancel()
+		}
+		if g.Services != nil {
+			errs = append(errs, g.Services.StopRole(ctx, module.RoleSource))
+		}
+		if g.Engine != nil {
+			dctx, cancel := context.WithTimeout(ctx, drain)
+			errs = append(errs, g.Engine.Stop(dctx))
+			cancel()
+		}
+		if g.Sweeper != nil {
+			errs = append(errs, g.Sweeper.Stop(ctx))
+		}
+		g.closeResources()
+	})
+	return errors.Join(errs...)
+}
+
+func (g *Gateway) closeResources() {
+	if g.Bus != nil {
+		g.Bus.Close()
+	}
+	if g.Store != nil {
+		if err := g.Store.Close(); err != nil {
+			g.log.Error("close database", "err", err)
+		}
+	}
+}

@@ -1,0 +1,48 @@
+package gateway
+
+import (
+	"context"
+
+	"wharf/internal/api"
+	"wharf/internal/persistence"
+)
+
+// ops gives the REST API the gateway's operator actions.
+type ops struct{ g *Gateway }
+
+var _ api.Ops = ops{}
+
+func (o ops) Redispatch(ctx context.Context, id int64, actor string) ([]persistence.Delivery, error) {
+	return o.g.Dispatcher.Redispatch(ctx, id, actor)
+}
+
+func (o ops) Redeliver(ctx context.Context, id int64, actor string) (persistence.Delivery, error) {
+	return o.g.Dispatcher.Redeliver(ctx, id, actor)
+}
+
+func (o ops) RoutesChanged(ctx context.Context) { o.g.Dispatcher.RoutesChanged(ctx) }
+
+func (o ops) Services(ctx context.Context) []api.ServiceStatus {
+	list, err := o.g.Services.List(ctx)
+	if err != nil {
+		o.g.log.Error("list services", "err", err)
+		return nil
+	}
+	out := make([]api.ServiceStatus, len(list))
+	for i, s := range list {
+		out[i] = api.ServiceStatus{Name: s.Name, Type: s.Type, Role: s.Role, Enabled: s.Enabled, State: api.ServiceState(s.State), Error: s.Error, Since: s.Since}
+	}
+	return out
+}
+
+func (o ops) StartService(ctx context.Context, name persistence.InstanceName) error {
+	return o.g.Services.Start(ctx, name)
+}
+
+func (o ops) StopService(ctx context.Context, name persistence.InstanceName) error {
+	return o.g.Services.Stop(ctx, name)
+}
+
+func (o ops) RestartService(ctx context.Context, name persistence.InstanceName) error {
+	return o.g.Services.Restart(ctx, name)
+}

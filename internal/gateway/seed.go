@@ -1,0 +1,101 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"wharf/internal/module"
+	"wharf/internal/persistence"
+	"wharf/internal/settings"
+)
+
+// defaultInstance is a plugin instance a new database starts with, when its module is
+// part of this build.
+type defaultInstance struct {
+	name     persistence.InstanceName
+	typ      persistence.PluginType
+	config   map[string]any
+	inbound  bool // inbound sources and targets face partners coming in
+	outbound bool
+}
+
+// seedData is what a new database starts with: the organization local, the settings'
+// defaults, the default instances of every module in this build, and routes from each
+// inbound source to each inbound target and each outbound source to each outbound
+// target, any party to any party.
+func seedData(dataDir string, sealer module.Sealer) (persistence.SeedData, error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return persistence.SeedData{}, fmt.Errorf("data directory: %w", err)
+	}
+	now := time.Now().UTC()
+	data := persistence.SeedData{
+		Organizations: []persistence.Party{{Kind: persistence.PartyOrganization, Name: "local", DisplayName: "Local organization", CreatedAt: now, UpdatedAt: now}},
+		Settings:      settings.Defaults(),
+	}
+	defaults := []defaultInstance{
+		{name: "as2_receiver_default", typ: persistence.PluginAS2Receiver, config: map[string]any{}, inbound: true},
+		{name: "as2_sender_default", typ: persistence.PluginAS2Sender, config: map[string]any{}, outbound: true},
+		{name: "file_poller_default", typ: persistence.PluginFilePoller, config: map[string]any{"directory": filepath.Join(abs, "outbox"), "pattern": "{to}/{filename}"}, outbound: true},
+		{name: "file_writer_default", typ: persistence.PluginFileWriter, config: map[string]any{"directory": filepath.Join(abs, "inbox"), "pattern": "{from}/{original_filename}"}, inbound: true},
+	}
+	type side struct{ sources, targets []persistence.InstanceName }
+	var in, out side
+	for _, d := range defaults {
+		p, ok := module.Lookup(d.typ)
+		if !ok {
+			continue
+		}
+		body := map[string]any{"name": d.name, "enabled": true}
+		for k, v := range d.config {
+			body[k] = v
+		}
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return persistence.SeedData{}, err
+		}
+		inst, err := module.Decode(d.typ, raw, nil, sealer)
+		if err != nil {
+			return persistence.SeedData{}, fmt.Errorf("default instance %s: %w", d.name, err)
+		}
+		rec, err := module.Encode(inst, sealer)
+		if err != nil {
+			return persistence.SeedData{}, fmt.Errorf("default instance %s: %w", d.name, err)
+		}
+		rec.CreatedAt, rec.UpdatedAt = now, now
+		data.Plugins = append(data.Plugins, rec)
+		s := &out
+		if d.inbound {
+			s = &in
+		}
+		if p.Role == module.RoleSource {
+			s.sources = append(s.sources, d.name)
+		} else {
+			s.targets = append(s.targets, d.name)
+		}
+	}
+	for _, s := range []side{in, out} {
+		for _, src := range s.sources {
+			for _, dst := range s.targets {
+				data.Routes = append(data.Routes, persistence.Route{Source: src, From: persistence.AnyParty, To: persistence.AnyParty, Target: dst, CreatedAt: now})
+			}
+		}
+	}
+	return data, nil
+}
+
+// seed fills a new database once.
+func seed(ctx context.Context, store persistence.Store, dataDir string, sealer module.Sealer) (bool, error) {
+	data, err := seedData(dataDir, sealer)
+	if err != nil {
+		return false, err
+	}
+	ok, err := store.Seed(ctx, data)
+	if err != nil {
+		return false, fmt.Errorf("seed database: %w", err)
+	}
+	return ok, nil
+}

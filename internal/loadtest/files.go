@@ -1,0 +1,328 @@
+package loadtest
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL driver for the throwaway schema
+)
+
+// FilesOptions describes a file-to-file run.
+type FilesOptions struct {
+	N       int
+	SizeKiB int
+	Bin     string // the wharf binary
+	Dir     string // a throwaway directory
+	// DBURL runs against PostgreSQL: the run gets a schema of its own there, dropped after.
+	DBURL string
+	// KillAfter, when above zero, kills the process with SIGKILL once that many files
+	// were delivered, and starts it again on the same data.
+	KillAfter int
+	Timeout   time.Duration
+	Progress  io.Writer
+}
+
+// FilesResult is what a run measured.
+type FilesResult struct {
+	N          int
+	Elapsed    time.Duration
+	PerSecond  float64
+	P50        time.Duration
+	P95        time.Duration
+	P99        time.Duration
+	CPUSeconds float64
+	PeakRSSMiB float64
+	Killed     bool
+	Database   string
+}
+
+type doc struct {
+	name    string
+	sum     [32]byte
+	dropped time.Time
+	seen    time.Time
+}
+
+// RunFiles drops N files into the outbox of a fresh standalone instance, waits until each
+// is delivered to the inbox, checks every one byte for byte and that exactly N messages
+// exist, all delivered, and reports throughput, latency, CPU and memory.
+func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
+	res := FilesResult{N: opt.N, Database: "sqlite"}
+	if opt.N <= 0 || opt.SizeKiB < 0 {
+		return res, errors.New("loadtest: -n must be positive and -size-kib not negative")
+	}
+	if opt.Timeout == 0 {
+		opt.Timeout = 10 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
+	defer cancel()
+	progress := opt.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	dbURL := opt.DBURL
+	if dbURL != "" {
+		res.Database = "postgres"
+		u, drop, err := privateSchema(ctx, dbURL)
+		if err != nil {
+			return res, err
+		}
+		defer drop()
+		dbURL = u
+	}
+	dataDir := filepath.Join(opt.Dir, "data")
+	in, err := NewInstance(opt.Bin, dataDir, dbURL)
+	if err != nil {
+		return res, err
+	}
+	if err := in.CreateToken(ctx, "loadtest"); err != nil {
+		return res, err
+	}
+	if err := in.Start(ctx); err != nil {
+		return res, err
+	}
+	defer in.Kill()
+	if err := prepare(ctx, in); err != nil {
+		return res, fmt.Errorf("prepare the instance: %w: %s", err, in.Logs())
+	}
+
+	docs := make([]*doc, opt.N)
+	outbox := filepath.Join(dataDir, "outbox", "acme")
+	inbox := filepath.Join(dataDir, "inbox", "local")
+	if err := os.MkdirAll(outbox, 0o750); err != nil {
+		return res, err
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	payload := make([]byte, opt.SizeKiB*1024)
+
+	var cpu float64
+	var peak int64
+	account := func(st *os.ProcessState) {
+		if st == nil {
+			return
+		}
+		cpu += (st.UserTime() + st.SystemTime()).Seconds()
+		if ru, ok := st.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > peak {
+			peak = ru.Maxrss
+		}
+	}
+
+	var mu sync.Mutex
+	dropDone := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		for i := range docs {
+			for j := range payload {
+				payload[j] = byte(rnd.IntN(256))
+			}
+			d := &doc{name: fmt.Sprintf("doc-%06d.edi", i), sum: sha256.Sum256(payload)}
+			tmp := filepath.Join(outbox, "."+d.name+".part")
+			if err := os.WriteFile(tmp, payload, 0o640); err != nil {
+				dropDone <- err
+				return
+			}
+			mu.Lock()
+			d.dropped = time.Now()
+			docs[i] = d
+			mu.Unlock()
+			if err := os.Rename(tmp, filepath.Join(outbox, d.name)); err != nil {
+				dropDone <- err
+				return
+			}
+		}
+		dropDone <- nil
+	}()
+
+	byName := map[string]*doc{}
+	known := 0 // docs[:known] are in byName
+	seen := 0
+	dropped := false
+	killed := false
+	// The inbox is listed every 20 ms: fine enough for latency figures, cheap enough not
+	// to take CPU from the gateway under test on a small machine.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for seen < opt.N {
+		select {
+		case err := <-dropDone:
+			if err != nil {
+				return res, fmt.Errorf("drop files: %w", err)
+			}
+			dropped = true
+		case <-ctx.Done():
+			return res, fmt.Errorf("only %d of %d files arrived before the time-out: %s", seen, opt.N, in.Logs())
+		case <-tick.C:
+		}
+		entries, err := os.ReadDir(inbox)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return res, err
+		}
+		now := time.Now()
+		mu.Lock()
+		for ; known < len(docs) && docs[known] != nil; known++ {
+			byName[docs[known].name] = docs[known]
+		}
+		mu.Unlock()
+		for _, e := range entries {
+			d := byName[e.Name()]
+			if d == nil || !d.seen.IsZero() {
+				continue
+			}
+			d.seen = now
+			seen++
+		}
+		if opt.KillAfter > 0 && !killed && seen >= opt.KillAfter {
+			fmt.Fprintf(progress, "killing wharf (SIGKILL) after %d delivered files\n", seen)
+			in.Kill()
+			account(in.state)
+			killed = true
+			if err := in.Start(ctx); err != nil {
+				return res, fmt.Errorf("restart after kill: %w", err)
+			}
+		}
+	}
+	if !dropped {
+		if err := <-dropDone; err != nil {
+			return res, err
+		}
+	}
+	end := time.Now()
+	res.Killed = killed
+
+	if err := verifyInbox(inbox, docs); err != nil {
+		return res, err
+	}
+	if err := waitAllDelivered(ctx, in, opt.N); err != nil {
+		return res, err
+	}
+	st, err := in.Stop(2 * time.Minute)
+	account(st)
+	if err != nil {
+		return res, err
+	}
+
+	lat := make([]time.Duration, len(docs))
+	for i, d := range docs {
+		lat[i] = d.seen.Sub(d.dropped)
+	}
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(float64(len(lat))*p))] }
+	res.Elapsed = end.Sub(start)
+	res.PerSecond = float64(opt.N) / res.Elapsed.Seconds()
+	res.P50, res.P95, res.P99 = pct(0.50), pct(0.95), pct(0.99)
+	res.CPUSeconds = cpu
+	res.PeakRSSMiB = float64(peak) / 1024
+	return res, nil
+}
+
+// prepare creates the partner and the route of the scenario and makes the poller take
+// files as soon as they appear (the load test renames complete files into place).
+func prepare(ctx context.Context, in *Instance) error {
+	if err := in.API(ctx, "POST", "/api/v1/partners", map[string]any{"name": "acme", "display_name": "ACME Corp"}, nil); err != nil {
+		return err
+	}
+	route := map[string]any{"source": "file_poller_default", "from": "*", "to": "acme", "target": "file_writer_default", "ordered": false}
+	if err := in.API(ctx, "POST", "/api/v1/routes", route, nil); err != nil {
+		return err
+	}
+	if err := in.API(ctx, "PUT", "/api/v1/settings", map[string]string{"lease_duration": "10s", "sweep_interval": "1s"}, nil); err != nil {
+		return err
+	}
+	const poller = "/api/v1/plugins/configs/file-poller/file_poller_default"
+	var cfg map[string]any
+	if err := in.API(ctx, "GET", poller, nil, &cfg); err != nil {
+		return err
+	}
+	cfg["interval"] = "20ms"
+	cfg["stable_for"] = "0s"
+	if err := in.API(ctx, "PUT", poller, cfg, nil); err != nil {
+		return err
+	}
+	return in.API(ctx, "POST", "/api/v1/services/file-poller/file_poller_default/restart", map[string]any{}, nil)
+}
+
+func verifyInbox(inbox string, docs []*doc) error {
+	entries, err := os.ReadDir(inbox)
+	if err != nil {
+		return err
+	}
+	if len(entries) != len(docs) {
+		return fmt.Errorf("inbox holds %d files, want %d", len(entries), len(docs))
+	}
+	for _, d := range docs {
+		b, err := os.ReadFile(filepath.Join(inbox, d.name))
+		if err != nil {
+			return err
+		}
+		if sha256.Sum256(b) != d.sum {
+			return fmt.Errorf("%s arrived with different bytes", d.name)
+		}
+	}
+	return nil
+}
+
+type listAnswer struct {
+	Total int `json:"total"`
+}
+
+// waitAllDelivered polls the API until n messages exist and all are delivered.
+func waitAllDelivered(ctx context.Context, in *Instance, n int) error {
+	for {
+		var all, delivered listAnswer
+		if err := in.API(ctx, "GET", "/api/v1/messages?limit=1", nil, &all); err != nil {
+			return err
+		}
+		if err := in.API(ctx, "GET", "/api/v1/messages?limit=1&status=delivered", nil, &delivered); err != nil {
+			return err
+		}
+		if all.Total > n {
+			return fmt.Errorf("%d messages exist for %d files: a file was taken twice", all.Total, n)
+		}
+		if all.Total == n && delivered.Total == n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d messages delivered (%d exist) before the time-out", delivered.Total, n, all.Total)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// privateSchema creates a schema of its own for one run and returns a URL that uses it.
+func privateSchema(ctx context.Context, dbURL string) (string, func(), error) {
+	db, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		return "", nil, err
+	}
+	schema := fmt.Sprintf("wharf_loadtest_%d", time.Now().UnixNano())
+	if _, err := db.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		db.Close()
+		return "", nil, fmt.Errorf("create schema for the run: %w", err)
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		db.Close()
+		return "", nil, err
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	drop := func() {
+		_, _ = db.Exec("DROP SCHEMA " + schema + " CASCADE")
+		db.Close()
+	}
+	return u.String(), drop, nil
+}

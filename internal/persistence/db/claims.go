@@ -1,0 +1,327 @@
+package db
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"wharf/internal/persistence"
+)
+
+// claimable is the one rule for a delivery a worker may take now, used by claims and by
+// the wake-up sweep alike: due (queued, or retrying with its next attempt reached), and
+// not behind an earlier delivery of its session that is neither delivered nor skipped.
+// The delivery is d; the one argument is now. The NOT EXISTS repeats the predicate of the
+// partial index deliveries_session, so both planners probe that small index.
+const claimable = `(d.state = 'queued' OR (d.state = 'retrying' AND d.next_attempt_at <= ?))
+	AND (d.session_key = '' OR NOT EXISTS (
+		SELECT 1 FROM deliveries e
+		WHERE e.session_key = d.session_key AND e.id < d.id
+		AND e.session_key <> '' AND e.state NOT IN ('delivered', 'skipped')))`
+
+const maxClaim = 1000
+
+func newTokenPrefix() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b) + "."
+}
+
+// ClaimDeliveries takes up to n claimable deliveries of target, oldest first, in one
+// statement: on PostgreSQL the candidates are locked with FOR UPDATE SKIP LOCKED, so
+// concurrent claimers take disjoint sets without waiting for each other. Each claimed
+// delivery gets state delivering, a token of its own (a fresh random prefix and its id),
+// a lease, one more attempt and its wake-up count reset.
+func (s *Store) ClaimDeliveries(ctx context.Context, target persistence.InstanceName, n int, lease time.Duration, now time.Time) ([]persistence.Claim, error) {
+	switch {
+	case n <= 0:
+		return nil, fmt.Errorf("claim deliveries of %q: count %d is not positive", target, n)
+	case lease <= 0:
+		return nil, fmt.Errorf("claim deliveries of %q: lease %v is not positive", target, lease)
+	}
+	if err := check("target", target, persistence.ParseInstanceName); err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	n = min(n, maxClaim)
+	now = utc(now)
+	var claims []persistence.Claim
+	err := s.write(ctx, func(t *txn) error {
+		claims = nil
+		rows, err := t.query(ctx, `WITH picked AS MATERIALIZED (
+				SELECT d.id FROM deliveries d
+				WHERE d.target = ? AND `+claimable+`
+				ORDER BY d.id LIMIT ?`+s.skipLocked+`
+			)
+			UPDATE deliveries SET previous_state = state, state = 'delivering',
+				claim_token = CAST(? AS TEXT) || CAST(id AS TEXT), lease_until = ?,
+				attempts = attempts + 1, wakeups = 0,
+				next_attempt_at = NULL, next_wakeup_at = NULL, ack_deadline = NULL, updated_at = ?
+			WHERE id IN (SELECT id FROM picked)
+			RETURNING `+transitionCols,
+			target, s.tv(now), n, newTokenPrefix(), s.tv(now.Add(lease)), s.tv(now))
+		trs, err := collect(rows, err, scanTransition)
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(trs, func(a, b transition) int { return cmp.Compare(a.d.ID, b.d.ID) })
+		for _, tr := range trs {
+			t.changed(tr, fmt.Sprintf("attempt %d", tr.d.Attempts), "", time.Time{})
+		}
+		msgs, err := t.settle(ctx)
+		if err != nil {
+			return err
+		}
+		for _, tr := range trs {
+			claims = append(claims, persistence.Claim{Delivery: tr.d, Message: msgs[tr.d.MessageID]})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries of %q: %w", target, err)
+	}
+	return claims, nil
+}
+
+// RenewLease extends the lease of a claimed delivery while token still holds the claim.
+func (s *Store) RenewLease(ctx context.Context, deliveryID int64, token string, until time.Time) error {
+	err := s.write(ctx, func(t *txn) error {
+		if token == "" {
+			return persistence.ErrLostClaim
+		}
+		res, err := t.exec(ctx, `UPDATE deliveries SET lease_until = ?
+			WHERE id = ? AND claim_token = ? AND state = 'delivering'`, s.tv(until), deliveryID, token)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return persistence.ErrLostClaim
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("renew lease of delivery %d: %w", deliveryID, err)
+	}
+	return nil
+}
+
+// completionSet is the SET clause of an outcome and its arguments; completions with the
+// same clause and arguments are applied by one statement.
+func (s *Store) completionSet(c persistence.Completion, at time.Time) (string, []any) {
+	const release = `previous_state = state, claim_token = '', lease_until = NULL, `
+	reason := persistence.SanitizeReason(c.Reason)
+	switch c.Kind {
+	case persistence.OutcomeDelivered:
+		return release + `state = 'delivered', last_error = ''`, nil
+	case persistence.OutcomeAwaitingAck:
+		return release + `state = 'awaiting_ack', ack_deadline = ?, last_error = ''`, []any{s.tv(c.AckDeadline)}
+	case persistence.OutcomeRetry:
+		next := c.NextAttemptAt
+		if next.IsZero() || next.Before(at) {
+			next = at
+		}
+		return release + `state = 'retrying', next_attempt_at = ?, next_wakeup_at = ?, last_error = ?`,
+			[]any{s.tv(next), s.tv(next), reason}
+	default: // OutcomeFailed
+		return release + `state = 'failed', last_error = ?`, []any{reason}
+	}
+}
+
+func checkCompletion(c persistence.Completion) error {
+	switch c.Kind {
+	case persistence.OutcomeDelivered, persistence.OutcomeRetry, persistence.OutcomeFailed:
+	case persistence.OutcomeAwaitingAck:
+		if c.AckDeadline.IsZero() {
+			return fieldMsg("ack_deadline", "is required for %s", c.Kind)
+		}
+	default:
+		return fieldMsg("kind", "invalid outcome %q: want delivered, awaiting_ack, retry or failed", c.Kind)
+	}
+	return nil
+}
+
+// rounds splits item indices, given in the order to apply them, into rounds in which no
+// delivery appears twice, so a batch naming one delivery twice behaves as if applied one
+// item at a time: the second finds the claim gone.
+func rounds(order []int, id func(int) int64) [][]int {
+	var out [][]int
+	for len(order) > 0 {
+		seen := make(map[int64]bool)
+		var round, later []int
+		for _, i := range order {
+			if seen[id(i)] {
+				later = append(later, i)
+				continue
+			}
+			seen[id(i)] = true
+			round = append(round, i)
+		}
+		out = append(out, round)
+		order = later
+	}
+	return out
+}
+
+// updateClaimed applies one SET clause to the deliveries still claimed by the given
+// tokens and still delivering, in one statement, and returns the transitions by id.
+func (t *txn) updateClaimed(ctx context.Context, set string, setArgs []any, ids []int64, tokens []string) (map[int64]transition, error) {
+	cond, condArgs := t.s.claimList(ids, tokens)
+	args := append(append(slices.Clone(setArgs), t.s.tv(t.now)), condArgs...)
+	rows, err := t.query(ctx, `UPDATE deliveries SET `+set+`, updated_at = ?
+		WHERE state = 'delivering' AND `+cond+`
+		RETURNING `+transitionCols, args...)
+	trs, err := collect(rows, err, scanTransition)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]transition, len(trs))
+	for _, tr := range trs {
+		out[tr.d.ID] = tr
+	}
+	return out, nil
+}
+
+// CompleteDeliveries records outcomes of claimed attempts in one transaction. Each applies
+// only while its token holds the claim; the result has one entry per completion, nil or
+// an error wrapping ErrLostClaim. Completions with the same outcome and values share one
+// statement, so a batch of deliveries costs a few statements, not one each. An invalid
+// completion refuses the whole batch.
+func (s *Store) CompleteDeliveries(ctx context.Context, cs []persistence.Completion) ([]error, error) {
+	for i, c := range cs {
+		if err := checkCompletion(c); err != nil {
+			return nil, fmt.Errorf("complete deliveries: completion %d (delivery %d): %w", i, c.DeliveryID, err)
+		}
+	}
+	order := make([]int, 0, len(cs))
+	for i := range cs {
+		order = append(order, i)
+	}
+	// Rows are taken in id order, so two batches never wait for each other in a circle.
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cs[a].DeliveryID, cs[b].DeliveryID) })
+
+	var results []error
+	err := s.write(ctx, func(t *txn) error {
+		results = make([]error, len(cs))
+		lost := func(i int) {
+			results[i] = fmt.Errorf("complete delivery %d: %w", cs[i].DeliveryID, persistence.ErrLostClaim)
+		}
+		for _, round := range rounds(order, func(i int) int64 { return cs[i].DeliveryID }) {
+			type group struct {
+				set   string
+				args  []any
+				items []int
+			}
+			var groups []*group
+			byKey := make(map[string]*group)
+			at := make(map[int]time.Time, len(round))
+			for _, i := range round {
+				c := cs[i]
+				if c.Token == "" {
+					lost(i)
+					continue
+				}
+				at[i] = t.now
+				if !c.At.IsZero() {
+					at[i] = utc(c.At)
+				}
+				set, args := s.completionSet(c, at[i])
+				key := set + fmt.Sprint(args...)
+				g := byKey[key]
+				if g == nil {
+					g = &group{set: set, args: args}
+					byKey[key] = g
+					groups = append(groups, g)
+				}
+				g.items = append(g.items, i)
+			}
+			for _, g := range groups {
+				ids := make([]int64, len(g.items))
+				tokens := make([]string, len(g.items))
+				for k, i := range g.items {
+					ids[k], tokens[k] = cs[i].DeliveryID, cs[i].Token
+				}
+				done, err := t.updateClaimed(ctx, g.set, g.args, ids, tokens)
+				if err != nil {
+					return fmt.Errorf("complete deliveries: %w", err)
+				}
+				for _, i := range g.items {
+					tr, ok := done[cs[i].DeliveryID]
+					if !ok {
+						lost(i)
+						continue
+					}
+					reason := cs[i].Reason
+					if reason == "" {
+						reason = string(cs[i].Kind)
+					}
+					t.changed(tr, reason, "", at[i])
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete deliveries: %w", err)
+	}
+	return results, nil
+}
+
+// ReleaseDeliveries hands interrupted claims back: queued and due at once, the attempt
+// not counted. Claims no longer held are skipped; the error then wraps ErrLostClaim for
+// each of them, and the others are released all the same.
+func (s *Store) ReleaseDeliveries(ctx context.Context, rs []persistence.Release) error {
+	order := make([]int, 0, len(rs))
+	for i := range rs {
+		order = append(order, i)
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rs[a].DeliveryID, rs[b].DeliveryID) })
+	var lost []error
+	err := s.write(ctx, func(t *txn) error {
+		lost = nil
+		now := s.tv(t.now)
+		for _, round := range rounds(order, func(i int) int64 { return rs[i].DeliveryID }) {
+			var ids []int64
+			var tokens []string
+			for _, i := range round {
+				if rs[i].Token == "" {
+					lost = append(lost, fmt.Errorf("release delivery %d: %w", rs[i].DeliveryID, persistence.ErrLostClaim))
+					continue
+				}
+				ids, tokens = append(ids, rs[i].DeliveryID), append(tokens, rs[i].Token)
+			}
+			if len(ids) == 0 {
+				continue
+			}
+			done, err := t.updateClaimed(ctx, `previous_state = state, state = 'queued',
+				claim_token = '', lease_until = NULL,
+				attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END,
+				next_attempt_at = ?, next_wakeup_at = ?, wakeups = 0`, []any{now, now}, ids, tokens)
+			if err != nil {
+				return fmt.Errorf("release deliveries: %w", err)
+			}
+			for _, i := range round {
+				tr, ok := done[rs[i].DeliveryID]
+				if !ok {
+					if rs[i].Token != "" {
+						lost = append(lost, fmt.Errorf("release delivery %d: %w", rs[i].DeliveryID, persistence.ErrLostClaim))
+					}
+					continue
+				}
+				reason := rs[i].Reason
+				if reason == "" {
+					reason = "released"
+				}
+				t.changed(tr, reason, "", time.Time{})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("release deliveries: %w", err)
+	}
+	return errors.Join(lost...)
+}

@@ -1,0 +1,166 @@
+// Package dbtest gives tests of any package fresh, empty stores: SQLite in a temporary
+// directory always, and PostgreSQL when WHARF_TEST_POSTGRES_URL is set, each PostgreSQL
+// store in a schema of its own that is dropped when the test ends, so tests can run in
+// parallel and reruns start clean.
+//
+// Typical use runs one test body against every available database:
+//
+//	func TestSomething(t *testing.T) {
+//		dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
+//			t.Parallel() // optional: every store is independent
+//			…
+//		})
+//	}
+package dbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver for schema set-up
+
+	"wharf/internal/persistence/db"
+)
+
+// PostgresURLEnv names the variable holding the PostgreSQL URL tests may use; without
+// it, PostgreSQL tests are skipped.
+const PostgresURLEnv = "WHARF_TEST_POSTGRES_URL"
+
+// Dialects lists the databases available to tests: always "sqlite", and "postgres" when
+// PostgresURLEnv is set.
+func Dialects() []string {
+	if os.Getenv(PostgresURLEnv) != "" {
+		return []string{db.DialectSQLite, db.DialectPostgres}
+	}
+	return []string{db.DialectSQLite}
+}
+
+// ForEach runs fn as a subtest named after each available dialect, with a fresh store.
+func ForEach(t *testing.T, fn func(t *testing.T, s *db.Store)) {
+	t.Helper()
+	for _, d := range Dialects() {
+		t.Run(d, func(t *testing.T) {
+			fn(t, Open(t, d))
+		})
+	}
+}
+
+// Open returns a fresh store of the dialect ("sqlite" or "postgres"), closed and removed
+// when the test ends. It skips the test for "postgres" when PostgresURLEnv is not set.
+func Open(tb testing.TB, dialect string) *db.Store {
+	tb.Helper()
+	switch dialect {
+	case db.DialectSQLite:
+		return SQLite(tb)
+	case db.DialectPostgres:
+		return Postgres(tb)
+	default:
+		tb.Fatalf("dbtest: unknown dialect %q", dialect)
+		return nil
+	}
+}
+
+// SQLite returns a fresh store on an SQLite file in the test's temporary directory.
+func SQLite(tb testing.TB) *db.Store {
+	tb.Helper()
+	s, err := db.Open(context.Background(), db.Options{
+		SQLitePath: filepath.Join(tb.TempDir(), "wharf.db"),
+		Logger:     quietLogger(),
+	})
+	if err != nil {
+		tb.Fatalf("dbtest: open SQLite store: %v", err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Postgres returns a fresh store in a new schema of the database at PostgresURLEnv, or
+// skips the test when the variable is not set.
+func Postgres(tb testing.TB) *db.Store {
+	tb.Helper()
+	base := os.Getenv(PostgresURLEnv)
+	if base == "" {
+		tb.Skipf("dbtest: %s is not set", PostgresURLEnv)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("dbtest: %s is not a URL", PostgresURLEnv)
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		tb.Fatalf("dbtest: connect to PostgreSQL: %v", err)
+	}
+	tb.Cleanup(func() { admin.Close() })
+
+	ctx := context.Background()
+	dropStaleSchemas.Do(func() { dropStale(ctx, admin) })
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := fmt.Sprintf("%s%d_%s", schemaPrefix, time.Now().Unix(), hex.EncodeToString(b))
+	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		tb.Fatalf("dbtest: create schema: %v", err)
+	}
+	tb.Cleanup(func() {
+		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			tb.Errorf("dbtest: drop schema %s: %v", schema, err)
+		}
+	})
+
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	s, err := db.Open(ctx, db.Options{URL: u.String(), Logger: quietLogger()})
+	if err != nil {
+		tb.Fatalf("dbtest: open PostgreSQL store: %v", err)
+	}
+	// Registered after the schema's clean-up, so it runs before it.
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+// schemaPrefix starts the name of every test schema, followed by its creation time (Unix
+// seconds) and a random suffix.
+const schemaPrefix = "wharf_test_"
+
+var dropStaleSchemas sync.Once
+
+// dropStale removes test schemas a killed test run left behind more than a day ago.
+func dropStale(ctx context.Context, admin *sql.DB) {
+	rows, err := admin.QueryContext(ctx, `SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)`, schemaPrefix)
+	if err != nil {
+		return
+	}
+	var stale []string
+	for rows.Next() {
+		var name string
+		if rows.Scan(&name) != nil {
+			continue
+		}
+		created, _, _ := strings.Cut(strings.TrimPrefix(name, schemaPrefix), "_")
+		if sec, err := strconv.ParseInt(created, 10, 64); err == nil && time.Since(time.Unix(sec, 0)) > 24*time.Hour {
+			stale = append(stale, name)
+		}
+	}
+	rows.Close()
+	for _, name := range stale {
+		_, _ = admin.ExecContext(ctx, `DROP SCHEMA IF EXISTS "`+name+`" CASCADE`)
+	}
+}
+
+// quietLogger drops the stores' informational lines (schema applied, …) and keeps
+// warnings, on stderr where a failing test shows them.
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}

@@ -1,0 +1,171 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"wharf/internal/persistence"
+)
+
+type historyRow struct {
+	messageID  int64
+	deliveryID int64 // 0: the line is about the message
+	kind       persistence.HistoryKind
+	from, to   string
+	reason     string
+	actor      string
+	at         time.Time // zero: the transaction's time
+}
+
+// note appends a history line, written when the transaction finishes.
+func (t *txn) note(h historyRow) {
+	h.reason = persistence.SanitizeReason(h.reason)
+	h.actor = actorOr(h.actor)
+	t.hist = append(t.hist, h)
+}
+
+// changed records one delivery transition: its history line, and its message for the
+// status recomputation.
+func (t *txn) changed(tr transition, reason, actor string, at time.Time) {
+	t.note(historyRow{
+		messageID:  tr.d.MessageID,
+		deliveryID: tr.d.ID,
+		kind:       persistence.HistoryDeliveryChanged,
+		from:       string(tr.from),
+		to:         string(tr.d.State),
+		reason:     reason,
+		actor:      actor,
+		at:         at,
+	})
+	t.touch(tr.d.MessageID)
+}
+
+// touch marks a message whose deliveries changed (or were added).
+func (t *txn) touch(messageID int64) {
+	if t.touched == nil {
+		t.touched = make(map[int64]bool)
+	}
+	t.touched[messageID] = true
+}
+
+// finish settles the touched messages and writes the history lines.
+func (t *txn) finish(ctx context.Context) error {
+	if _, err := t.settle(ctx); err != nil {
+		return err
+	}
+	return t.flushHistory(ctx)
+}
+
+// settle recomputes stage and status of every touched message from all its deliveries,
+// with persistence.DeriveStage and persistence.DeriveStatus, the only code that decides
+// either. On PostgreSQL the messages are locked first, in id order, so two transactions
+// changing deliveries of one message cannot both derive from a stale view. It returns
+// the settled messages.
+func (t *txn) settle(ctx context.Context) (map[int64]persistence.Message, error) {
+	if len(t.touched) == 0 {
+		return nil, nil
+	}
+	ids := slices.Sorted(maps.Keys(t.touched))
+	t.touched = nil
+
+	cond, arg := t.s.idList("id", ids)
+	rows, err := t.query(ctx, `SELECT `+messageCols+` FROM messages WHERE `+cond+` ORDER BY id`+t.s.lockStatus, arg)
+	if err != nil {
+		return nil, fmt.Errorf("lock messages: %w", err)
+	}
+	msgs := make(map[int64]persistence.Message, len(ids))
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		msgs[m.ID] = m
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, err
+	}
+
+	cond, arg = t.s.idList("message_id", ids)
+	rows, err = t.query(ctx, `SELECT message_id, state FROM deliveries WHERE `+cond, arg)
+	if err != nil {
+		return nil, fmt.Errorf("read delivery states: %w", err)
+	}
+	states := make(map[int64][]persistence.DeliveryState, len(ids))
+	for rows.Next() {
+		var id int64
+		var st persistence.DeliveryState
+		if err := rows.Scan(&id, &st); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read delivery states: %w", err)
+		}
+		states[id] = append(states[id], st)
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, err
+	}
+
+	type derived struct {
+		stage  persistence.MessageStage
+		status persistence.MessageStatus
+	}
+	groups := make(map[derived][]int64)
+	for _, id := range ids {
+		m, ok := msgs[id]
+		if !ok {
+			return nil, fmt.Errorf("settle message %d: %w", id, persistence.ErrNotFound)
+		}
+		stage := persistence.DeriveStage(m.Stage, states[id])
+		status := persistence.DeriveStatus(stage, m.Refusal, states[id])
+		if status != m.Status {
+			t.note(historyRow{
+				messageID: id,
+				kind:      persistence.HistoryStatusChanged,
+				from:      string(m.Status),
+				to:        string(status),
+				actor:     t.actor,
+			})
+		}
+		m.Stage, m.Status, m.UpdatedAt = stage, status, t.now
+		msgs[id] = m
+		k := derived{stage, status}
+		groups[k] = append(groups[k], id)
+	}
+	for k, gids := range groups {
+		cond, arg := t.s.idList("id", gids)
+		if _, err := t.exec(ctx, `UPDATE messages SET stage = ?, status = ?, updated_at = ? WHERE `+cond,
+			k.stage, k.status, t.s.tv(t.now), arg); err != nil {
+			return nil, fmt.Errorf("update message status: %w", err)
+		}
+	}
+	return msgs, nil
+}
+
+const historyInsert = `INSERT INTO message_history (message_id, delivery_id, at, kind, from_state, to_state, reason, actor)`
+
+func (t *txn) flushHistory(ctx context.Context) error {
+	if len(t.hist) == 0 {
+		return nil
+	}
+	rows := make([][]any, len(t.hist))
+	now := t.s.tv(t.now)
+	for i, h := range t.hist {
+		at := now
+		if !h.at.IsZero() {
+			at = t.s.tv(h.at)
+		}
+		var did any
+		if h.deliveryID != 0 {
+			did = h.deliveryID
+		}
+		rows[i] = []any{h.messageID, did, at, string(h.kind), h.from, h.to, h.reason, h.actor}
+	}
+	t.hist = nil
+	if err := t.insertRows(ctx, historyInsert, 8, rows); err != nil {
+		return fmt.Errorf("append history: %w", err)
+	}
+	return nil
+}

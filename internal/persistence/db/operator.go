@@ -1,0 +1,165 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"wharf/internal/persistence"
+)
+
+// Redispatch adds deliveries (queued, due now) for the targets the message lacks and
+// requeues its queued and stalled ones (due now, wake-ups reset); it returns every
+// delivery of the message that is now due. A message its source still holds (stage
+// accepted) is dispatched by it for the first time: its history says dispatched rather
+// than redispatch requested.
+func (s *Store) Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, actor string) ([]persistence.Delivery, error) {
+	var want []persistence.InstanceName
+	for i, tg := range targets {
+		if err := check(fmt.Sprintf("targets[%d]", i), tg, persistence.ParseInstanceName); err != nil {
+			return nil, fmt.Errorf("redispatch message %d: %w", messageID, err)
+		}
+		if !slices.Contains(want, tg) {
+			want = append(want, tg)
+		}
+	}
+	var out []persistence.Delivery
+	err := s.write(ctx, func(t *txn) error {
+		t.actor = actorOr(actor)
+		var stage persistence.MessageStage
+		var refusal persistence.Refusal
+		err := t.queryRow(ctx, `SELECT stage, refusal FROM messages WHERE id = ?`, messageID).Scan(&stage, &refusal)
+		if err != nil {
+			return notFound(err, "message %d", messageID)
+		}
+		if refusal != persistence.RefusalNone && len(want) > 0 {
+			return fmt.Errorf("message %d was refused by its source and gets no deliveries: %w", messageID, persistence.ErrConflict)
+		}
+		rows, err := t.query(ctx, `SELECT target FROM deliveries WHERE message_id = ?`, messageID)
+		have, err := collect(rows, err, func(r rowScanner) (tg persistence.InstanceName, err error) { return tg, r.Scan(&tg) })
+		if err != nil {
+			return err
+		}
+		now, wake := s.tv(t.now), s.tv(t.now.Add(WakeupGrace))
+		var added []persistence.InstanceName
+		var rowsToAdd [][]any
+		for _, tg := range want {
+			if !slices.Contains(have, tg) {
+				added = append(added, tg)
+				rowsToAdd = append(rowsToAdd, []any{messageID, tg, persistence.DeliveryQueued, now, wake, now, now})
+			}
+		}
+		if err := t.insertRows(ctx, `INSERT INTO deliveries (message_id, target, state, next_attempt_at, next_wakeup_at, created_at, updated_at)`,
+			7, rowsToAdd); err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("message %d is being redispatched concurrently: %w", messageID, persistence.ErrConflict)
+			}
+			return fmt.Errorf("add deliveries: %w", err)
+		}
+		rows, err = t.query(ctx, `UPDATE deliveries SET previous_state = state, state = 'queued',
+				next_attempt_at = ?, next_wakeup_at = ?, wakeups = 0, updated_at = ?
+			WHERE message_id = ? AND state IN ('queued', 'stalled')
+			RETURNING `+transitionCols, now, wake, now, messageID)
+		trs, err := collect(rows, err, scanTransition)
+		if err != nil {
+			return fmt.Errorf("requeue deliveries: %w", err)
+		}
+		sortTransitions(trs)
+		// Last of the writes before settling, so the message's row lock is taken after the
+		// delivery row locks, in the same order as every other transaction takes them.
+		if stage == persistence.StageAccepted {
+			if _, err := t.exec(ctx, `UPDATE messages SET stage = 'dispatched' WHERE id = ? AND stage = 'accepted'`, messageID); err != nil {
+				return err
+			}
+		}
+
+		kind, reason := persistence.HistoryRedispatchRequested, redispatchReason(added, trs)
+		if stage == persistence.StageAccepted {
+			kind, reason = persistence.HistoryDispatched, dispatchedReason(want, refusal)
+		}
+		t.note(historyRow{messageID: messageID, kind: kind, reason: reason, actor: t.actor})
+		for _, tr := range trs {
+			if tr.from != tr.d.State {
+				t.changed(tr, "redispatch requested", t.actor, time.Time{})
+			}
+		}
+		t.touch(messageID)
+		out = deliveriesOf(trs)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redispatch message %d: %w", messageID, err)
+	}
+	return out, nil
+}
+
+func redispatchReason(added []persistence.InstanceName, requeued []transition) string {
+	var parts []string
+	if len(added) > 0 {
+		names := make([]string, len(added))
+		for i, tg := range added {
+			names[i] = string(tg)
+		}
+		parts = append(parts, "added "+strings.Join(names, ", "))
+	}
+	n := 0
+	for _, tr := range requeued {
+		if !slices.Contains(added, tr.d.Target) {
+			n++
+		}
+	}
+	if n > 0 {
+		parts = append(parts, fmt.Sprintf("requeued %d", n))
+	}
+	if len(parts) == 0 {
+		return "nothing to requeue"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// redeliverable lists the states an operator may send again from.
+var redeliverable = []persistence.DeliveryState{
+	persistence.DeliveryFailed, persistence.DeliveryStalled, persistence.DeliveryRetrying, persistence.DeliveryDelivered,
+}
+
+// Redeliver requeues one failed, stalled, retrying or delivered delivery, due now; any
+// other state is ErrConflict.
+func (s *Store) Redeliver(ctx context.Context, deliveryID int64, actor string) (persistence.Delivery, error) {
+	var out persistence.Delivery
+	err := s.write(ctx, func(t *txn) error {
+		t.actor = actorOr(actor)
+		var state persistence.DeliveryState
+		var messageID int64
+		err := t.queryRow(ctx, `SELECT state, message_id FROM deliveries WHERE id = ?`, deliveryID).Scan(&state, &messageID)
+		if err != nil {
+			return notFound(err, "delivery %d", deliveryID)
+		}
+		if !slices.Contains(redeliverable, state) {
+			return fmt.Errorf("delivery %d is %s; only failed, stalled, retrying or delivered deliveries can be redelivered: %w",
+				deliveryID, state, persistence.ErrConflict)
+		}
+		now := s.tv(t.now)
+		rows, err := t.query(ctx, `UPDATE deliveries SET previous_state = state, state = 'queued',
+				next_attempt_at = ?, next_wakeup_at = ?, wakeups = 0, ack_deadline = NULL, updated_at = ?
+			WHERE id = ? AND state = ?
+			RETURNING `+transitionCols, now, s.tv(t.now.Add(WakeupGrace)), now, deliveryID, state)
+		trs, err := collect(rows, err, scanTransition)
+		if err != nil {
+			return err
+		}
+		if len(trs) == 0 {
+			return fmt.Errorf("delivery %d changed while it was being redelivered: %w", deliveryID, persistence.ErrConflict)
+		}
+		t.note(historyRow{messageID: messageID, deliveryID: deliveryID, kind: persistence.HistoryRedeliverRequested,
+			from: string(state), to: string(persistence.DeliveryQueued), actor: t.actor})
+		t.changed(trs[0], "redeliver requested", t.actor, time.Time{})
+		out = trs[0].d
+		return nil
+	})
+	if err != nil {
+		return persistence.Delivery{}, fmt.Errorf("redeliver delivery %d: %w", deliveryID, err)
+	}
+	return out, nil
+}

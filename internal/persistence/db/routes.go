@@ -1,0 +1,130 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"wharf/internal/persistence"
+)
+
+func checkRoute(r persistence.Route) error {
+	if err := check("source", r.Source, persistence.ParseInstanceName); err != nil {
+		return err
+	}
+	if err := check("from", r.From, persistence.ParsePartyPattern); err != nil {
+		return err
+	}
+	if err := check("to", r.To, persistence.ParsePartyPattern); err != nil {
+		return err
+	}
+	return check("target", r.Target, persistence.ParseInstanceName)
+}
+
+// CreateRoute inserts a route after checking, in the same transaction, that its instances
+// and parties exist and that no route with the same source and target covers it or is
+// covered by it.
+func (s *Store) CreateRoute(ctx context.Context, r persistence.Route) (persistence.Route, error) {
+	if err := checkRoute(r); err != nil {
+		return persistence.Route{}, fmt.Errorf("create route: %w", err)
+	}
+	var out persistence.Route
+	err := s.write(ctx, func(t *txn) (err error) {
+		out, err = t.insertRoute(ctx, r)
+		return err
+	})
+	return out, err
+}
+
+func (t *txn) insertRoute(ctx context.Context, r persistence.Route) (persistence.Route, error) {
+	// The instance rows stay locked until commit (PostgreSQL), so a concurrent delete of an
+	// instance or a concurrent overlapping route waits for this one.
+	for _, ref := range []struct {
+		field string
+		name  persistence.InstanceName
+	}{{"source", r.Source}, {"target", r.Target}} {
+		var name string
+		err := t.queryRow(ctx, `SELECT name FROM plugin_configs WHERE name = ?`+t.s.lockRows, ref.name).Scan(&name)
+		if errors.Is(err, sql.ErrNoRows) {
+			return persistence.Route{}, fieldMsg(ref.field, "no plugin instance %q", ref.name)
+		}
+		if err != nil {
+			return persistence.Route{}, fmt.Errorf("create route: %w", err)
+		}
+	}
+	for _, ref := range []struct {
+		field string
+		p     persistence.PartyPattern
+	}{{"from", r.From}, {"to", r.To}} {
+		if ref.p == persistence.AnyParty {
+			continue
+		}
+		rows, err := t.query(ctx, `SELECT id FROM parties WHERE name = ?`+t.s.lockRows, string(ref.p))
+		ids, err := collect(rows, err, func(r rowScanner) (id int64, err error) { return id, r.Scan(&id) })
+		if err != nil {
+			return persistence.Route{}, fmt.Errorf("create route: %w", err)
+		}
+		if len(ids) == 0 {
+			return persistence.Route{}, fieldMsg(ref.field, "no organization or partner %q", ref.p)
+		}
+	}
+	rows, err := t.query(ctx, `SELECT `+routeCols+` FROM routes WHERE source = ? AND target = ? ORDER BY id`, r.Source, r.Target)
+	existing, err := collect(rows, err, scanRoute)
+	if err != nil {
+		return persistence.Route{}, fmt.Errorf("create route: %w", err)
+	}
+	for _, o := range existing {
+		if r.Overlaps(o) {
+			return persistence.Route{}, fmt.Errorf("route %s %s→%s %s overlaps route %d (%s→%s): %w",
+				r.Source, r.From, r.To, r.Target, o.ID, o.From, o.To, persistence.ErrConflict)
+		}
+	}
+	out, err := scanRoute(t.queryRow(ctx, `INSERT INTO routes (source, from_party, to_party, target, ordered, created_at)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING `+routeCols, r.Source, r.From, r.To, r.Target, r.Ordered, t.s.tv(t.now)))
+	if isUniqueViolation(err) {
+		return out, fmt.Errorf("route %s %s→%s %s already exists: %w", r.Source, r.From, r.To, r.Target, persistence.ErrConflict)
+	}
+	if err != nil {
+		return out, fmt.Errorf("create route: %w", err)
+	}
+	return out, nil
+}
+
+// GetRoute returns one route.
+func (s *Store) GetRoute(ctx context.Context, id int64) (persistence.Route, error) {
+	var out persistence.Route
+	err := s.read(ctx, func(t *txn) (err error) {
+		out, err = scanRoute(t.queryRow(ctx, `SELECT `+routeCols+` FROM routes WHERE id = ?`, id))
+		return notFound(err, "route %d", id)
+	})
+	return out, err
+}
+
+// ListRoutes lists every route in creation order.
+func (s *Store) ListRoutes(ctx context.Context) ([]persistence.Route, error) {
+	var out []persistence.Route
+	err := s.read(ctx, func(t *txn) error {
+		rows, err := t.query(ctx, `SELECT `+routeCols+` FROM routes ORDER BY id`)
+		out, err = collect(rows, err, scanRoute)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list routes: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteRoute deletes one route.
+func (s *Store) DeleteRoute(ctx context.Context, id int64) error {
+	return s.write(ctx, func(t *txn) error {
+		res, err := t.exec(ctx, `DELETE FROM routes WHERE id = ?`, id)
+		if err != nil {
+			return fmt.Errorf("delete route %d: %w", id, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return fmt.Errorf("route %d: %w", id, persistence.ErrNotFound)
+		}
+		return nil
+	})
+}

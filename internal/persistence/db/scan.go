@@ -1,0 +1,163 @@
+package db
+
+import (
+	"database/sql"
+	"fmt"
+
+	"wharf/internal/persistence"
+)
+
+// Column lists and their scanners, one per record. Domain string types scan through
+// their own Scan methods, so a value the domain refuses fails here, naming the row.
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func closeRows(rows *sql.Rows) error {
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return err
+	}
+	return rows.Close()
+}
+
+const partyCols = `id, kind, name, display_name, created_at, updated_at`
+
+func scanParty(r rowScanner) (persistence.Party, error) {
+	var p persistence.Party
+	err := r.Scan(&p.ID, &p.Kind, &p.Name, &p.DisplayName, timeCol{&p.CreatedAt}, timeCol{&p.UpdatedAt})
+	if err != nil {
+		return p, fmt.Errorf("read party: %w", err)
+	}
+	return p, nil
+}
+
+const pluginCols = `name, type, enabled, config, secrets, created_at, updated_at`
+
+func scanPlugin(r rowScanner) (persistence.PluginConfig, error) {
+	var c persistence.PluginConfig
+	var config string
+	err := r.Scan(&c.Name, &c.Type, &c.Enabled, &config, &c.Secrets, timeCol{&c.CreatedAt}, timeCol{&c.UpdatedAt})
+	if err != nil {
+		return c, fmt.Errorf("read plugin config: %w", err)
+	}
+	c.Config = []byte(config)
+	if len(c.Secrets) == 0 {
+		c.Secrets = nil
+	}
+	return c, nil
+}
+
+const routeCols = `id, source, from_party, to_party, target, ordered, created_at`
+
+func scanRoute(r rowScanner) (persistence.Route, error) {
+	var rt persistence.Route
+	err := r.Scan(&rt.ID, &rt.Source, &rt.From, &rt.To, &rt.Target, &rt.Ordered, timeCol{&rt.CreatedAt})
+	if err != nil {
+		return rt, fmt.Errorf("read route: %w", err)
+	}
+	return rt, nil
+}
+
+const messageCols = `id, stage, status, refusal, from_party, to_party, source, original_file_name, size, sha256, correlation_id, origin_event_id, created_at, updated_at`
+
+func scanMessage(r rowScanner) (persistence.Message, error) {
+	var m persistence.Message
+	err := r.Scan(&m.ID, &m.Stage, &m.Status, &m.Refusal, &m.From, &m.To, &m.Source, &m.OriginalFileName,
+		&m.Size, &m.SHA256, &m.CorrelationID, &m.OriginEventID, timeCol{&m.CreatedAt}, timeCol{&m.UpdatedAt})
+	if err != nil {
+		return m, fmt.Errorf("read message: %w", err)
+	}
+	return m, nil
+}
+
+const payloadCols = `message_id, stage, key, size, sha256, created_at`
+
+func scanPayload(r rowScanner) (persistence.Payload, error) {
+	var p persistence.Payload
+	err := r.Scan(&p.MessageID, &p.Stage, &p.Key, &p.Size, &p.SHA256, timeCol{&p.CreatedAt})
+	if err != nil {
+		return p, fmt.Errorf("read payload: %w", err)
+	}
+	return p, nil
+}
+
+const deliveryCols = `id, message_id, target, state, attempts, next_attempt_at, last_error, wakeups, next_wakeup_at, lease_until, claim_token, ack_deadline, session_key, created_at, updated_at`
+
+func deliveryDests(d *persistence.Delivery) []any {
+	return []any{&d.ID, &d.MessageID, &d.Target, &d.State, &d.Attempts, nullTimeCol{&d.NextAttemptAt},
+		&d.LastError, &d.Wakeups, nullTimeCol{&d.NextWakeupAt}, nullTimeCol{&d.LeaseUntil}, &d.ClaimToken,
+		nullTimeCol{&d.AckDeadline}, &d.SessionKey, timeCol{&d.CreatedAt}, timeCol{&d.UpdatedAt}}
+}
+
+func scanDelivery(r rowScanner) (persistence.Delivery, error) {
+	var d persistence.Delivery
+	if err := r.Scan(deliveryDests(&d)...); err != nil {
+		return d, fmt.Errorf("read delivery: %w", err)
+	}
+	return d, nil
+}
+
+// transitionCols is what a transition statement returns: the delivery as it is now, and
+// the state it left.
+const transitionCols = deliveryCols + `, previous_state`
+
+type transition struct {
+	d    persistence.Delivery
+	from persistence.DeliveryState
+}
+
+func scanTransition(r rowScanner) (transition, error) {
+	var tr transition
+	if err := r.Scan(append(deliveryDests(&tr.d), &tr.from)...); err != nil {
+		return tr, fmt.Errorf("read delivery: %w", err)
+	}
+	return tr, nil
+}
+
+const historyCols = `id, message_id, delivery_id, at, kind, from_state, to_state, reason, actor`
+
+func scanHistory(r rowScanner) (persistence.HistoryEntry, error) {
+	var h persistence.HistoryEntry
+	var did sql.NullInt64
+	var kind string
+	err := r.Scan(&h.ID, &h.MessageID, &did, timeCol{&h.At}, &kind, &h.FromState, &h.ToState, &h.Reason, &h.Actor)
+	if err != nil {
+		return h, fmt.Errorf("read history: %w", err)
+	}
+	h.Kind = persistence.HistoryKind(kind)
+	if did.Valid {
+		h.DeliveryID = &did.Int64
+	}
+	return h, nil
+}
+
+const tokenCols = `id, name, hash, created_at, last_used_at, revoked_at`
+
+func scanToken(r rowScanner) (persistence.APIToken, error) {
+	var tk persistence.APIToken
+	err := r.Scan(&tk.ID, &tk.Name, &tk.Hash, timeCol{&tk.CreatedAt}, nullTimeCol{&tk.LastUsedAt}, nullTimeCol{&tk.RevokedAt})
+	if err != nil {
+		return tk, fmt.Errorf("read API token: %w", err)
+	}
+	return tk, nil
+}
+
+// collect reads every row with scan.
+func collect[T any](rows *sql.Rows, err error, scan func(rowScanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,143 @@
+-- Wharf core schema, SQLite dialect. Times are UTC text in one fixed-width layout
+-- (2006-01-02T15:04:05.000000Z) so that text order is time order.
+
+CREATE TABLE id_counters (
+    name    TEXT PRIMARY KEY,
+    next_id INTEGER NOT NULL
+) STRICT;
+
+INSERT INTO id_counters (name, next_id) VALUES ('message', 1);
+
+CREATE TABLE parties (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind         TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    display_name TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL,
+    UNIQUE (kind, name)
+) STRICT;
+
+CREATE INDEX parties_name ON parties (name);
+
+CREATE TABLE plugin_configs (
+    name       TEXT PRIMARY KEY,
+    type       TEXT NOT NULL,
+    enabled    INTEGER NOT NULL,
+    config     TEXT NOT NULL,
+    secrets    BLOB NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+) STRICT;
+
+CREATE INDEX plugin_configs_type ON plugin_configs (type, name);
+
+CREATE TABLE routes (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    source     TEXT NOT NULL REFERENCES plugin_configs (name),
+    from_party TEXT NOT NULL,
+    to_party   TEXT NOT NULL,
+    target     TEXT NOT NULL REFERENCES plugin_configs (name),
+    ordered    INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (source, target, from_party, to_party)
+) STRICT;
+
+CREATE INDEX routes_target ON routes (target);
+CREATE INDEX routes_from_party ON routes (from_party);
+CREATE INDEX routes_to_party ON routes (to_party);
+
+CREATE TABLE messages (
+    id                 INTEGER PRIMARY KEY,
+    stage              TEXT NOT NULL,
+    status             TEXT NOT NULL,
+    refusal            TEXT NOT NULL,
+    from_party         TEXT NOT NULL,
+    to_party           TEXT NOT NULL,
+    source             TEXT NOT NULL,
+    original_file_name TEXT NOT NULL,
+    size               INTEGER NOT NULL,
+    sha256             TEXT NOT NULL,
+    correlation_id     TEXT NOT NULL,
+    origin_event_id    TEXT NOT NULL,
+    created_at         TEXT NOT NULL,
+    updated_at         TEXT NOT NULL
+) STRICT;
+
+CREATE INDEX messages_created ON messages (created_at, id);
+CREATE INDEX messages_status ON messages (status, created_at);
+CREATE INDEX messages_from_party ON messages (from_party, created_at);
+CREATE INDEX messages_to_party ON messages (to_party, created_at);
+CREATE INDEX messages_source ON messages (source, created_at);
+CREATE INDEX messages_correlation_id ON messages (correlation_id);
+CREATE INDEX messages_origin_event_id ON messages (origin_event_id);
+
+CREATE TABLE payloads (
+    message_id INTEGER NOT NULL REFERENCES messages (id),
+    stage      TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    size       INTEGER NOT NULL,
+    sha256     TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (message_id, stage)
+) STRICT;
+
+CREATE TABLE deliveries (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id      INTEGER NOT NULL REFERENCES messages (id),
+    target          TEXT NOT NULL,
+    state           TEXT NOT NULL,
+    -- The state before the last transition, set by every transition statement
+    -- (SET previous_state = state, state = …) so that RETURNING can name both ends.
+    previous_state  TEXT NOT NULL DEFAULT '',
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at TEXT,
+    last_error      TEXT NOT NULL DEFAULT '',
+    wakeups         INTEGER NOT NULL DEFAULT 0,
+    next_wakeup_at  TEXT,
+    lease_until     TEXT,
+    claim_token     TEXT NOT NULL DEFAULT '',
+    ack_deadline    TEXT,
+    session_key     TEXT NOT NULL DEFAULT '',
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL,
+    UNIQUE (message_id, target)
+) STRICT;
+
+CREATE INDEX deliveries_due ON deliveries (target, state, next_attempt_at);
+-- The sweep's three scans read these in order and stop at their limit.
+CREATE INDEX deliveries_lease ON deliveries (lease_until, id) WHERE state = 'delivering';
+CREATE INDEX deliveries_ack ON deliveries (ack_deadline, id) WHERE state = 'awaiting_ack';
+CREATE INDEX deliveries_wakeup ON deliveries (next_wakeup_at, id) WHERE state IN ('queued', 'retrying');
+-- Unfinished deliveries of ordered sessions: what a later delivery of a session waits for.
+CREATE INDEX deliveries_session ON deliveries (session_key, id)
+    WHERE session_key <> '' AND state NOT IN ('delivered', 'skipped');
+
+CREATE TABLE message_history (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id  INTEGER NOT NULL REFERENCES messages (id),
+    delivery_id INTEGER REFERENCES deliveries (id),
+    at          TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    from_state  TEXT NOT NULL DEFAULT '',
+    to_state    TEXT NOT NULL DEFAULT '',
+    reason      TEXT NOT NULL DEFAULT '',
+    actor       TEXT NOT NULL
+) STRICT;
+
+CREATE INDEX message_history_message ON message_history (message_id, id);
+
+CREATE TABLE settings (
+    key        TEXT PRIMARY KEY,
+    value      TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE api_tokens (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    name         TEXT NOT NULL UNIQUE,
+    hash         TEXT NOT NULL UNIQUE,
+    created_at   TEXT NOT NULL,
+    last_used_at TEXT,
+    revoked_at   TEXT
+) STRICT;

@@ -1,0 +1,163 @@
+package file
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// syncDir makes renames and creations in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	// Some file systems (and Windows) cannot sync a directory; the rename stands anyway.
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, fs.ErrPermission) {
+		return nil
+	}
+	return err
+}
+
+// uniqueToken is a short, time-ordered random name part.
+func uniqueToken() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// exists reports whether something (of any type, links not followed) is at p.
+func exists(p string) (bool, error) {
+	_, err := os.Lstat(p)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, err
+}
+
+// freeName returns dst, or dst with a unique suffix when something is there already, so
+// a move never replaces a file.
+func freeName(dst string) (string, error) {
+	ok, err := exists(dst)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return dst, nil
+	}
+	for range 5 {
+		alt := dst + "." + uniqueToken()
+		ok, err := exists(alt)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return alt, nil
+		}
+	}
+	return "", fmt.Errorf("no free name beside %s", filepath.Base(dst))
+}
+
+// moveFile renames src to dst, creating dst's directory; across file systems it copies,
+// syncs and then removes src.
+func moveFile(src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o750); err != nil {
+		return err
+	}
+	err := os.Rename(src, dst)
+	if err == nil || !errors.Is(err, syscall.EXDEV) {
+		return err
+	}
+	return copyAcross(src, dst)
+}
+
+func copyAcross(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	info, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file", filepath.Base(src))
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".wharf-tmp-*")
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := io.Copy(tmp, in); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(info.Mode().Perm()); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return err
+	}
+	done = true
+	if err := syncDir(filepath.Dir(dst)); err != nil {
+		return err
+	}
+	return os.Remove(src)
+}
+
+// writeFileSync writes a small file and syncs it.
+func writeFileSync(name string, data []byte, perm fs.FileMode) error {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// errText is the innermost message of a file-system error: the operation and path of an
+// *fs.PathError are dropped, the caller names what it was doing.
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,290 @@
+package file
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"wharf/internal/delivery"
+	"wharf/internal/persistence"
+)
+
+// tempPrefix starts the names of files the writer has not finished; the poller and most
+// tools skip dot files.
+const tempPrefix = ".wharf-tmp-"
+
+// Writer is a running file-writer instance.
+type Writer struct {
+	dir       string
+	pattern   namePattern
+	overwrite bool
+	fileMode  fs.FileMode
+	dirMode   fs.FileMode
+	log       *slog.Logger
+}
+
+// NewWriter builds a writer from a validated config.
+func NewWriter(cfg *WriterConfig, logger *slog.Logger) (*Writer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("file-writer: %w", err)
+	}
+	pat, _ := parseNamePattern(cfg.Pattern)
+	fileMode, _ := parseMode(cfg.FileMode)
+	dirMode, _ := parseMode(cfg.DirMode)
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Writer{
+		dir:       filepath.Clean(cfg.Directory),
+		pattern:   pat,
+		overwrite: cfg.Overwrite,
+		fileMode:  fileMode,
+		dirMode:   dirMode,
+		log:       logger.With("plugin", string(persistence.PluginFileWriter)),
+	}, nil
+}
+
+// Deliver writes the message's document under the directory.
+func (w *Writer) Deliver(ctx context.Context, a delivery.Attempt) delivery.Result {
+	segs := w.pattern.render(&a.Message)
+	rel := path.Join(segs...)
+	final := filepath.Join(append([]string{w.dir}, segs...)...)
+	if !within(w.dir, final) {
+		return delivery.Permanent(errors.New("the rendered path leaves the directory"))
+	}
+	dir, res, ok := w.makeDirs(segs[:len(segs)-1])
+	if !ok {
+		return res
+	}
+	if info, err := os.Lstat(final); err == nil {
+		if info.IsDir() {
+			return delivery.Permanent(fmt.Errorf("file exists: %s is a directory", rel))
+		}
+		if !w.overwrite {
+			return w.existing(ctx, a, final, rel)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fsFailure("inspect", rel, err)
+	}
+
+	tmp, res, ok := w.writeTemp(ctx, a, dir, rel)
+	if !ok {
+		return res
+	}
+	defer os.Remove(tmp) // a no-op once renamed
+
+	if w.overwrite {
+		if err := os.Rename(tmp, final); err != nil {
+			return fsFailure("rename into", rel, err)
+		}
+	} else if err := os.Link(tmp, final); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return w.existing(ctx, a, final, rel)
+		}
+		// No hard links on this file system: check, then rename.
+		if taken, lerr := exists(final); lerr != nil || taken {
+			return w.existing(ctx, a, final, rel)
+		}
+		if err := os.Rename(tmp, final); err != nil {
+			return fsFailure("rename into", rel, err)
+		}
+	}
+	os.Remove(tmp)
+	if err := syncDir(dir); err != nil {
+		return fsFailure("sync directory of", rel, err)
+	}
+	return delivery.Delivered()
+}
+
+// within reports whether p is below base.
+func within(base, p string) bool {
+	r, err := filepath.Rel(base, p)
+	return err == nil && r != "." && filepath.IsLocal(r)
+}
+
+// makeDirs creates the directories of a path one by one below the base, refusing any
+// that is a symbolic link or not a directory. It returns the last one.
+func (w *Writer) makeDirs(segs []string) (string, delivery.Result, bool) {
+	if err := os.MkdirAll(w.dir, w.dirMode); err != nil {
+		return "", fsFailure("create", "the directory", err), false
+	}
+	dir := w.dir
+	for i, seg := range segs {
+		parent := dir
+		dir = filepath.Join(dir, seg)
+		rel := path.Join(segs[:i+1]...)
+		info, err := os.Lstat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = os.Mkdir(dir, w.dirMode)
+			if err == nil {
+				if err := os.Chmod(dir, w.dirMode); err != nil {
+					return "", fsFailure("set mode of", rel, err), false
+				}
+				if err := syncDir(parent); err != nil {
+					return "", fsFailure("sync directory of", rel, err), false
+				}
+				continue
+			}
+			if !errors.Is(err, fs.ErrExist) {
+				return "", fsFailure("create", rel, err), false
+			}
+			info, err = os.Lstat(dir) // made by a concurrent attempt
+		}
+		if err != nil {
+			return "", fsFailure("inspect", rel, err), false
+		}
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			return "", delivery.Permanent(fmt.Errorf("%s is a symbolic link", rel)), false
+		case !info.IsDir():
+			return "", delivery.Permanent(fmt.Errorf("%s is not a directory", rel)), false
+		}
+	}
+	return dir, delivery.Result{}, true
+}
+
+// writeTemp writes the document to a synced temporary file in dir and returns its path.
+func (w *Writer) writeTemp(ctx context.Context, a delivery.Attempt, dir, rel string) (string, delivery.Result, bool) {
+	body, err := a.Open(ctx)
+	if err != nil {
+		w.log.Warn("cannot open a payload", "message_id", a.Message.ID, "error", err)
+		return "", delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload")), false
+	}
+	defer body.Close()
+	f, err := os.CreateTemp(dir, tempPrefix+"*")
+	if err != nil {
+		return "", fsFailure("create a temporary file for", rel, err), false
+	}
+	name := f.Name()
+	fail := func(r delivery.Result) (string, delivery.Result, bool) {
+		f.Close()
+		os.Remove(name)
+		return "", r, false
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), &attemptReader{ctx: ctx, r: body})
+	if err != nil {
+		var re *readError
+		if errors.As(err, &re) {
+			if ctx.Err() != nil {
+				return fail(delivery.Transient(delivery.ClassTransport, errors.New("interrupted")))
+			}
+			w.log.Warn("cannot read a payload", "message_id", a.Message.ID, "error", re.err)
+			return fail(delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload")))
+		}
+		return fail(fsFailure("write", rel, err))
+	}
+	if a.Message.Size > 0 && n != a.Message.Size {
+		return fail(delivery.Transient(delivery.ClassTransport, fmt.Errorf("payload is %d bytes, the message says %d", n, a.Message.Size)))
+	}
+	if want := a.Message.SHA256; want != "" && !strings.EqualFold(hex.EncodeToString(h.Sum(nil)), want) {
+		return fail(delivery.Transient(delivery.ClassTransport, errors.New("payload does not match the message's SHA-256")))
+	}
+	if err := f.Chmod(w.fileMode); err != nil {
+		return fail(fsFailure("set mode of", rel, err))
+	}
+	if err := f.Sync(); err != nil {
+		return fail(fsFailure("sync", rel, err))
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(name)
+		return "", fsFailure("write", rel, err), false
+	}
+	return name, delivery.Result{}, true
+}
+
+// existing decides on a file already at the final name when overwriting is off: the same
+// bytes mean an earlier attempt wrote it, anything else is a conflict.
+func (w *Writer) existing(ctx context.Context, a delivery.Attempt, final, rel string) delivery.Result {
+	conflict := delivery.Permanent(fmt.Errorf("file exists: %s", rel))
+	info, err := os.Lstat(final)
+	if err != nil {
+		return fsFailure("inspect", rel, err)
+	}
+	if !info.Mode().IsRegular() || (a.Message.Size > 0 && info.Size() != a.Message.Size) {
+		return conflict
+	}
+	f, err := os.Open(final)
+	if err != nil {
+		return fsFailure("read", rel, err)
+	}
+	defer f.Close()
+	if opened, err := f.Stat(); err != nil || !os.SameFile(info, opened) {
+		return conflict
+	}
+	got, err := digest(sha256.New(), f)
+	if err != nil {
+		return fsFailure("read", rel, err)
+	}
+	want := a.Message.SHA256
+	if want == "" {
+		body, err := a.Open(ctx)
+		if err != nil {
+			w.log.Warn("cannot open a payload", "message_id", a.Message.ID, "error", err)
+			return delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload"))
+		}
+		defer body.Close()
+		if want, err = digest(sha256.New(), &attemptReader{ctx: ctx, r: body}); err != nil {
+			return delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload"))
+		}
+	}
+	if !strings.EqualFold(got, want) {
+		return conflict
+	}
+	return delivery.Delivered()
+}
+
+func digest(h hash.Hash, r io.Reader) (string, error) {
+	if _, err := io.Copy(h, r); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// attemptReader stops a copy when the attempt's context ends and marks read errors, so
+// they are told apart from write errors.
+type attemptReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+type readError struct{ err error }
+
+func (e *readError) Error() string { return "read payload: " + e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
+
+func (r *attemptReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, &readError{err}
+	}
+	n, err := r.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, &readError{err}
+	}
+	return n, err
+}
+
+// fsFailure classifies a file-system error: a name the file system refuses cannot be
+// fixed by retrying; anything else (no space, I/O error, permissions) may pass.
+func fsFailure(op, rel string, err error) delivery.Result {
+	reason := fmt.Errorf("%s %s: %s", op, rel, errText(err))
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		switch errno {
+		case syscall.ENAMETOOLONG, syscall.EINVAL, syscall.EISDIR, syscall.ENOTDIR:
+			return delivery.Permanent(reason)
+		}
+	}
+	return delivery.Transient(delivery.ClassTransport, reason)
+}

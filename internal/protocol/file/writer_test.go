@@ -1,0 +1,427 @@
+package file
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"wharf/internal/delivery"
+	"wharf/internal/persistence"
+)
+
+func TestSafeName(t *testing.T) {
+	long := strings.Repeat("a", 300)
+	tests := []struct{ in, want string }{
+		{"invoice.edi", "invoice.edi"},
+		{`a<b>c:d"e|f?g*h`, "a_b_c_d_e_f_g_h"},
+		{`dir/name\x`, "dir_name_x"},
+		{"tab\there\x00nul", "tab_here_nul"},
+		{"trailing. . ", "trailing"},
+		{"...", "_"},
+		{"..", "_"},
+		{"", "_"},
+		{"CON", "_CON"},
+		{"con.txt", "_con.txt"},
+		{"Aux.tar.gz", "_Aux.tar.gz"},
+		{"nul", "_nul"},
+		{"COM1.log", "_COM1.log"},
+		{"lpt9", "_lpt9"},
+		{"COM0", "COM0"},
+		{"console", "console"},
+		{"LPT10", "LPT10"},
+		{"Übersicht – März.pdf", "Übersicht – März.pdf"},
+		{long + ".xml", strings.Repeat("a", 254-len(".xml")) + ".xml"},
+		{long, strings.Repeat("a", 254)},
+	}
+	for _, tt := range tests {
+		name := tt.in
+		if len(name) > 24 {
+			name = name[:24] + "…"
+		}
+		t.Run(name, func(t *testing.T) {
+			if got := SafeName(tt.in); got != tt.want {
+				t.Errorf("SafeName(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+	// A multi-byte name is cut on a rune boundary.
+	if got := SafeName(strings.Repeat("ü", 200)); len(got) > maxNameBytes || !strings.HasPrefix(got, "ü") || strings.ContainsRune(got, '\uFFFD') {
+		t.Errorf("cut of a multi-byte name: %d bytes, %q…", len(got), got[:8])
+	}
+}
+
+func testMessage() persistence.Message {
+	return persistence.Message{
+		ID:               42,
+		From:             "acme",
+		To:               "local",
+		OriginalFileName: "order.xml",
+		CorrelationID:    "PO-1",
+		CreatedAt:        time.Date(2026, 3, 1, 23, 30, 0, 0, time.FixedZone("x", -2*3600)),
+	}
+}
+
+func TestRenderPath(t *testing.T) {
+	tests := []struct {
+		name    string
+		pattern string
+		edit    func(*persistence.Message)
+		want    string
+	}{
+		{"default", DefaultWriterPattern, nil, "acme/order.xml"},
+		{"every placeholder", "{date}/{to}/{from}/{basename}_{message_id}.{ext}", nil, "2026-03-02/local/acme/order_42.xml"},
+		{"correlation id", "{correlation_id}/{original_filename}", nil, "PO-1/order.xml"},
+		{"traversal in a value", "{correlation_id}/{original_filename}", func(m *persistence.Message) { m.CorrelationID = "../../etc" }, ".._.._etc/order.xml"},
+		{"dot-dot value", "{correlation_id}/{original_filename}", func(m *persistence.Message) { m.CorrelationID = ".." }, "_/order.xml"},
+		{"empty value", "{correlation_id}/{original_filename}", func(m *persistence.Message) { m.CorrelationID = "" }, "_/order.xml"},
+		{"backslash value", "{correlation_id}", func(m *persistence.Message) { m.CorrelationID = `a\b` }, "a_b"},
+		{"windows-unsafe value", "{correlation_id}.txt", func(m *persistence.Message) { m.CorrelationID = `what?<now>:"|*` }, "what__now_____.txt"},
+		{"reserved party name", "{from}/{original_filename}", func(m *persistence.Message) { m.From = "con" }, "_con/order.xml"},
+		{"reserved file name", "{original_filename}", func(m *persistence.Message) { m.OriginalFileName = "aux.txt" }, "_aux.txt"},
+		{"trailing dot file name", "{original_filename}", func(m *persistence.Message) { m.OriginalFileName = "report. " }, "report"},
+		{"no extension", "{basename}.{ext}", func(m *persistence.Message) { m.OriginalFileName = "README" }, "README"},
+		{"dot file", "{basename}", func(m *persistence.Message) { m.OriginalFileName = ".profile" }, ".profile"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := testMessage()
+			if tt.edit != nil {
+				tt.edit(&m)
+			}
+			got, err := RenderPath(tt.pattern, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("RenderPath(%q) = %q, want %q", tt.pattern, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWriterPatternValidation(t *testing.T) {
+	tests := []struct{ pattern, want string }{
+		{"{from}/{nope}/{original_filename}", "unknown placeholder {nope}"},
+		{"{a}{b}", "unknown placeholder {a}, {b}"},
+		{"/abs/{message_id}", "relative"},
+		{"a//b", "empty segment"},
+		{"../{message_id}", "not allowed"},
+		{"{from", "unbalanced"},
+		{"from}", "unbalanced"},
+		{`a\b`, "separate"},
+		{"", "required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pattern, func(t *testing.T) {
+			_, err := parseNamePattern(tt.pattern)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("parseNamePattern(%q) = %v, want an error with %q", tt.pattern, err, tt.want)
+			}
+		})
+	}
+}
+
+type writerBundle struct {
+	dir string
+	w   *Writer
+}
+
+func setupWriter(t *testing.T, mutate func(*WriterConfig)) *writerBundle {
+	t.Helper()
+	cfg := NewWriterConfig()
+	cfg.Directory = filepath.Join(t.TempDir(), "inbox")
+	if mutate != nil {
+		mutate(cfg)
+	}
+	w, err := NewWriter(cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &writerBundle{dir: cfg.Directory, w: w}
+}
+
+func attempt(m persistence.Message, payload []byte) delivery.Attempt {
+	sum := sha256.Sum256(payload)
+	m.Size = int64(len(payload))
+	m.SHA256 = hex.EncodeToString(sum[:])
+	return delivery.Attempt{
+		Delivery: persistence.Delivery{ID: 7, MessageID: m.ID},
+		Message:  m,
+		Number:   1,
+		Open: func(context.Context) (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(payload)), nil
+		},
+	}
+}
+
+func wantKind(t *testing.T, r delivery.Result, kind persistence.OutcomeKind, reason string) {
+	t.Helper()
+	if r.Kind != kind {
+		t.Fatalf("result %s (%v), want %s", r.Kind, r.Err, kind)
+	}
+	if reason != "" && (r.Err == nil || !strings.Contains(r.Err.Error(), reason)) {
+		t.Fatalf("reason %v, want it to contain %q", r.Err, reason)
+	}
+}
+
+func TestWriterWritesAFile(t *testing.T) {
+	b := setupWriter(t, nil)
+	r := b.w.Deliver(context.Background(), attempt(testMessage(), []byte("<order/>")))
+	wantKind(t, r, persistence.OutcomeDelivered, "")
+	final := filepath.Join(b.dir, "acme", "order.xml")
+	if got := readFile(t, final); got != "<order/>" {
+		t.Fatalf("file holds %q", got)
+	}
+	info, err := os.Stat(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm() != 0o640 {
+		t.Errorf("file mode %v, want 0640", info.Mode().Perm())
+	}
+	dirInfo, err := os.Stat(filepath.Dir(final))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dirInfo.Mode().Perm() != 0o750 {
+		t.Errorf("directory mode %v, want 0750", dirInfo.Mode().Perm())
+	}
+	assertNoTemp(t, filepath.Dir(final))
+}
+
+func assertNoTemp(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), tempPrefix) {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+}
+
+func TestWriterStaysUnderItsDirectory(t *testing.T) {
+	b := setupWriter(t, func(c *WriterConfig) {
+		c.Pattern = "{correlation_id}/{correlation_id}_{original_filename}"
+		c.Overwrite = true // two of the ids below clean up to the same name
+	})
+	for _, id := range []string{"../../escape", "..", `..\..\escape`, "/etc/passwd"} {
+		m := testMessage()
+		m.CorrelationID = id
+		r := b.w.Deliver(context.Background(), attempt(m, []byte(id)))
+		wantKind(t, r, persistence.OutcomeDelivered, "")
+	}
+	err := filepath.WalkDir(filepath.Dir(b.dir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && !within(b.dir, p) {
+			t.Errorf("%s was written outside the directory", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWriterRefusesSymlinkedDirectories(t *testing.T) {
+	b := setupWriter(t, nil)
+	outside := t.TempDir()
+	if err := os.MkdirAll(b.dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(b.dir, "acme")); err != nil {
+		t.Skipf("symlinks unavailable: %v", err)
+	}
+	r := b.w.Deliver(context.Background(), attempt(testMessage(), []byte("x")))
+	wantKind(t, r, persistence.OutcomeFailed, "symbolic link")
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("wrote through the link: %v", entries)
+	}
+}
+
+func TestWriterExistingFile(t *testing.T) {
+	tests := []struct {
+		name      string
+		overwrite bool
+		existing  string
+		payload   string
+		want      persistence.OutcomeKind
+		reason    string
+		content   string
+	}{
+		{"different bytes", false, "old", "new", persistence.OutcomeFailed, "file exists", "old"},
+		{"same size, different bytes", false, "abc", "xyz", persistence.OutcomeFailed, "file exists", "abc"},
+		{"identical bytes: a re-attempt", false, "same", "same", persistence.OutcomeDelivered, "", "same"},
+		{"overwrite", true, "old", "new", persistence.OutcomeDelivered, "", "new"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := setupWriter(t, func(c *WriterConfig) { c.Overwrite = tt.overwrite })
+			final := filepath.Join(b.dir, "acme", "order.xml")
+			if err := os.MkdirAll(filepath.Dir(final), 0o750); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(final, []byte(tt.existing), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			r := b.w.Deliver(context.Background(), attempt(testMessage(), []byte(tt.payload)))
+			wantKind(t, r, tt.want, tt.reason)
+			if got := readFile(t, final); got != tt.content {
+				t.Errorf("file holds %q, want %q", got, tt.content)
+			}
+			assertNoTemp(t, filepath.Dir(final))
+		})
+	}
+}
+
+func TestWriterReattemptAfterACrash(t *testing.T) {
+	b := setupWriter(t, nil)
+	a := attempt(testMessage(), []byte("payload"))
+	wantKind(t, b.w.Deliver(context.Background(), a), persistence.OutcomeDelivered, "")
+	a.Number = 2
+	wantKind(t, b.w.Deliver(context.Background(), a), persistence.OutcomeDelivered, "")
+	// Without a stored digest the writer hashes the payload itself.
+	a.Message.SHA256 = ""
+	wantKind(t, b.w.Deliver(context.Background(), a), persistence.OutcomeDelivered, "")
+}
+
+// stallingReader hands out the first part of a payload, then waits.
+type stallingReader struct {
+	first, rest []byte
+	reached     chan struct{}
+	release     chan struct{}
+	state       int
+}
+
+func (s *stallingReader) Read(p []byte) (int, error) {
+	switch s.state {
+	case 0:
+		s.state = 1
+		return copy(p, s.first), nil
+	case 1:
+		close(s.reached)
+		<-s.release
+		s.state = 2
+		return copy(p, s.rest), nil
+	}
+	return 0, io.EOF
+}
+
+func TestWriterNeverShowsAPartialFile(t *testing.T) {
+	b := setupWriter(t, nil)
+	payload := []byte("first half|second half")
+	sr := &stallingReader{first: payload[:11], rest: payload[11:], reached: make(chan struct{}), release: make(chan struct{})}
+	a := attempt(testMessage(), payload)
+	a.Open = func(context.Context) (io.ReadCloser, error) { return io.NopCloser(sr), nil }
+
+	done := make(chan delivery.Result, 1)
+	go func() { done <- b.w.Deliver(context.Background(), a) }()
+	<-sr.reached
+	dir := filepath.Join(b.dir, "acme")
+	assertGone(t, filepath.Join(dir, "order.xml"))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || !strings.HasPrefix(entries[0].Name(), tempPrefix) {
+		t.Fatalf("while writing the directory holds %v, want one temporary file", entries)
+	}
+	close(sr.release)
+	wantKind(t, <-done, persistence.OutcomeDelivered, "")
+	if got := readFile(t, filepath.Join(dir, "order.xml")); got != string(payload) {
+		t.Fatalf("file holds %q", got)
+	}
+	assertNoTemp(t, dir)
+}
+
+func TestWriterFailures(t *testing.T) {
+	t.Run("payload does not match its digest", func(t *testing.T) {
+		b := setupWriter(t, nil)
+		a := attempt(testMessage(), []byte("good"))
+		a.Open = func(context.Context) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("evil")), nil }
+		wantKind(t, b.w.Deliver(context.Background(), a), persistence.OutcomeRetry, "SHA-256")
+		assertGone(t, filepath.Join(b.dir, "acme", "order.xml"))
+		assertNoTemp(t, filepath.Join(b.dir, "acme"))
+	})
+	t.Run("payload cannot be read", func(t *testing.T) {
+		b := setupWriter(t, nil)
+		a := attempt(testMessage(), []byte("x"))
+		a.Open = func(context.Context) (io.ReadCloser, error) {
+			return nil, errors.New("s3://bucket/secret-key: access denied")
+		}
+		r := b.w.Deliver(context.Background(), a)
+		wantKind(t, r, persistence.OutcomeRetry, "cannot read the payload")
+		if strings.Contains(r.Err.Error(), "s3://") {
+			t.Errorf("reason %q leaks the storage address", r.Err)
+		}
+	})
+	t.Run("a file where a directory belongs", func(t *testing.T) {
+		b := setupWriter(t, nil)
+		if err := os.MkdirAll(b.dir, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(b.dir, "acme"), nil, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		wantKind(t, b.w.Deliver(context.Background(), attempt(testMessage(), []byte("x"))), persistence.OutcomeFailed, "not a directory")
+	})
+	t.Run("unwritable directory is transient", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			t.Skip("permissions do not bind root")
+		}
+		b := setupWriter(t, nil)
+		if err := os.MkdirAll(filepath.Join(b.dir, "acme"), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(b.dir, "acme"), 0o500); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(filepath.Join(b.dir, "acme"), 0o750) })
+		r := b.w.Deliver(context.Background(), attempt(testMessage(), []byte("x")))
+		wantKind(t, r, persistence.OutcomeRetry, "permission denied")
+		if r.Class != delivery.ClassTransport {
+			t.Errorf("class %s, want transport", r.Class)
+		}
+	})
+}
+
+func TestFSFailureClasses(t *testing.T) {
+	tests := []struct {
+		err  error
+		want persistence.OutcomeKind
+	}{
+		{&fs.PathError{Op: "write", Path: "/x", Err: syscall.ENOSPC}, persistence.OutcomeRetry},
+		{&fs.PathError{Op: "write", Path: "/x", Err: syscall.EIO}, persistence.OutcomeRetry},
+		{&fs.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}, persistence.OutcomeRetry},
+		{&fs.PathError{Op: "open", Path: "/x", Err: syscall.EROFS}, persistence.OutcomeRetry},
+		{&fs.PathError{Op: "open", Path: "/x", Err: syscall.ENAMETOOLONG}, persistence.OutcomeFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.err.Error(), func(t *testing.T) {
+			r := fsFailure("write", "acme/order.xml", tt.err)
+			if r.Kind != tt.want {
+				t.Fatalf("kind %s, want %s", r.Kind, tt.want)
+			}
+			if r.Kind == persistence.OutcomeRetry && r.Class != delivery.ClassTransport {
+				t.Errorf("class %s, want transport", r.Class)
+			}
+			if want := "write acme/order.xml: " + tt.err.(*fs.PathError).Err.Error(); r.Err.Error() != want {
+				t.Errorf("reason %q, want %q", r.Err, want)
+			}
+		})
+	}
+}

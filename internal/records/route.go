@@ -1,0 +1,130 @@
+package records
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"wharf/internal/module"
+	"wharf/internal/persistence"
+)
+
+// RouteInput is a route as a client writes it.
+type RouteInput struct {
+	Source  string
+	From    string
+	To      string
+	Target  string
+	Ordered bool
+}
+
+// RedundantRouteError refuses a route that covers or is covered by another with the same
+// source and target. It matches persistence.ErrConflict.
+type RedundantRouteError struct {
+	// Existing is the route it overlaps; its ID is 0 when the store found the overlap.
+	Existing persistence.Route
+}
+
+func (e *RedundantRouteError) Error() string {
+	if e.Existing.ID == 0 {
+		return "the route covers or is covered by another route with the same source and target"
+	}
+	return fmt.Sprintf("the route covers or is covered by route %d (source %s, from %s, to %s, target %s)",
+		e.Existing.ID, e.Existing.Source, e.Existing.From, e.Existing.To, e.Existing.Target)
+}
+
+func (e *RedundantRouteError) Unwrap() error { return persistence.ErrConflict }
+
+// CreateRoute validates and stores a route. Beyond the syntax of each field: the source
+// must be an instance of a source plugin type and the target one of a target type, a named
+// from or to must be an organization or partner, and the route must not overlap another
+// (*RedundantRouteError).
+func CreateRoute(ctx context.Context, st Store, in RouteInput) (persistence.Route, error) {
+	var errs []error
+	r := persistence.Route{Ordered: in.Ordered}
+	var err error
+	if r.Source, err = persistence.ParseInstanceName(in.Source); err != nil {
+		errs = append(errs, fieldError("source", err.Error()))
+	}
+	if r.From, err = persistence.ParsePartyPattern(in.From); err != nil {
+		errs = append(errs, fieldError("from", err.Error()))
+	}
+	if r.To, err = persistence.ParsePartyPattern(in.To); err != nil {
+		errs = append(errs, fieldError("to", err.Error()))
+	}
+	if r.Target, err = persistence.ParseInstanceName(in.Target); err != nil {
+		errs = append(errs, fieldError("target", err.Error()))
+	}
+	if len(errs) > 0 {
+		return persistence.Route{}, errors.Join(errs...)
+	}
+
+	for _, c := range []struct {
+		field string
+		name  persistence.InstanceName
+		role  module.Role
+	}{{"source", r.Source, module.RoleSource}, {"target", r.Target, module.RoleTarget}} {
+		err := checkInstanceRole(ctx, st, c.field, c.name, c.role)
+		var fe *persistence.FieldError
+		switch {
+		case errors.As(err, &fe):
+			errs = append(errs, fe)
+		case err != nil:
+			return persistence.Route{}, err
+		}
+	}
+	for _, c := range []struct {
+		field string
+		p     persistence.PartyPattern
+	}{{"from", r.From}, {"to", r.To}} {
+		if c.p == persistence.AnyParty {
+			continue
+		}
+		ok, err := partyExists(ctx, st, persistence.PartyName(c.p))
+		if err != nil {
+			return persistence.Route{}, err
+		}
+		if !ok {
+			errs = append(errs, fieldError(c.field, fmt.Sprintf("no organization or partner named %q", c.p)))
+		}
+	}
+	if len(errs) > 0 {
+		return persistence.Route{}, errors.Join(errs...)
+	}
+
+	existing, err := st.ListRoutes(ctx)
+	if err != nil {
+		return persistence.Route{}, err
+	}
+	for _, o := range existing {
+		if r.Overlaps(o) {
+			return persistence.Route{}, &RedundantRouteError{Existing: o}
+		}
+	}
+	created, err := st.CreateRoute(ctx, r)
+	if errors.Is(err, persistence.ErrConflict) {
+		// Another writer got there between the check and the insert.
+		return persistence.Route{}, &RedundantRouteError{}
+	}
+	return created, err
+}
+
+// checkInstanceRole checks that the instance exists and its plugin type stands on role.
+// A refusal is a *persistence.FieldError on field; a store failure is returned as is.
+func checkInstanceRole(ctx context.Context, st Store, field string, name persistence.InstanceName, role module.Role) error {
+	cfg, err := st.GetPluginConfig(ctx, name)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return fieldError(field, fmt.Sprintf("no plugin instance named %q", name))
+	}
+	if err != nil {
+		return err
+	}
+	p, ok := module.Lookup(cfg.Type)
+	if !ok {
+		return fieldError(field, fmt.Sprintf("plugin type %s of instance %q is not available in this build", cfg.Type, name))
+	}
+	if p.Role != role {
+		return fieldError(field, fmt.Sprintf("instance %q is a %s (a %s), not a %s", name, cfg.Type, p.Role, role))
+	}
+	return nil
+}

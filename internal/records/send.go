@@ -1,0 +1,144 @@
+package records
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"unicode"
+	"unicode/utf8"
+
+	"wharf/internal/module"
+	"wharf/internal/persistence"
+)
+
+// MaxReferenceLen bounds a correlation id or origin event id given by a client, in bytes.
+const MaxReferenceLen = 255
+
+// SendInput is a message sent by hand. With Target the message goes to that target
+// instance alone; with only Source it is routed as if that source instance had received
+// it. One of the two is required. The message's source is Source, or ManualSource.
+type SendInput struct {
+	From          string
+	To            string
+	Source        string
+	Target        string
+	FileName      string
+	Body          io.Reader
+	CorrelationID string
+	OriginEventID string
+	Actor         string
+}
+
+// SendMessage validates a message sent by hand and hands it to the ingester, which stores
+// and dispatches it. The body is read only once everything else is valid.
+func SendMessage(ctx context.Context, st Store, ing module.Ingester, in SendInput) (persistence.Message, error) {
+	var errs []error
+	item := module.Incoming{Source: ManualSource, Body: in.Body, Actor: in.Actor}
+	var err error
+	if item.From, err = persistence.ParsePartyName(in.From); err != nil {
+		errs = append(errs, fieldError("from", err.Error()))
+	}
+	if item.To, err = persistence.ParsePartyName(in.To); err != nil {
+		errs = append(errs, fieldError("to", err.Error()))
+	}
+	if item.FileName, err = persistence.ParseFileName(in.FileName); err != nil {
+		errs = append(errs, fieldError("file", err.Error()))
+	}
+	if item.CorrelationID, err = parseReference(in.CorrelationID); err != nil {
+		errs = append(errs, fieldError("correlation_id", err.Error()))
+	}
+	if item.OriginEventID, err = parseReference(in.OriginEventID); err != nil {
+		errs = append(errs, fieldError("origin_event_id", err.Error()))
+	}
+	var source, target persistence.InstanceName
+	if in.Source != "" {
+		if source, err = persistence.ParseInstanceName(in.Source); err != nil {
+			errs = append(errs, fieldError("source", err.Error()))
+		}
+	}
+	if in.Target != "" {
+		if target, err = persistence.ParseInstanceName(in.Target); err != nil {
+			errs = append(errs, fieldError("target", err.Error()))
+		}
+	}
+	if in.Source == "" && in.Target == "" {
+		errs = append(errs, fieldError("target", "name a target instance, or a source instance whose routes choose the targets"))
+	}
+	if len(errs) > 0 {
+		return persistence.Message{}, errors.Join(errs...)
+	}
+
+	for _, c := range []struct {
+		field string
+		name  persistence.PartyName
+	}{{"from", item.From}, {"to", item.To}} {
+		ok, err := partyExists(ctx, st, c.name)
+		if err != nil {
+			return persistence.Message{}, err
+		}
+		if !ok {
+			errs = append(errs, fieldError(c.field, fmt.Sprintf("no organization or partner named %q", c.name)))
+		}
+	}
+	for _, c := range []struct {
+		field string
+		name  persistence.InstanceName
+		role  module.Role
+	}{{"source", source, module.RoleSource}, {"target", target, module.RoleTarget}} {
+		if c.name == "" {
+			continue
+		}
+		err := checkInstanceRole(ctx, st, c.field, c.name, c.role)
+		var fe *persistence.FieldError
+		switch {
+		case errors.As(err, &fe):
+			errs = append(errs, fe)
+		case err != nil:
+			return persistence.Message{}, err
+		}
+	}
+	if len(errs) > 0 {
+		return persistence.Message{}, errors.Join(errs...)
+	}
+	if source != "" {
+		item.Source = source
+	}
+	item.Target = target
+
+	res, err := ing.Ingest(ctx, []module.Incoming{item})
+	if err != nil {
+		return persistence.Message{}, fmt.Errorf("send message by hand: %w", err)
+	}
+	if len(res) != 1 {
+		return persistence.Message{}, fmt.Errorf("send message by hand: the ingester answered %d results for 1 item", len(res))
+	}
+	if err := res[0].Err; err != nil {
+		var fe *persistence.FieldError
+		switch {
+		case errors.As(err, &fe):
+			return persistence.Message{}, err
+		case errors.Is(err, module.ErrUnknownParty):
+			return persistence.Message{}, fieldError("to", err.Error())
+		}
+		return persistence.Message{}, fmt.Errorf("send message by hand: %w", err)
+	}
+	return res[0].Message, nil
+}
+
+// parseReference checks a client-given correlation or origin event id; empty is allowed
+// (the ingester generates one).
+func parseReference(s string) (string, error) {
+	if !utf8.ValidString(s) {
+		return "", fmt.Errorf("must be UTF-8 text")
+	}
+	if len(s) > MaxReferenceLen {
+		return "", fmt.Errorf("must be at most %d bytes", MaxReferenceLen)
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return "", fmt.Errorf("must not contain control characters")
+		}
+	}
+	return s, nil
+}

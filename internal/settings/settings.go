@@ -1,0 +1,213 @@
+// Package settings is the catalogue of global settings: their keys, defaults, ranges and
+// typed values. The store keeps them as text; everything that reads or writes one goes
+// through Validate or Parse here, so no entry point admits a value the catalogue refuses.
+package settings
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+	// The zone database ships with the binary so that display_timezone validates the same
+	// on every host, with or without the system's zoneinfo.
+	_ "time/tzdata"
+
+	"wharf/internal/persistence"
+)
+
+// Keys of the settings.
+const (
+	MaxDispatches        = "max_dispatches"
+	WakeupBackoff        = "wakeup_backoff"
+	LeaseDuration        = "lease_duration"
+	SweepInterval        = "sweep_interval"
+	ShutdownDrainTimeout = "shutdown_drain_timeout"
+	MaxUploadMiB         = "max_upload_mib"
+	DisplayTimezone      = "display_timezone"
+)
+
+// MaxWakeupBackoff caps the doubling delay between unanswered wake-ups.
+const MaxWakeupBackoff = 5 * time.Minute
+
+// Setting describes one entry of the catalogue.
+type Setting struct {
+	Key         string
+	Default     string
+	Description string
+	check       func(string) error
+}
+
+// catalogue lists every setting once, in the order they are shown.
+var catalogue = []Setting{
+	{
+		Key: MaxDispatches, Default: "5",
+		Description: "Unanswered wake-ups before a delivery is stalled (1 to 100).",
+		check:       intBetween(1, 100),
+	},
+	{
+		Key: WakeupBackoff, Default: "10s",
+		Description: "Delay after the first unanswered wake-up, doubling with each further one, capped at 5m (1s to 5m).",
+		check:       durationBetween(time.Second, MaxWakeupBackoff),
+	},
+	{
+		Key: LeaseDuration, Default: "60s",
+		Description: "How long a claimed delivery stays with its worker without a renewal (10s to 10m).",
+		check:       durationBetween(10*time.Second, 10*time.Minute),
+	},
+	{
+		Key: SweepInterval, Default: "5s",
+		Description: "Time between two runs of the sweep (100ms to 1m).",
+		check:       durationBetween(100*time.Millisecond, time.Minute),
+	},
+	{
+		Key: ShutdownDrainTimeout, Default: "30s",
+		Description: "How long a stopping process waits for in-flight work (1s to 10m).",
+		check:       durationBetween(time.Second, 10*time.Minute),
+	},
+	{
+		Key: MaxUploadMiB, Default: "100",
+		Description: "Largest document sent by hand, in MiB (1 to 10240).",
+		check:       intBetween(1, 10240),
+	},
+	{
+		Key: DisplayTimezone, Default: "UTC",
+		Description: "IANA time zone in which times are shown, such as Europe/Berlin.",
+		check:       timezone,
+	},
+}
+
+// Catalogue returns every setting in display order.
+func Catalogue() []Setting { return slices.Clone(catalogue) }
+
+// Keys returns every setting key in display order.
+func Keys() []string {
+	keys := make([]string, len(catalogue))
+	for i, s := range catalogue {
+		keys[i] = s.Key
+	}
+	return keys
+}
+
+// Defaults returns every setting with its default value.
+func Defaults() map[string]string {
+	m := make(map[string]string, len(catalogue))
+	for _, s := range catalogue {
+		m[s.Key] = s.Default
+	}
+	return m
+}
+
+// Validate checks one value. The error is a *persistence.FieldError named by the key; an
+// unknown key is refused the same way.
+func Validate(key, value string) error {
+	i := slices.IndexFunc(catalogue, func(s Setting) bool { return s.Key == key })
+	if i < 0 {
+		return &persistence.FieldError{Field: key, Message: "unknown setting"}
+	}
+	if err := catalogue[i].check(value); err != nil {
+		return &persistence.FieldError{Field: key, Message: err.Error()}
+	}
+	return nil
+}
+
+// Values are the settings, typed.
+type Values struct {
+	MaxDispatches        int
+	WakeupBackoff        time.Duration
+	LeaseDuration        time.Duration
+	SweepInterval        time.Duration
+	ShutdownDrainTimeout time.Duration
+	MaxUploadMiB         int
+	DisplayTimezone      *time.Location
+}
+
+// Parse reads stored settings into Values; keys m lacks take their defaults. An unknown key
+// or an invalid value is an error naming the key.
+func Parse(m map[string]string) (Values, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := Validate(k, m[k]); err != nil {
+			return Values{}, fmt.Errorf("setting %w", err)
+		}
+	}
+	get := func(k string) string {
+		if v, ok := m[k]; ok {
+			return v
+		}
+		return Defaults()[k]
+	}
+	// Every value passed Validate (or is a default, which a test holds valid), so the
+	// conversions below cannot fail.
+	var v Values
+	v.MaxDispatches, _ = strconv.Atoi(get(MaxDispatches))
+	v.WakeupBackoff, _ = time.ParseDuration(get(WakeupBackoff))
+	v.LeaseDuration, _ = time.ParseDuration(get(LeaseDuration))
+	v.SweepInterval, _ = time.ParseDuration(get(SweepInterval))
+	v.ShutdownDrainTimeout, _ = time.ParseDuration(get(ShutdownDrainTimeout))
+	v.MaxUploadMiB, _ = strconv.Atoi(get(MaxUploadMiB))
+	loc, err := time.LoadLocation(get(DisplayTimezone))
+	if err != nil {
+		return Values{}, fmt.Errorf("setting %s: %w", DisplayTimezone, err)
+	}
+	v.DisplayTimezone = loc
+	return v, nil
+}
+
+// MaxUploadBytes is the largest document sent by hand, in bytes.
+func (v Values) MaxUploadBytes() int64 { return int64(v.MaxUploadMiB) << 20 }
+
+// Backoff is the delay after the n-th unanswered wake-up (n from 1): WakeupBackoff, doubled
+// for each further one, capped at MaxWakeupBackoff.
+func (v Values) Backoff(n int) time.Duration {
+	d := v.WakeupBackoff
+	for i := 1; i < n && d < MaxWakeupBackoff; i++ {
+		d *= 2
+	}
+	return min(d, MaxWakeupBackoff)
+}
+
+// WakeupPolicy is the sweep's policy for due deliveries nobody claimed.
+func (v Values) WakeupPolicy() persistence.WakeupPolicy {
+	return persistence.WakeupPolicy{MaxDispatches: v.MaxDispatches, Backoff: v.Backoff}
+}
+
+func intBetween(lo, hi int) func(string) error {
+	return func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return fmt.Errorf("must be a whole number from %d to %d", lo, hi)
+		}
+		if n < lo || n > hi {
+			return fmt.Errorf("must be from %d to %d", lo, hi)
+		}
+		return nil
+	}
+}
+
+func durationBetween(lo, hi time.Duration) func(string) error {
+	return func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("must be a duration such as 30s or 5m")
+		}
+		if d < lo || d > hi {
+			return fmt.Errorf("must be from %s to %s", lo, hi)
+		}
+		return nil
+	}
+}
+
+func timezone(s string) error {
+	// LoadLocation also accepts "" and "Local", which name no zone an operator chose.
+	if s == "" || s == "Local" {
+		return fmt.Errorf("must be an IANA time zone name such as UTC or Europe/Berlin")
+	}
+	if _, err := time.LoadLocation(s); err != nil {
+		return fmt.Errorf("must be an IANA time zone name such as UTC or Europe/Berlin")
+	}
+	return nil
+}
