@@ -80,7 +80,7 @@ type TargetOptions struct {
 }
 
 // DefaultMaxConcurrent is a target's attempts in flight when its config names none.
-const DefaultMaxConcurrent = 8
+const DefaultMaxConcurrent = 16
 
 // Options returns the options with defaults filled in.
 func (o TargetOptions) Options() TargetOptions {

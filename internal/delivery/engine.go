@@ -285,14 +285,20 @@ func (w *worker) loop() {
 	for {
 		w.mu.Lock()
 		free := w.opts.MaxConcurrent - w.inflight
+		busy := w.inflight > 0
 		w.mu.Unlock()
 		full := false
-		if free > 0 {
+		// Claims come in chunks: while attempts are in flight, wait until half the slots
+		// are free, so one claim transaction (one durable commit) serves several
+		// deliveries rather than one.
+		if free > 0 && (!busy || 2*free >= w.opts.MaxConcurrent) {
 			n, err := w.claimAndStart(free)
 			if err != nil {
 				w.log.Error("claim deliveries", "err", err)
 			}
 			full = n == free
+		} else if free > 0 {
+			full = true
 		}
 		if full {
 			// More may be due: come back as soon as a slot frees.

@@ -29,7 +29,9 @@ func (c *testConfig) WriteOnlyFields() []string { return []string{"secret_header
 
 type nopTarget struct{}
 
-func (nopTarget) Deliver(context.Context, delivery.Attempt) delivery.Result { return delivery.Delivered() }
+func (nopTarget) Deliver(context.Context, delivery.Attempt) delivery.Result {
+	return delivery.Delivered()
+}
 
 // reverseSealer is enough to tell sealed bytes from plain ones.
 type reverseSealer struct{}

@@ -301,27 +301,39 @@ func TestNotFoundAndDelete(t *testing.T) {
 	}
 }
 
-func TestDeferredDirSync(t *testing.T) {
-	l := newStore(t)
-	ctx := context.Background()
-	var keys []string
-	for id := int64(990); id < 1010; id++ { // crosses into a second directory
-		blob, err := l.Put(ctx, id, persistence.PayloadUnpacked, strings.NewReader(fmt.Sprint(id)), DeferDirSync())
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, blob.Key)
+func TestDeferredSync(t *testing.T) {
+	tests := []struct {
+		name  string
+		opt   PutOption
+		flush func(l *Local, ctx context.Context, keys []string) error
+	}{
+		{"directories", DeferDirSync(), (*Local).SyncDirs},
+		{"everything", DeferSync(), (*Local).Sync},
 	}
-	if err := l.SyncDirs(ctx, keys); err != nil {
-		t.Fatal(err)
-	}
-	for i, key := range keys {
-		if got := readAll(t, l, key); string(got) != fmt.Sprint(990+i) {
-			t.Fatalf("%s holds %q", key, got)
-		}
-	}
-	if err := l.SyncDirs(ctx, []string{"../x"}); !errors.Is(err, ErrInvalidKey) {
-		t.Fatalf("SyncDirs of an escaping key: %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newStore(t)
+			ctx := context.Background()
+			var keys []string
+			for id := int64(990); id < 1010; id++ { // crosses into a second directory
+				blob, err := l.Put(ctx, id, persistence.PayloadUnpacked, strings.NewReader(fmt.Sprint(id)), tt.opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				keys = append(keys, blob.Key)
+			}
+			if err := tt.flush(l, ctx, keys); err != nil {
+				t.Fatal(err)
+			}
+			for i, key := range keys {
+				if got := readAll(t, l, key); string(got) != fmt.Sprint(990+i) {
+					t.Fatalf("%s holds %q", key, got)
+				}
+			}
+			if err := l.SyncDirs(ctx, []string{"../x"}); !errors.Is(err, ErrInvalidKey) {
+				t.Fatalf("SyncDirs of an escaping key: %v", err)
+			}
+		})
 	}
 }
 

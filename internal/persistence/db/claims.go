@@ -18,8 +18,16 @@ import (
 // not behind an earlier delivery of its session that is neither delivered nor skipped.
 // The delivery is d; the one argument is now. The NOT EXISTS repeats the predicate of the
 // partial index deliveries_session, so both planners probe that small index.
-const claimable = `(d.state = 'queued' OR (d.state = 'retrying' AND d.next_attempt_at <= ?))
-	AND (d.session_key = '' OR NOT EXISTS (
+//
+// The state condition is written as an IN list first so that both planners look up
+// (target, state) in deliveries_due for each of the two states, instead of scanning every
+// delivery of the target.
+const claimable = `d.state IN ('queued', 'retrying') AND (d.state = 'queued' OR d.next_attempt_at <= ?)
+	AND ` + sessionFree
+
+// sessionFree is the session half of claimable: d is not behind an unfinished earlier
+// delivery of its session.
+const sessionFree = `(d.session_key = '' OR NOT EXISTS (
 		SELECT 1 FROM deliveries e
 		WHERE e.session_key = d.session_key AND e.id < d.id
 		AND e.session_key <> '' AND e.state NOT IN ('delivered', 'skipped')))`
@@ -52,10 +60,22 @@ func (s *Store) ClaimDeliveries(ctx context.Context, target persistence.Instance
 	var claims []persistence.Claim
 	err := s.write(ctx, func(t *txn) error {
 		claims = nil
+		// The queued and the due retrying deliveries are picked apart, each read in
+		// index order up to the limit, so a long backlog does not make each claim sort
+		// it; the two sets are merged oldest first. This is claimable, split in two.
 		rows, err := t.query(ctx, `WITH picked AS MATERIALIZED (
-				SELECT d.id FROM deliveries d
-				WHERE d.target = ? AND `+claimable+`
-				ORDER BY d.id LIMIT ?`+s.skipLocked+`
+				SELECT id FROM (
+					SELECT d.id FROM deliveries d
+					WHERE d.target = ? AND d.state = 'queued' AND `+sessionFree+`
+					ORDER BY d.id LIMIT ?`+s.skipLocked+`
+				) q
+				UNION ALL
+				SELECT id FROM (
+					SELECT d.id FROM deliveries d
+					WHERE d.target = ? AND d.state = 'retrying' AND d.next_attempt_at <= ? AND `+sessionFree+`
+					ORDER BY d.id LIMIT ?`+s.skipLocked+`
+				) r
+				ORDER BY id LIMIT ?
 			)
 			UPDATE deliveries SET previous_state = state, state = 'delivering',
 				claim_token = CAST(? AS TEXT) || CAST(id AS TEXT), lease_until = ?,
@@ -63,7 +83,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, target persistence.Instance
 				next_attempt_at = NULL, next_wakeup_at = NULL, ack_deadline = NULL, updated_at = ?
 			WHERE id IN (SELECT id FROM picked)
 			RETURNING `+transitionCols,
-			target, s.tv(now), n, newTokenPrefix(), s.tv(now.Add(lease)), s.tv(now))
+			target, n, target, s.tv(now), n, n, newTokenPrefix(), s.tv(now.Add(lease)), s.tv(now))
 		trs, err := collect(rows, err, scanTransition)
 		if err != nil {
 			return err

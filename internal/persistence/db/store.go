@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -57,6 +58,9 @@ type Store struct {
 	lockRows   string // appended to a SELECT that locks the rows it returns
 	lockStatus string // appended to a SELECT of messages whose status is to be recomputed
 	skipLocked string // appended to a SELECT that picks rows other workers have not locked
+
+	stmtMu sync.Mutex
+	stmts  map[*bun.DB]map[string]*sql.Stmt // SQLite: compiled statements per pool
 }
 
 var _ persistence.Store = (*Store)(nil)
@@ -175,6 +179,14 @@ func (s *Store) Dialect() string { return s.dialect }
 // Close closes the connection pools.
 func (s *Store) Close() error {
 	var errs []error
+	s.stmtMu.Lock()
+	for _, m := range s.stmts {
+		for _, st := range m {
+			errs = append(errs, st.Close())
+		}
+	}
+	s.stmts = nil
+	s.stmtMu.Unlock()
 	if s.w != nil {
 		errs = append(errs, s.w.Close())
 	}

@@ -96,7 +96,7 @@ func (s *Store) WakeDue(ctx context.Context, now time.Time, p persistence.Wakeup
 			wakeups int
 		}
 		rows, err := t.query(ctx, `SELECT d.id, d.wakeups FROM deliveries d
-			WHERE d.state IN ('queued', 'retrying') AND d.next_wakeup_at <= ? AND `+claimable+`
+			WHERE d.next_wakeup_at <= ? AND `+claimable+`
 			ORDER BY d.next_wakeup_at, d.id LIMIT ?`+s.skipLocked,
 			s.tv(now), s.tv(now), sweepLimit(limit))
 		cands, err := collect(rows, err, func(r rowScanner) (c candidate, err error) {

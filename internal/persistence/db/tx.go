@@ -23,6 +23,7 @@ import (
 // the history lines, so no method can change a state without its history and status.
 type txn struct {
 	s     *Store
+	db    *bun.DB // the pool the transaction runs on
 	tx    *sql.Tx
 	now   time.Time
 	actor string // for status_changed lines; "system" unless an operator acted
@@ -30,6 +31,8 @@ type txn struct {
 	hist    []historyRow
 	touched map[int64]bool
 	stmts   map[string]*sql.Stmt // SQLite only: see prepared
+	// unprepared lists statements this transaction compiled that the pool lacks.
+	unprepared []string
 }
 
 // maxTxAttempts bounds how often a PostgreSQL transaction is run again after a deadlock
@@ -67,7 +70,12 @@ func (s *Store) runTx(ctx context.Context, db *bun.DB, opts *sql.TxOptions, fn f
 	}
 	// Statements go to the underlying *sql.Tx with native parameters: see the package
 	// documentation for why bun's client-side formatting is not used.
-	t := &txn{s: s, tx: tx.Tx, now: utc(s.now()), actor: systemActor}
+	t := &txn{s: s, db: db, tx: tx.Tx, now: utc(s.now()), actor: systemActor}
+	defer func() {
+		if len(t.unprepared) > 0 {
+			s.compileOnPool(context.WithoutCancel(ctx), db, t.unprepared)
+		}
+	}()
 	defer func() {
 		if p := recover(); p != nil {
 			_ = tx.Rollback()
@@ -119,10 +127,12 @@ func (t *txn) queryRow(ctx context.Context, q string, args ...any) rowScanner {
 	return t.tx.QueryRowContext(ctx, t.s.rebind(q), args...)
 }
 
-// prepared returns q prepared once per transaction on SQLite, where compiling a short
-// statement costs more than running it and a batch runs the same statement many times.
-// It returns nil on PostgreSQL, whose driver keeps prepared statements per connection.
-// The transaction closes its statements when it ends.
+// prepared returns q prepared on SQLite, where compiling a short statement costs more
+// than running it. A statement the store has compiled before is the pool's, bound to the
+// transaction; a new one is compiled for this transaction and then, once the transaction
+// has let go of its connection (SQLite's writer pool has only one), compiled on the pool
+// for every later transaction. It returns nil on PostgreSQL, whose driver keeps prepared
+// statements per connection. The transaction closes its bindings when it ends.
 func (t *txn) prepared(ctx context.Context, q string) (*sql.Stmt, error) {
 	if t.s.dialect != DialectSQLite {
 		return nil, nil
@@ -130,15 +140,63 @@ func (t *txn) prepared(ctx context.Context, q string) (*sql.Stmt, error) {
 	if st, ok := t.stmts[q]; ok {
 		return st, nil
 	}
-	st, err := t.tx.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
+	var st *sql.Stmt
+	if parent := t.s.poolStmt(t.db, q); parent != nil {
+		st = t.tx.StmtContext(ctx, parent)
+	} else {
+		var err error
+		if st, err = t.tx.PrepareContext(ctx, q); err != nil {
+			return nil, err
+		}
+		t.unprepared = append(t.unprepared, q)
 	}
 	if t.stmts == nil {
 		t.stmts = make(map[string]*sql.Stmt)
 	}
 	t.stmts[q] = st
 	return st, nil
+}
+
+// maxPoolStmts bounds the compiled statements a pool keeps; batch inserts make one text
+// per batch size.
+const maxPoolStmts = 512
+
+// poolStmt returns q compiled on the pool, or nil when it is not (yet).
+func (s *Store) poolStmt(db *bun.DB, q string) *sql.Stmt {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	return s.stmts[db][q]
+}
+
+// compileOnPool compiles statements on the pool for later transactions. It runs after a
+// transaction ended, when the pool has a free connection.
+func (s *Store) compileOnPool(ctx context.Context, db *bun.DB, qs []string) {
+	for _, q := range qs {
+		s.stmtMu.Lock()
+		_, have := s.stmts[db][q]
+		full := len(s.stmts[db]) >= maxPoolStmts
+		s.stmtMu.Unlock()
+		if have || full {
+			continue
+		}
+		st, err := db.DB.PrepareContext(ctx, q)
+		if err != nil {
+			continue // the transaction that used it compiled it fine; try again next time
+		}
+		s.stmtMu.Lock()
+		if s.stmts == nil {
+			s.stmts = map[*bun.DB]map[string]*sql.Stmt{}
+		}
+		if s.stmts[db] == nil {
+			s.stmts[db] = map[string]*sql.Stmt{}
+		}
+		if _, have := s.stmts[db][q]; have {
+			st.Close()
+		} else {
+			s.stmts[db][q] = st
+		}
+		s.stmtMu.Unlock()
+	}
 }
 
 // errRow is a row whose query could not even be prepared.
@@ -209,7 +267,7 @@ func (s *Store) claimList(ids []int64, tokens []string) (string, []any) {
 	return `(id, claim_token) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`, []any{string(b)}
 }
 
-// insertChunks inserts rows with multi-row VALUES statements. Chunks have power-of-two
+// insertRows inserts rows with multi-row VALUES statements. Chunks have power-of-two
 // sizes (at most 64 rows), so a table sees at most seven statement texts whatever the
 // batch size.
 func (t *txn) insertRows(ctx context.Context, head string, ncols int, rows [][]any) error {
@@ -221,7 +279,7 @@ func (t *txn) insertRows(ctx context.Context, head string, ncols int, rows [][]a
 		var b strings.Builder
 		b.WriteString(head)
 		b.WriteString(" VALUES ")
-		one := "(" + strings.TrimSuffix(strings.Repeat("?, ", ncols), ", ") + ")"
+		one := "(" + placeholders(ncols) + ")"
 		args := make([]any, 0, n*ncols)
 		for i, r := range rows[:n] {
 			if len(r) != ncols {

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -160,4 +161,70 @@ func errText(err error) string {
 		return le.Err.Error()
 	}
 	return err.Error()
+}
+
+// groupSync syncs directories with group commit: concurrent deliveries into one directory
+// share a directory sync instead of each paying for its own. A caller is satisfied only
+// by a sync that started after it called, so its rename is covered.
+type groupSync struct {
+	// op is the flush, syncDir when nil.
+	op   func(dir string) error
+	mu   sync.Mutex
+	dirs map[string]*dirSync
+}
+
+type dirSync struct {
+	cond      *sync.Cond
+	running   bool
+	started   uint64 // syncs begun
+	completed uint64 // syncs finished
+	failedAt  uint64 // the last sync that failed, with err
+	err       error
+	waiters   int
+}
+
+// Sync returns once a sync of dir that began after the call has finished.
+func (g *groupSync) Sync(dir string) error {
+	g.mu.Lock()
+	if g.dirs == nil {
+		g.dirs = map[string]*dirSync{}
+	}
+	st := g.dirs[dir]
+	if st == nil {
+		st = &dirSync{cond: sync.NewCond(&g.mu)}
+		g.dirs[dir] = st
+	}
+	st.waiters++
+	ticket := st.started + 1
+	for st.completed < ticket {
+		if st.running {
+			st.cond.Wait()
+			continue
+		}
+		st.running = true
+		st.started++
+		n := st.started
+		g.mu.Unlock()
+		op := g.op
+		if op == nil {
+			op = syncDir
+		}
+		err := op(dir)
+		g.mu.Lock()
+		st.completed, st.running = n, false
+		if err != nil {
+			st.failedAt, st.err = n, err
+		}
+		st.cond.Broadcast()
+	}
+	var err error
+	if st.failedAt >= ticket {
+		err = st.err
+	}
+	st.waiters--
+	if st.waiters == 0 && !st.running {
+		delete(g.dirs, dir) // directories come and go; keep only the busy ones
+	}
+	g.mu.Unlock()
+	return err
 }

@@ -86,9 +86,10 @@ func SQLite(tb testing.TB) *db.Store {
 	return s
 }
 
-// Postgres returns a fresh store in a new schema of the database at PostgresURLEnv, or
-// skips the test when the variable is not set.
-func Postgres(tb testing.TB) *db.Store {
+// PostgresURL creates a fresh schema in the database at PostgresURLEnv, dropped when the
+// test ends, and returns a URL that uses it; for tests that open the database themselves
+// (a whole gateway). It skips the test when the variable is not set.
+func PostgresURL(tb testing.TB) string {
 	tb.Helper()
 	base := os.Getenv(PostgresURLEnv)
 	if base == "" {
@@ -117,11 +118,18 @@ func Postgres(tb testing.TB) *db.Store {
 			tb.Errorf("dbtest: drop schema %s: %v", schema, err)
 		}
 	})
-
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	s, err := db.Open(ctx, db.Options{URL: u.String(), Logger: quietLogger()})
+	return u.String()
+}
+
+// Postgres returns a fresh store in a new schema of the database at PostgresURLEnv, or
+// skips the test when the variable is not set.
+func Postgres(tb testing.TB) *db.Store {
+	tb.Helper()
+	ctx := context.Background()
+	s, err := db.Open(ctx, db.Options{URL: PostgresURL(tb), Logger: quietLogger()})
 	if err != nil {
 		tb.Fatalf("dbtest: open PostgreSQL store: %v", err)
 	}

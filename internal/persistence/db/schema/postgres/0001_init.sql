@@ -105,6 +105,9 @@ CREATE TABLE deliveries (
 );
 
 CREATE INDEX deliveries_due ON deliveries (target, state, next_attempt_at);
+-- Claims read a target's queued deliveries in id order and stop at their limit, so a
+-- claim costs the same whatever the backlog.
+CREATE INDEX deliveries_queued ON deliveries (target, id) WHERE state = 'queued';
 -- The sweep's three scans read these in order and stop at their limit.
 CREATE INDEX deliveries_lease ON deliveries (lease_until, id) WHERE state = 'delivering';
 CREATE INDEX deliveries_ack ON deliveries (ack_deadline, id) WHERE state = 'awaiting_ack';

@@ -1,0 +1,492 @@
+package cms
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/des"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/subtle"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+)
+
+// Recipient is one of our decryption identities: a certificate and its
+// private key. During a certificate rollover a caller passes both the old and
+// the new one; the RecipientInfo naming either is used.
+type Recipient struct {
+	Certificate *x509.Certificate
+	Key         crypto.Decrypter
+}
+
+// DecryptInfo describes how a message was encrypted.
+type DecryptInfo struct {
+	Cipher       ContentCipher
+	KeyTransport KeyTransport
+	// Recipient is the index of the candidate whose key opened the message.
+	Recipient int
+}
+
+// Decrypt opens an EnvelopedData or AuthEnvelopedData ContentInfo held in
+// memory. See DecryptTo.
+func Decrypt(data []byte, candidates []Recipient) ([]byte, *DecryptInfo, error) {
+	var out bytes.Buffer
+	out.Grow(len(data))
+	info, err := DecryptTo(&out, bytes.NewReader(data), candidates)
+	if err != nil {
+		return nil, info, err
+	}
+	return out.Bytes(), info, nil
+}
+
+// DecryptTo reads an EnvelopedData or AuthEnvelopedData ContentInfo (BER or
+// DER) from r and writes the plaintext to w. CBC content is decrypted while
+// it is read; when an error is returned after some plaintext was written,
+// that plaintext must be discarded. GCM content is written only after its tag
+// verified.
+func DecryptTo(w io.Writer, r io.Reader, candidates []Recipient) (*DecryptInfo, error) {
+	b := newBERReader(r)
+	oid, err := openContentInfo(b)
+	if err != nil {
+		return nil, malformed(ErrDecryption, "%v", err)
+	}
+	var authenticated bool
+	switch {
+	case oid.Equal(oidEnvelopedData):
+	case oid.Equal(oidAuthEnvelopedData):
+		authenticated = true
+	default:
+		return nil, fmt.Errorf("%w: content type %s is not enveloped data", ErrDecryption, oid)
+	}
+	recipientInfos, err := readEnvelopeHead(b)
+	if err != nil {
+		return nil, malformed(ErrDecryption, "%v", err)
+	}
+
+	// EncryptedContentInfo: contentType, contentEncryptionAlgorithm, [0] content.
+	h, err := expect(b, classUniversal, tagSequence, true)
+	if err != nil {
+		return nil, malformed(ErrDecryption, "encrypted content info: %v", err)
+	}
+	eci := b.enter(h)
+	if _, err := readOID(b); err != nil {
+		return nil, malformed(ErrDecryption, "encrypted content type: %v", err)
+	}
+	_, algDER, err := b.readElement(1024)
+	if err != nil {
+		return nil, malformed(ErrDecryption, "content encryption algorithm: %v", err)
+	}
+	var alg pkix.AlgorithmIdentifier
+	if rest, err := asn1.Unmarshal(algDER, &alg); err != nil || len(rest) > 0 {
+		return nil, malformed(ErrDecryption, "content encryption algorithm: %v", err)
+	}
+	cc, err := cipherForOID(alg.Algorithm)
+	if err != nil {
+		return nil, err
+	}
+	if cc.AEAD() != authenticated {
+		return nil, fmt.Errorf("%w: %s in the wrong envelope type", ErrUnsupportedAlgorithm, cc)
+	}
+	info := &DecryptInfo{Cipher: cc, Recipient: -1}
+
+	key, kt, idx, err := unwrapContentKey(recipientInfos, candidates, cc.keyLen())
+	if err != nil {
+		return info, err
+	}
+	info.KeyTransport, info.Recipient = kt, idx
+
+	ok, err := b.more(eci)
+	if err != nil {
+		return info, malformed(ErrDecryption, "%v", err)
+	}
+	if !ok {
+		return info, fmt.Errorf("%w: the encrypted content is detached", ErrDecryption)
+	}
+	h, err = b.readHeader()
+	if err != nil || !h.is(classContext, 0) {
+		return info, malformed(ErrDecryption, "encrypted content: %v", err)
+	}
+	content := newOctetReader(b, h)
+
+	if !authenticated {
+		block, iv, err := cbcParams(cc, key, alg)
+		if err != nil {
+			return info, err
+		}
+		return info, cbcDecryptTo(w, content, block, iv)
+	}
+
+	ciphertext, err := io.ReadAll(content)
+	if err != nil {
+		return info, malformed(ErrDecryption, "encrypted content: %v", err)
+	}
+	if err := b.close(eci); err != nil {
+		return info, malformed(ErrDecryption, "%v", err)
+	}
+	// authAttrs [1] (optional), then mac OCTET STRING.
+	var aad []byte
+	h, der, err := b.readElement(maxHeaderElement)
+	if err != nil {
+		return info, malformed(ErrDecryption, "after the encrypted content: %v", err)
+	}
+	if h.is(classContext, 1) {
+		// The tag is authenticated as a universal SET (RFC 5083, 2.2).
+		_, body, _ := splitDER(der)
+		aad = derSet(body)
+		h, der, err = b.readElement(1024)
+		if err != nil {
+			return info, malformed(ErrDecryption, "mac: %v", err)
+		}
+	}
+	if !h.is(classUniversal, tagOctetString) {
+		return info, malformed(ErrDecryption, "mac missing")
+	}
+	_, mac, _ := splitDER(der)
+	plain, err := gcmOpen(key, alg, ciphertext, mac, aad)
+	if err != nil {
+		return info, err
+	}
+	if _, err := w.Write(plain); err != nil {
+		return info, err
+	}
+	return info, nil
+}
+
+// readEnvelopeHead reads the EnvelopedData or AuthEnvelopedData SEQUENCE
+// header, its version, the optional originatorInfo and the recipientInfos,
+// leaving b at the EncryptedContentInfo.
+func readEnvelopeHead(b *berReader) ([][]byte, error) {
+	if _, err := expect(b, classUniversal, tagSequence, true); err != nil {
+		return nil, err
+	}
+	if _, err := readInt(b); err != nil {
+		return nil, fmt.Errorf("version: %w", err)
+	}
+	h, der, err := b.readElement(maxHeaderElement)
+	if err != nil {
+		return nil, fmt.Errorf("recipient infos: %w", err)
+	}
+	if h.is(classContext, 0) { // originatorInfo: certificates we do not need
+		h, der, err = b.readElement(maxHeaderElement)
+		if err != nil {
+			return nil, fmt.Errorf("recipient infos: %w", err)
+		}
+	}
+	if !h.is(classUniversal, tagSet) {
+		return nil, errors.New("recipient infos missing")
+	}
+	var set asn1.RawValue
+	if _, err := asn1.Unmarshal(der, &set); err != nil {
+		return nil, fmt.Errorf("recipient infos: %w", err)
+	}
+	var infos [][]byte
+	for rest := set.Bytes; len(rest) > 0; {
+		var ri asn1.RawValue
+		var err error
+		rest, err = asn1.Unmarshal(rest, &ri)
+		if err != nil {
+			return nil, fmt.Errorf("recipient info: %w", err)
+		}
+		infos = append(infos, ri.FullBytes)
+	}
+	return infos, nil
+}
+
+type issuerAndSerial struct {
+	Issuer asn1.RawValue
+	Serial *big.Int
+}
+
+type keyTransRecipientInfo struct {
+	Version                int
+	RID                    asn1.RawValue
+	KeyEncryptionAlgorithm pkix.AlgorithmIdentifier
+	EncryptedKey           []byte
+}
+
+// unwrapContentKey finds the RecipientInfo that names one of the candidates
+// and decrypts the content-encryption key with that candidate's key.
+func unwrapContentKey(infos [][]byte, candidates []Recipient, keyLen int) ([]byte, KeyTransport, int, error) {
+	var ktris []keyTransRecipientInfo
+	for _, raw := range infos {
+		if raw[0] != 0x30 { // only KeyTransRecipientInfo is a bare SEQUENCE
+			continue
+		}
+		var k keyTransRecipientInfo
+		if rest, err := asn1.Unmarshal(raw, &k); err != nil || len(rest) > 0 {
+			return nil, "", -1, malformed(ErrDecryption, "key transport recipient info: %v", err)
+		}
+		ktris = append(ktris, k)
+	}
+	var lastErr error
+	for i, c := range candidates {
+		if c.Certificate == nil || c.Key == nil {
+			continue
+		}
+		for _, k := range ktris {
+			if !recipientMatches(k.RID, c.Certificate) {
+				continue
+			}
+			key, kt, err := decryptKey(k, c.Key, keyLen)
+			if err != nil {
+				lastErr = err
+				continue
+			}
+			return key, kt, i, nil
+		}
+	}
+	if lastErr != nil {
+		return nil, "", -1, lastErr
+	}
+	return nil, "", -1, fmt.Errorf("%w: no recipient info names one of our %d certificate(s)", ErrDecryption, len(candidates))
+}
+
+// recipientMatches compares a RecipientIdentifier with a certificate.
+func recipientMatches(rid asn1.RawValue, cert *x509.Certificate) bool {
+	switch {
+	case rid.Class == classContext && rid.Tag == 0: // subjectKeyIdentifier
+		return len(cert.SubjectKeyId) > 0 && bytes.Equal(rid.Bytes, cert.SubjectKeyId)
+	case rid.Class == classUniversal && rid.Tag == tagSequence:
+		var ias issuerAndSerial
+		if _, err := asn1.Unmarshal(rid.FullBytes, &ias); err != nil || ias.Serial == nil {
+			return false
+		}
+		return ias.Serial.Cmp(cert.SerialNumber) == 0 && sameName(ias.Issuer.FullBytes, cert.RawIssuer)
+	}
+	return false
+}
+
+// sameName compares two encoded names, first byte for byte and then by
+// their parsed form, since some products re-encode string types.
+func sameName(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var ra, rb pkix.RDNSequence
+	if _, err := asn1.Unmarshal(a, &ra); err != nil {
+		return false
+	}
+	if _, err := asn1.Unmarshal(b, &rb); err != nil {
+		return false
+	}
+	return ra.String() == rb.String()
+}
+
+type oaepParams struct {
+	Hash    pkix.AlgorithmIdentifier `asn1:"optional,explicit,tag:0"`
+	MGF     pkix.AlgorithmIdentifier `asn1:"optional,explicit,tag:1"`
+	PSource pkix.AlgorithmIdentifier `asn1:"optional,explicit,tag:2"`
+}
+
+func decryptKey(k keyTransRecipientInfo, key crypto.Decrypter, keyLen int) ([]byte, KeyTransport, error) {
+	alg := k.KeyEncryptionAlgorithm
+	if _, ok := key.Public().(*rsa.PublicKey); !ok {
+		return nil, "", fmt.Errorf("%w: key transport needs an RSA key", ErrUnsupportedAlgorithm)
+	}
+	switch {
+	case alg.Algorithm.Equal(oidRSAEncryption):
+		// A wrong key or bad padding yields a random key of the right length
+		// instead of an error, so the failure shows up as undecryptable
+		// content and the padding check leaks nothing.
+		cek, err := key.Decrypt(rand.Reader, k.EncryptedKey, &rsa.PKCS1v15DecryptOptions{SessionKeyLen: keyLen})
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: %w", ErrDecryption, err)
+		}
+		return cek, RSAPKCS1v15, nil
+	case alg.Algorithm.Equal(oidRSAESOAEP):
+		h, mgf, label, kt, err := parseOAEPParams(alg.Parameters)
+		if err != nil {
+			return nil, "", err
+		}
+		cek, err := key.Decrypt(rand.Reader, k.EncryptedKey, &rsa.OAEPOptions{Hash: h, MGFHash: mgf, Label: label})
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: %w", ErrDecryption, err)
+		}
+		if len(cek) != keyLen {
+			return nil, "", fmt.Errorf("%w: content key of %d bytes, want %d", ErrDecryption, len(cek), keyLen)
+		}
+		return cek, kt, nil
+	}
+	return nil, "", fmt.Errorf("%w: key transport %s", ErrUnsupportedAlgorithm, alg.Algorithm)
+}
+
+// parseOAEPParams reads RSAES-OAEP-params; absent fields take the SHA-1
+// defaults of RFC 8017.
+func parseOAEPParams(raw asn1.RawValue) (crypto.Hash, crypto.Hash, []byte, KeyTransport, error) {
+	var p oaepParams
+	if len(raw.FullBytes) > 0 && !(raw.Tag == tagNull && raw.Class == classUniversal) {
+		if rest, err := asn1.Unmarshal(raw.FullBytes, &p); err != nil || len(rest) > 0 {
+			return 0, 0, nil, "", malformed(ErrDecryption, "RSAES-OAEP parameters: %v", err)
+		}
+	}
+	hashOf := func(oid asn1.ObjectIdentifier) (DigestAlgorithm, error) {
+		if len(oid) == 0 {
+			return SHA1, nil
+		}
+		d, err := digestForOID(oid)
+		if err != nil || (d != SHA1 && d != SHA256) {
+			return "", fmt.Errorf("%w: RSA-OAEP with digest %s", ErrUnsupportedAlgorithm, oid)
+		}
+		return d, nil
+	}
+	h, err := hashOf(p.Hash.Algorithm)
+	if err != nil {
+		return 0, 0, nil, "", err
+	}
+	mgf := SHA1
+	if len(p.MGF.Algorithm) > 0 {
+		if !p.MGF.Algorithm.Equal(oidMGF1) {
+			return 0, 0, nil, "", fmt.Errorf("%w: RSA-OAEP mask generation %s", ErrUnsupportedAlgorithm, p.MGF.Algorithm)
+		}
+		var mh pkix.AlgorithmIdentifier
+		if _, err := asn1.Unmarshal(p.MGF.Parameters.FullBytes, &mh); err != nil {
+			return 0, 0, nil, "", malformed(ErrDecryption, "MGF1 parameters: %v", err)
+		}
+		if mgf, err = hashOf(mh.Algorithm); err != nil {
+			return 0, 0, nil, "", err
+		}
+	}
+	var label []byte
+	if len(p.PSource.Algorithm) > 0 {
+		if !p.PSource.Algorithm.Equal(oidPSpecified) {
+			return 0, 0, nil, "", fmt.Errorf("%w: RSA-OAEP label source %s", ErrUnsupportedAlgorithm, p.PSource.Algorithm)
+		}
+		if _, err := asn1.Unmarshal(p.PSource.Parameters.FullBytes, &label); err != nil {
+			return 0, 0, nil, "", malformed(ErrDecryption, "RSA-OAEP label: %v", err)
+		}
+	}
+	kt := RSAOAEPSHA1
+	if h == SHA256 {
+		kt = RSAOAEPSHA256
+	}
+	return h.Hash(), mgf.Hash(), label, kt, nil
+}
+
+func newBlock(cc ContentCipher, key []byte) (cipher.Block, error) {
+	if len(key) != cc.keyLen() {
+		return nil, fmt.Errorf("%w: content key of %d bytes for %s", ErrDecryption, len(key), cc)
+	}
+	var (
+		block cipher.Block
+		err   error
+	)
+	if cc == DES3CBC {
+		block, err = des.NewTripleDESCipher(key)
+	} else {
+		block, err = aes.NewCipher(key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDecryption, err)
+	}
+	return block, nil
+}
+
+func cbcParams(cc ContentCipher, key []byte, alg pkix.AlgorithmIdentifier) (cipher.Block, []byte, error) {
+	block, err := newBlock(cc, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	var iv []byte
+	if rest, err := asn1.Unmarshal(alg.Parameters.FullBytes, &iv); err != nil || len(rest) > 0 {
+		return nil, nil, malformed(ErrDecryption, "%s IV: %v", cc, err)
+	}
+	if len(iv) != block.BlockSize() {
+		return nil, nil, malformed(ErrDecryption, "%s IV of %d bytes", cc, len(iv))
+	}
+	return block, iv, nil
+}
+
+// cbcDecryptTo decrypts r to w, holding back the last block until the end
+// so its padding can be removed.
+func cbcDecryptTo(w io.Writer, r io.Reader, block cipher.Block, iv []byte) error {
+	bs := block.BlockSize()
+	mode := cipher.NewCBCDecrypter(block, iv)
+	buf := make([]byte, 64<<10) // a multiple of both block sizes
+	last := make([]byte, 0, bs)
+	for {
+		n, err := io.ReadFull(r, buf)
+		eof := err == io.EOF || err == io.ErrUnexpectedEOF
+		if err != nil && !eof {
+			return malformed(ErrDecryption, "encrypted content: %v", err)
+		}
+		if n%bs != 0 {
+			return fmt.Errorf("%w: ciphertext is not a whole number of blocks", ErrDecryption)
+		}
+		if n > 0 {
+			mode.CryptBlocks(buf[:n], buf[:n])
+			if len(last) > 0 {
+				if _, err := w.Write(last); err != nil {
+					return err
+				}
+			}
+			if _, err := w.Write(buf[:n-bs]); err != nil {
+				return err
+			}
+			last = append(last[:0], buf[n-bs:n]...)
+		}
+		if eof {
+			break
+		}
+	}
+	if len(last) == 0 {
+		return fmt.Errorf("%w: empty ciphertext", ErrDecryption)
+	}
+	pad := int(last[bs-1])
+	good := subtle.ConstantTimeLessOrEq(1, pad) & subtle.ConstantTimeLessOrEq(pad, bs)
+	for i := range bs {
+		inPad := subtle.ConstantTimeLessOrEq(bs-pad, i)
+		good &= subtle.ConstantTimeByteEq(last[i], byte(pad)) | (inPad ^ 1)
+	}
+	if good != 1 {
+		return fmt.Errorf("%w: bad padding (wrong key or damaged content)", ErrDecryption)
+	}
+	_, err := w.Write(last[:bs-pad])
+	return err
+}
+
+type gcmParameters struct {
+	Nonce  []byte
+	ICVLen int `asn1:"default:12"`
+}
+
+func gcmOpen(key []byte, alg pkix.AlgorithmIdentifier, ciphertext, mac, aad []byte) ([]byte, error) {
+	var p gcmParameters
+	if rest, err := asn1.Unmarshal(alg.Parameters.FullBytes, &p); err != nil || len(rest) > 0 {
+		return nil, malformed(ErrDecryption, "GCM parameters: %v", err)
+	}
+	aead, err := newGCM(key, len(p.Nonce), p.ICVLen)
+	if err != nil {
+		return nil, err
+	}
+	if len(mac) != p.ICVLen {
+		return nil, malformed(ErrDecryption, "GCM tag of %d bytes, parameters say %d", len(mac), p.ICVLen)
+	}
+	sealed := make([]byte, 0, len(ciphertext)+len(mac))
+	sealed = append(append(sealed, ciphertext...), mac...)
+	plain, err := aead.Open(sealed[:0], p.Nonce, sealed, aad)
+	if err != nil {
+		return nil, fmt.Errorf("%w: GCM tag does not match (wrong key or altered content)", ErrDecryption)
+	}
+	return plain, nil
+}
+
+func newGCM(key []byte, nonceLen, tagLen int) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDecryption, err)
+	}
+	switch {
+	case nonceLen == 12 && tagLen >= 12 && tagLen <= 16:
+		return cipher.NewGCMWithTagSize(block, tagLen)
+	case nonceLen > 0 && tagLen == 16:
+		return cipher.NewGCMWithNonceSize(block, nonceLen)
+	}
+	return nil, fmt.Errorf("%w: GCM with a %d-byte nonce and a %d-byte tag", ErrUnsupportedAlgorithm, nonceLen, tagLen)
+}

@@ -1,0 +1,44 @@
+// Package cms reads and writes the Cryptographic Message Syntax structures an
+// AS2 exchange carries: EnvelopedData and AuthEnvelopedData (RFC 5652, 5083,
+// 5084), CompressedData (RFC 3274) and detached SignedData (RFC 5652, with
+// RSA-PSS from RFC 4056).
+//
+// Signing and verification with RSA PKCS #1 v1.5 and ECDSA go through
+// github.com/smallstep/pkcs7, with the digest chosen per call. Everything else
+// (encryption, key transport, compression, RSA-PSS, BER handling) is built on
+// the standard library here. The pkcs7 package's encryption is not used
+// because its algorithm settings are process-wide variables.
+//
+// # Encodings
+//
+// Input may be BER as well as DER: indefinite lengths and constructed
+// (chunked) OCTET STRINGs are accepted everywhere, because OpenAS2 and other
+// Bouncy Castle based products write them. Output is always DER.
+//
+// # What streams
+//
+//   - DecryptTo reads an EnvelopedData from an io.Reader and writes the
+//     plaintext of a CBC cipher to an io.Writer as the ciphertext arrives; only
+//     the recipient infos and one cipher block are held. Because CBC carries
+//     no integrity, a caller must discard what was written when DecryptTo
+//     returns an error (the padding is checked at the very end).
+//   - AuthEnvelopedData (AES-GCM) is not streamed: the tag follows the
+//     ciphertext and no plaintext may be released before it is checked, so
+//     the ciphertext is collected in memory and opened at the end.
+//   - DecompressTo inflates a CompressedData from an io.Reader to an io.Writer
+//     through zlib, never holding more than a buffer of either side, and stops
+//     with a *DecompressionLimitError once the output passes the limit.
+//   - EncryptTo streams CBC encryption for content of known size; the output
+//     is DER with definite lengths computed in advance. GCM collects the
+//     content first.
+//   - Compress and the signature functions work on byte slices: a signature
+//     needs the whole content hashed before anything can be written and the
+//     compressed size is not known until the end.
+//
+// # Errors
+//
+// Every failure wraps one of the sentinel errors (ErrDecryption,
+// ErrUnsupportedAlgorithm, ErrAuthentication, ErrIntegrity, ErrDecompression,
+// ErrInsufficientSecurity, ErrMalformed), so the AS2 layer can pick the
+// disposition with errors.Is.
+package cms
