@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"wharf/internal/durable"
 )
 
 // A key file holds one key per line, "<key-id>:<base64 of 32 bytes>". The first key is
@@ -141,25 +143,10 @@ func writeKeyFile(path string, replace bool, keys ...Key) (won bool, err error) 
 			return false, fmt.Errorf("write key file %s: %w", path, err)
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return false, fmt.Errorf("write key file %s: %w", path, err)
 	}
 	return true, nil
-}
-
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil // directories cannot be opened for syncing there; renames are journalled
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
 }
 
 // parseKeyFile reads the lines of a key file. Errors name the file and the line number

@@ -41,12 +41,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"wharf/internal/durable"
 	"wharf/internal/persistence"
 )
 
@@ -120,7 +120,7 @@ func NewLocal(root string) (*Local, error) {
 		return nil, fmt.Errorf("payload store %s: %w", root, err)
 	}
 	// The root's own entry must be durable before any blob below it counts as stored.
-	if err := syncDir(filepath.Dir(abs)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(abs)); err != nil {
 		return nil, fmt.Errorf("payload store %s: %w", root, err)
 	}
 	if err := l.removeStaleTemp(time.Now().Add(-staleTemp)); err != nil {
@@ -224,7 +224,7 @@ func (l *Local) put(ctx context.Context, messageID int64, stage persistence.Payl
 	}
 	committed = true
 	if !cfg.deferDirSync {
-		if err := syncDir(filepath.Dir(final)); err != nil {
+		if err := durable.SyncDir(filepath.Dir(final)); err != nil {
 			return Blob{}, fmt.Errorf("put payload %s: %w", key, err)
 		}
 	}
@@ -238,8 +238,8 @@ func (l *Local) Sync(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	if canSyncFS {
-		if err := syncFS(l.root); err != nil {
+	if durable.CanSyncFS {
+		if err := durable.SyncFS(l.root); err != nil {
 			return fmt.Errorf("sync payloads: %w", err)
 		}
 		return nil
@@ -249,20 +249,11 @@ func (l *Local) Sync(ctx context.Context, keys []string) error {
 		if err != nil {
 			return fmt.Errorf("sync payloads: %w", err)
 		}
-		if err := syncFile(p); err != nil {
+		if err := durable.SyncFile(p); err != nil {
 			return fmt.Errorf("sync payload %s: %w", key, err)
 		}
 	}
 	return l.SyncDirs(ctx, keys)
-}
-
-func syncFile(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
 
 // SyncDirs makes the names of the given keys durable, syncing each distinct directory
@@ -282,7 +273,7 @@ func (l *Local) SyncDirs(ctx context.Context, keys []string) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("sync payload directories: %w", err)
 		}
-		if err := syncDir(dir); err != nil {
+		if err := durable.SyncDir(dir); err != nil {
 			return fmt.Errorf("sync payload directories: %w", err)
 		}
 	}
@@ -385,7 +376,7 @@ func (l *Local) ensureDir(rel string) error {
 		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("create directory: %w", err)
 		}
-		if err := syncDir(parent); err != nil {
+		if err := durable.SyncDir(parent); err != nil {
 			return err
 		}
 		parent = dir
@@ -408,21 +399,6 @@ func (l *Local) removeStaleTemp(cutoff time.Time) error {
 		if err := os.Remove(filepath.Join(l.tmp, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("clean temporary files: %w", err)
 		}
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil // directories cannot be opened for syncing there; renames are journalled
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return nil
 }

@@ -12,24 +12,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
-)
 
-// syncDir makes renames and creations in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	// Some file systems (and Windows) cannot sync a directory; the rename stands anyway.
-	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, fs.ErrPermission) {
-		return nil
-	}
-	return err
-}
+	"wharf/internal/durable"
+)
 
 // uniqueToken is a short, time-ordered random name part.
 func uniqueToken() string {
@@ -126,7 +111,7 @@ func copyAcross(src, dst string) error {
 		return err
 	}
 	done = true
-	if err := syncDir(filepath.Dir(dst)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(dst)); err != nil {
 		return err
 	}
 	return os.Remove(src)
@@ -167,7 +152,7 @@ func errText(err error) string {
 // share a directory sync instead of each paying for its own. A caller is satisfied only
 // by a sync that started after it called, so its rename is covered.
 type groupSync struct {
-	// op is the flush, syncDir when nil.
+	// op is the flush, durable.SyncDir when nil.
 	op   func(dir string) error
 	mu   sync.Mutex
 	dirs map[string]*dirSync
@@ -207,7 +192,7 @@ func (g *groupSync) Sync(dir string) error {
 		g.mu.Unlock()
 		op := g.op
 		if op == nil {
-			op = syncDir
+			op = durable.SyncDir
 		}
 		err := op(dir)
 		g.mu.Lock()

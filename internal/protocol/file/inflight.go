@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"wharf/internal/durable"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 )
@@ -96,7 +97,7 @@ func (p *Poller) claim(items []*item) ([]*item, error) {
 		os.Remove(p.journalPath(j.Batch))
 		return nil, fmt.Errorf("journal batch: %s", errText(err))
 	}
-	if err := syncDir(p.inflightDir); err != nil {
+	if err := durable.SyncDir(p.inflightDir); err != nil {
 		os.Remove(p.journalPath(j.Batch))
 		return nil, fmt.Errorf("journal batch: %s", errText(err))
 	}
@@ -121,7 +122,7 @@ func (p *Poller) claim(items []*item) ([]*item, error) {
 		}
 		claimed = append(claimed, it)
 	}
-	if err := syncDir(p.inflightDir); err != nil {
+	if err := durable.SyncDir(p.inflightDir); err != nil {
 		p.log.Warn("cannot sync the inflight directory", "error", errText(err))
 	}
 	if len(claimed) == 0 {
@@ -283,7 +284,7 @@ func (p *Poller) closeJournal(j *journal) {
 		p.log.Warn("cannot remove a finished journal", "batch", j.Batch, "error", errText(err))
 		return
 	}
-	if err := syncDir(p.inflightDir); err != nil {
+	if err := durable.SyncDir(p.inflightDir); err != nil {
 		p.log.Warn("cannot sync the inflight directory", "error", errText(err))
 	}
 }

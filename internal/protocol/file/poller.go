@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"wharf/internal/durable"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 )
@@ -444,7 +445,7 @@ func (p *Poller) putAside(src, side, rel, reason string) bool {
 		err = moveFile(src, dst)
 	}
 	if err == nil {
-		err = syncDir(filepath.Dir(dst))
+		err = durable.SyncDir(filepath.Dir(dst))
 	}
 	if err != nil {
 		p.log.Error("cannot move an unroutable file aside", "path", rel, "reason", reason, "error", errText(err))

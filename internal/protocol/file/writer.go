@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"wharf/internal/delivery"
+	"wharf/internal/durable"
 	"wharf/internal/persistence"
 )
 
@@ -54,7 +55,7 @@ func NewWriter(cfg *WriterConfig, logger *slog.Logger) (*Writer, error) {
 		fileMode:  fileMode,
 		dirMode:   dirMode,
 		log:       logger.With("plugin", string(persistence.PluginFileWriter)),
-		fsSync:    groupSync{op: syncFS},
+		fsSync:    groupSync{op: durable.SyncFS},
 	}, nil
 }
 
@@ -104,7 +105,7 @@ func (w *Writer) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 		}
 	}
 	os.Remove(tmp)
-	if canSyncFS {
+	if durable.CanSyncFS {
 		// One file-system flush, shared by the deliveries that finish together, makes
 		// the file's bytes and its name durable.
 		if err := w.fsSync.Sync(w.dir); err != nil {
@@ -140,7 +141,7 @@ func (w *Writer) makeDirs(segs []string) (string, delivery.Result, bool) {
 				if err := os.Chmod(dir, w.dirMode); err != nil {
 					return "", fsFailure("set mode of", rel, err), false
 				}
-				if err := syncDir(parent); err != nil {
+				if err := durable.SyncDir(parent); err != nil {
 					return "", fsFailure("sync directory of", rel, err), false
 				}
 				continue
@@ -204,7 +205,7 @@ func (w *Writer) writeTemp(ctx context.Context, a delivery.Attempt, dir, rel str
 	if err := f.Chmod(w.fileMode); err != nil {
 		return fail(fsFailure("set mode of", rel, err))
 	}
-	if !canSyncFS {
+	if !durable.CanSyncFS {
 		if err := f.Sync(); err != nil {
 			return fail(fsFailure("sync", rel, err))
 		}
