@@ -1,0 +1,221 @@
+package delivery_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"wharf/internal/delivery"
+	"wharf/internal/persistence"
+	"wharf/internal/persistence/db"
+	"wharf/internal/persistence/db/dbtest"
+)
+
+// localSignals delivers wake-ups in-process.
+type localSignals struct {
+	mu  sync.Mutex
+	fns map[persistence.InstanceName][]func()
+}
+
+func (s *localSignals) Wake(ts []persistence.InstanceName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range ts {
+		for _, fn := range s.fns[t] {
+			fn()
+		}
+	}
+}
+
+func (s *localSignals) OnWake(t persistence.InstanceName, fn func()) (func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fns == nil {
+		s.fns = map[persistence.InstanceName][]func(){}
+	}
+	s.fns[t] = append(s.fns[t], fn)
+	return func() {}, nil
+}
+
+type memPayloads struct{}
+
+func (memPayloads) Open(context.Context, string) (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader([]byte("doc"))), nil
+}
+
+// seed stores n messages dispatched to target.
+func seed(t *testing.T, s *db.Store, target persistence.InstanceName, n int) []persistence.Message {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	for _, name := range []persistence.InstanceName{"src", target} {
+		_, err := s.CreatePluginConfig(ctx, persistence.PluginConfig{Name: name, Type: persistence.PluginHTTPPoster, Enabled: true, Config: []byte(`{}`)})
+		if err != nil && !errors.Is(err, persistence.ErrConflict) {
+			t.Fatal(err)
+		}
+	}
+	first, err := s.AllocateMessageIDs(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("doc"))
+	digest := hex.EncodeToString(sum[:])
+	var news []persistence.NewMessage
+	for i := 0; i < n; i++ {
+		id := first + int64(i)
+		news = append(news, persistence.NewMessage{
+			Message: persistence.Message{ID: id, From: "local", To: "acme", Source: "src", OriginalFileName: "a.edi",
+				Size: 3, SHA256: digest, CorrelationID: "c", OriginEventID: "o", CreatedAt: now},
+			Payloads: []persistence.Payload{{MessageID: id, Stage: persistence.PayloadUnpacked, Key: "k", Size: 3, SHA256: digest, CreatedAt: now}},
+			Dispatch: true,
+			Targets:  []persistence.InstanceName{target},
+		})
+	}
+	msgs, err := s.InsertMessages(ctx, news)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
+
+type deliverFunc func(ctx context.Context, a delivery.Attempt) delivery.Result
+
+func (f deliverFunc) Deliver(ctx context.Context, a delivery.Attempt) delivery.Result {
+	return f(ctx, a)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+}
+
+func deliveryOf(t *testing.T, s *db.Store, msgID int64) persistence.Delivery {
+	t.Helper()
+	ds, err := s.ListDeliveries(context.Background(), msgID)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("deliveries of %d: %v %v", msgID, ds, err)
+	}
+	return ds[0]
+}
+
+func newEngine(s *db.Store, sig *localSignals) *delivery.Engine {
+	log := slog.New(slog.DiscardHandler)
+	return delivery.NewEngine(s, memPayloads{}, sig, log, delivery.Config{PollInterval: 50 * time.Millisecond})
+}
+
+// TestEngineDeliversEveryMessageOnce runs many deliveries through a worker and requires
+// each attempted exactly once and recorded delivered.
+func TestEngineDeliversEveryMessageOnce(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
+		msgs := seed(t, s, "sink", 300)
+		var mu sync.Mutex
+		seen := map[int64]int{}
+		sig := &localSignals{}
+		e := newEngine(s, sig)
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		err := e.AddTarget("sink", deliverFunc(func(ctx context.Context, a delivery.Attempt) delivery.Result {
+			r, err := a.Open(ctx)
+			if err != nil {
+				return delivery.Transient(delivery.ClassTransport, err)
+			}
+			r.Close()
+			mu.Lock()
+			seen[a.Message.ID]++
+			mu.Unlock()
+			return delivery.Delivered()
+		}), delivery.TargetOptions{MaxConcurrent: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig.Wake([]persistence.InstanceName{"sink"})
+		waitFor(t, "all delivered", func() bool {
+			_, total, _ := s.ListMessages(context.Background(), persistence.MessageFilter{Status: persistence.StatusDelivered, ListOptions: persistence.ListOptions{Limit: 1}})
+			return total == len(msgs)
+		})
+		if err := e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if seen[m.ID] != 1 {
+				t.Errorf("message %d attempted %d times", m.ID, seen[m.ID])
+			}
+		}
+	})
+}
+
+// TestEngineStopReleasesInterruptedDeliveries: an attempt still running when the drain
+// time is up is interrupted and handed back due again, without counting as an attempt.
+func TestEngineStopReleasesInterruptedDeliveries(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
+		msgs := seed(t, s, "slow", 1)
+		sig := &localSignals{}
+		e := newEngine(s, sig)
+		_ = e.Start(context.Background())
+		var started atomic.Bool
+		err := e.AddTarget("slow", deliverFunc(func(ctx context.Context, a delivery.Attempt) delivery.Result {
+			started.Store(true)
+			<-ctx.Done()
+			return delivery.Transient(delivery.ClassTransport, ctx.Err())
+		}), delivery.TargetOptions{MaxConcurrent: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig.Wake([]persistence.InstanceName{"slow"})
+		waitFor(t, "the attempt to start", started.Load)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if err := e.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		d := deliveryOf(t, s, msgs[0].ID)
+		if d.State != persistence.DeliveryQueued || d.Attempts != 0 {
+			t.Errorf("after an interrupted stop the delivery is %s with %d attempts, want queued with 0", d.State, d.Attempts)
+		}
+	})
+}
+
+// TestEngineRetriesThenFails applies the target's retry policy: transient failures are
+// retried until the policy's retries are used up, then the delivery fails with the reason.
+func TestEngineRetriesThenFails(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
+		msgs := seed(t, s, "down", 1)
+		sig := &localSignals{}
+		e := newEngine(s, sig)
+		_ = e.Start(context.Background())
+		defer e.Stop(context.Background())
+		var calls atomic.Int32
+		two := 2
+		err := e.AddTarget("down", deliverFunc(func(ctx context.Context, a delivery.Attempt) delivery.Result {
+			calls.Add(1)
+			return delivery.Transient(delivery.ClassTransport, errors.New("connection refused"))
+		}), delivery.TargetOptions{MaxConcurrent: 1, Retry: delivery.RetryPolicy{Strategy: delivery.RetryFixed, Base: delivery.Duration(10 * time.Millisecond), MaxRetries: &two}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig.Wake([]persistence.InstanceName{"down"})
+		waitFor(t, "the delivery to fail", func() bool { return deliveryOf(t, s, msgs[0].ID).State == persistence.DeliveryFailed })
+		d := deliveryOf(t, s, msgs[0].ID)
+		if d.Attempts != 3 || calls.Load() != 3 {
+			t.Errorf("attempts %d, calls %d; want 3 (one try and two retries)", d.Attempts, calls.Load())
+		}
+		if d.LastError == "" {
+			t.Error("the failure has no reason")
+		}
+	})
+}
