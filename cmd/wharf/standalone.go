@@ -37,7 +37,7 @@ func loadConfig(name string, args []string, flags ...string) (config.Config, []s
 }
 
 func runStandalone(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, pos, err := loadConfig("standalone", args, "data-dir", "db-url", "http-addr", "public-url", "log-level")
+	cfg, pos, err := loadConfig("standalone", args, "data-dir", "db-url", "http-addr", "public-url", "nats-listen", "log-level")
 	if err != nil {
 		return err
 	}

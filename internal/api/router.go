@@ -51,6 +51,11 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/api/v1/routes/{id}", handle: s.getRoute},
 		{method: "DELETE", path: "/api/v1/routes/{id}", handle: s.deleteRoute},
 
+		{method: "GET", path: "/api/v1/certificates", handle: s.listCertificates},
+		{method: "POST", path: "/api/v1/certificates", body: bodyMultipart, handle: s.createCertificates},
+		{method: "GET", path: "/api/v1/certificates/{id}", handle: s.getCertificate},
+		{method: "DELETE", path: "/api/v1/certificates/{id}", handle: s.deleteCertificate},
+
 		{method: "GET", path: "/api/v1/plugins/types", handle: s.listPluginTypes},
 		{method: "GET", path: "/api/v1/plugins/configs/{type}", handle: s.listPluginConfigs},
 		{method: "POST", path: "/api/v1/plugins/configs/{type}", body: bodyJSON, handle: s.createPluginConfig},

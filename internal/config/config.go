@@ -36,6 +36,7 @@ type Config struct {
 	SecretsKeyFile string
 	AuditKeyFile   string
 	NATSURL        string // empty means the embedded bus
+	NATSListen     string // host:port for the embedded bus to accept other processes; empty for none
 	LogLevel       slog.Level
 
 	// fromFlag marks the settings given as flags, so errors name the flag the operator
@@ -71,6 +72,7 @@ const (
 	bitSecretsKeyFile
 	bitAuditKeyFile
 	bitNATSURL
+	bitNATSListen
 )
 
 var settings = []setting{
@@ -95,6 +97,9 @@ var settings = []setting{
 	{bit: bitNATSURL, env: "WHARF_NATS_URL", flag: "nats", check: checkNATSURL,
 		usage: "external NATS cluster URL(s) (nats:// or tls://, comma-separated); empty for the embedded bus",
 		field: func(c *Config) *string { return &c.NATSURL }},
+	{bit: bitNATSListen, env: "WHARF_NATS_LISTEN", flag: "nats-listen", check: checkHTTPAddr,
+		usage: "host:port on which the embedded bus also accepts other processes; empty for none",
+		field: func(c *Config) *string { return &c.NATSListen }},
 }
 
 // logLevel has a typed field, so it sits outside the string table with the same shape.

@@ -17,6 +17,7 @@ import (
 
 	"wharf/internal/api"
 	"wharf/internal/bus"
+	"wharf/internal/certs"
 	"wharf/internal/config"
 	"wharf/internal/delivery"
 	"wharf/internal/dispatch"
@@ -42,7 +43,9 @@ type Gateway struct {
 	Dispatcher *dispatch.Dispatcher
 	Engine     *delivery.Engine
 	Sweeper    *delivery.Sweeper
-	Services   *services.Manager
+	// Certs checks certificate expiry hourly; its OnExpiry is where alerts attach.
+	Certs    *certs.Monitor
+	Services *services.Manager
 
 	server   *http.Server
 	listener net.Listener
@@ -82,7 +85,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	if seeded {
 		log.Info("new database seeded", "organization", "local")
 	}
-	g.Bus, err = bus.StartEmbedded(ctx, bus.EmbeddedOptions{Logger: log.With("component", "bus")})
+	g.Bus, err = bus.StartEmbedded(ctx, bus.EmbeddedOptions{ListenAddr: cfg.NATSListen, Logger: log.With("component", "bus")})
 	if err != nil {
 		return nil, fmt.Errorf("start the internal bus: %w", err)
 	}
@@ -99,6 +102,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		s := g.settings(ctx)
 		return delivery.SweepSettings{Interval: s.SweepInterval, Wakeups: s.WakeupPolicy()}
 	})
+	g.Certs = certs.NewMonitor(g.Store, log.With("component", "certificates"))
 	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher})
 	return g, nil
 }
@@ -141,8 +145,8 @@ func (g *Gateway) readSettings(ctx context.Context) settings.Values {
 	return v
 }
 
-// Start begins work: the delivery engine, every enabled plugin instance, the sweep and
-// the HTTP server.
+// Start begins work: the delivery engine, every enabled plugin instance, the sweep, the
+// certificate expiry check and the HTTP server.
 func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.Engine.Start(ctx); err != nil {
 		return err
@@ -151,6 +155,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return err
 	}
 	if err := g.Sweeper.Start(ctx); err != nil {
+		return err
+	}
+	if err := g.Certs.Start(ctx); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", g.cfg.HTTPAddr)
@@ -192,7 +199,7 @@ func (g *Gateway) ServeErr() <-chan error { return g.serveErr }
 
 // Shutdown stops in order: the HTTP server, the sources (nothing new comes in), the
 // targets (drain within the configured bound, then release what was interrupted), the
-// sweep, then the bus and the database.
+// sweep and the certificate check, then the bus and the database.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	var errs []error
 	g.stopOnce.Do(func() {
@@ -212,6 +219,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		}
 		if g.Sweeper != nil {
 			errs = append(errs, g.Sweeper.Stop(ctx))
+		}
+		if g.Certs != nil {
+			errs = append(errs, g.Certs.Stop(ctx))
 		}
 		g.closeResources()
 	})

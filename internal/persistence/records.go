@@ -143,3 +143,29 @@ type APIToken struct {
 	LastUsedAt *time.Time `json:"last_used_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
 }
+
+// Certificate is an X.509 certificate, identified by the SHA-256 of its DER encoding, with
+// its private key when one was imported. The key is sealed (PKCS#8 under the master key)
+// and is opened only where it is used; neither it nor the DER is part of the JSON.
+type Certificate struct {
+	ID            int64     `json:"id"`
+	Fingerprint   string    `json:"fingerprint"` // SHA-256 of DER, lower-case hex
+	Subject       string    `json:"subject"`
+	Issuer        string    `json:"issuer"`
+	SerialNumber  string    `json:"serial_number"` // lower-case hex
+	NotBefore     time.Time `json:"not_before"`
+	NotAfter      time.Time `json:"not_after"`
+	HasPrivateKey bool      `json:"has_private_key"`
+	Description   string    `json:"description"`
+	DER           []byte    `json:"-"`
+	SealedKey     []byte    `json:"-"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+// CertificateUse says that a record names a certificate: Kind is the kind of record (an
+// AS2 profile, a receiver, …) and Name its key. A certificate with uses is not deleted.
+type CertificateUse struct {
+	CertificateID int64  `json:"certificate_id"`
+	Kind          string `json:"kind"`
+	Name          string `json:"name"`
+}

@@ -176,6 +176,20 @@ type Store interface {
 	// ExpireAcks fails deliveries whose receipt deadline passed.
 	ExpireAcks(ctx context.Context, now time.Time, limit int) ([]Delivery, error)
 
+	// CreateCertificates stores certificates in one transaction. A fingerprint already
+	// stored (or given twice) is ErrConflict naming it, and nothing is written.
+	CreateCertificates(ctx context.Context, certs []Certificate) ([]Certificate, error)
+	GetCertificate(ctx context.Context, id int64) (Certificate, error)
+	// ListCertificates lists certificates, soonest expiry first, with the total count.
+	ListCertificates(ctx context.Context, opt ListOptions) ([]Certificate, int, error)
+	// DeleteCertificate refuses with ErrInUse while a record uses the certificate.
+	DeleteCertificate(ctx context.Context, id int64) error
+	// SetCertificateUses replaces the certificates the record (kind, name) uses with ids;
+	// no ids removes its uses. A missing certificate is a FieldError.
+	SetCertificateUses(ctx context.Context, kind, name string, ids []int64) error
+	// ListCertificateUses lists the records that use a certificate.
+	ListCertificateUses(ctx context.Context, id int64) ([]CertificateUse, error)
+
 	ListSettings(ctx context.Context) (map[string]string, error)
 	GetSetting(ctx context.Context, key string) (string, error)
 	PutSetting(ctx context.Context, key, value string) error

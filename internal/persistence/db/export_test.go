@@ -58,3 +58,10 @@ func HoldWriter(ctx context.Context, s *Store) (func(), error) {
 	}
 	return func() { tx.Rollback() }, nil
 }
+
+// QueryBytes runs a query returning one binary value on the writer.
+func QueryBytes(ctx context.Context, s *Store, q string, args ...any) ([]byte, error) {
+	var v []byte
+	err := s.w.DB.QueryRowContext(ctx, s.rebind(q), args...).Scan(&v)
+	return v, err
+}

@@ -161,3 +161,29 @@ func collect[T any](rows *sql.Rows, err error, scan func(rowScanner) (T, error))
 	}
 	return out, nil
 }
+
+const certificateCols = `id, fingerprint, subject, issuer, serial_number, not_before, not_after, description, der, sealed_key, created_at`
+
+func scanCertificate(r rowScanner) (persistence.Certificate, error) {
+	var c persistence.Certificate
+	err := r.Scan(&c.ID, &c.Fingerprint, &c.Subject, &c.Issuer, &c.SerialNumber, timeCol{&c.NotBefore},
+		timeCol{&c.NotAfter}, &c.Description, &c.DER, &c.SealedKey, timeCol{&c.CreatedAt})
+	if err != nil {
+		return c, fmt.Errorf("read certificate: %w", err)
+	}
+	if len(c.SealedKey) == 0 {
+		c.SealedKey = nil
+	}
+	c.HasPrivateKey = c.SealedKey != nil
+	return c, nil
+}
+
+const certificateUseCols = `certificate_id, kind, name`
+
+func scanCertificateUse(r rowScanner) (persistence.CertificateUse, error) {
+	var u persistence.CertificateUse
+	if err := r.Scan(&u.CertificateID, &u.Kind, &u.Name); err != nil {
+		return u, fmt.Errorf("read certificate use: %w", err)
+	}
+	return u, nil
+}

@@ -144,3 +144,32 @@ CREATE TABLE api_tokens (
     last_used_at TEXT,
     revoked_at   TEXT
 ) STRICT;
+
+-- Certificates are keyed by the SHA-256 of their DER encoding. sealed_key is the private
+-- key (PKCS#8, sealed under the master key), empty when none was imported.
+CREATE TABLE certificates (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    fingerprint   TEXT NOT NULL UNIQUE,
+    subject       TEXT NOT NULL,
+    issuer        TEXT NOT NULL,
+    serial_number TEXT NOT NULL,
+    not_before    TEXT NOT NULL,
+    not_after     TEXT NOT NULL,
+    description   TEXT NOT NULL,
+    der           BLOB NOT NULL,
+    sealed_key    BLOB NOT NULL,
+    created_at    TEXT NOT NULL
+) STRICT;
+
+CREATE INDEX certificates_not_after ON certificates (not_after, id);
+
+-- The records (AS2 profiles, receivers, …) that name a certificate; a certificate with a
+-- use is not deleted.
+CREATE TABLE certificate_uses (
+    certificate_id INTEGER NOT NULL REFERENCES certificates (id),
+    kind           TEXT NOT NULL,
+    name           TEXT NOT NULL,
+    PRIMARY KEY (certificate_id, kind, name)
+) STRICT;
+
+CREATE INDEX certificate_uses_record ON certificate_uses (kind, name);

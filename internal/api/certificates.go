@@ -1,0 +1,218 @@
+package api
+
+import (
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"wharf/internal/certs"
+	"wharf/internal/persistence"
+)
+
+// maxCertificateUpload bounds the file of a certificate upload; real certificate files
+// and PKCS#12 bundles are a few kilobytes.
+const maxCertificateUpload = 1 << 20
+
+// certificateCreated is one certificate of an upload's answer.
+type certificateCreated struct {
+	ID            int64     `json:"id"`
+	Fingerprint   string    `json:"fingerprint"`
+	Subject       string    `json:"subject"`
+	NotAfter      time.Time `json:"not_after"`
+	HasPrivateKey bool      `json:"has_private_key"`
+}
+
+type certificateView struct {
+	ID            int64     `json:"id"`
+	Fingerprint   string    `json:"fingerprint"`
+	Subject       string    `json:"subject"`
+	Issuer        string    `json:"issuer"`
+	SerialNumber  string    `json:"serial_number"`
+	NotBefore     time.Time `json:"not_before"`
+	NotAfter      time.Time `json:"not_after"`
+	DaysLeft      int       `json:"days_left"`
+	Expired       bool      `json:"expired"`
+	HasPrivateKey bool      `json:"has_private_key"`
+	Description   string    `json:"description"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+// certificateDetail adds the records that use the certificate and the certificate
+// itself as PEM; the private key never leaves the server.
+type certificateDetail struct {
+	certificateView
+	UsedBy []certificateUseView `json:"used_by"`
+	PEM    string               `json:"pem"`
+}
+
+type certificateUseView struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+func viewCertificate(c persistence.Certificate, now time.Time) certificateView {
+	return certificateView{
+		ID: c.ID, Fingerprint: c.Fingerprint, Subject: c.Subject, Issuer: c.Issuer,
+		SerialNumber: c.SerialNumber, NotBefore: c.NotBefore, NotAfter: c.NotAfter,
+		DaysLeft: certs.DaysLeft(c.NotAfter, now), Expired: !c.NotAfter.After(now),
+		HasPrivateKey: c.HasPrivateKey, Description: c.Description, CreatedAt: c.CreatedAt,
+	}
+}
+
+// createCertificates imports an uploaded file (PEM, DER or PKCS#12 with password): every
+// certificate in it, and its private key sealed. The password is used to open the file
+// and is never stored, logged or echoed.
+func (s *Server) createCertificates(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxCertificateUpload+uploadOverhead)
+	file, fields, err := readCertificateUpload(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	parsed, err := certs.Parse(file, fields["password"])
+	if err != nil {
+		field := "file"
+		if errors.Is(err, certs.ErrWrongPassword) {
+			field = "password"
+		}
+		s.fail(w, r, invalid(field, err.Error()))
+		return
+	}
+	recs, err := certs.Records(parsed, fields["description"], s.sealer)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	stored, err := s.store.CreateCertificates(r.Context(), recs)
+	if err != nil {
+		s.fail(w, r, withCode(err, persistence.ErrConflict, "CERTIFICATE_EXISTS"))
+		return
+	}
+	out := make([]certificateCreated, len(stored))
+	for i, c := range stored {
+		out[i] = certificateCreated{ID: c.ID, Fingerprint: c.Fingerprint, Subject: c.Subject,
+			NotAfter: c.NotAfter, HasPrivateKey: c.HasPrivateKey}
+	}
+	if len(stored) == 1 {
+		w.Header().Set("Location", "/api/v1/certificates/"+strconv.FormatInt(stored[0].ID, 10))
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"certificates": out})
+}
+
+// readCertificateUpload reads the parts of a certificate upload: one file and the text
+// fields, each once.
+func readCertificateUpload(r *http.Request) ([]byte, map[string]string, error) {
+	fields := map[string]string{}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, nil, invalid("body", "not a multipart/form-data body: "+err.Error())
+	}
+	var file []byte
+	seen := false
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, multipartError(err)
+		}
+		switch name := part.FormName(); name {
+		case "file":
+			if seen {
+				return nil, nil, invalid("file", "given more than once")
+			}
+			seen = true
+			if file, err = io.ReadAll(io.LimitReader(part, maxCertificateUpload+1)); err != nil {
+				return nil, nil, multipartError(err)
+			}
+			if len(file) > maxCertificateUpload {
+				return nil, nil, &apiError{status: http.StatusRequestEntityTooLarge, code: "PAYLOAD_TOO_LARGE",
+					message: fmt.Sprintf("the certificate file is larger than %d KiB", maxCertificateUpload>>10)}
+			}
+		case "password", "description":
+			if _, dup := fields[name]; dup {
+				return nil, nil, invalid(name, "given more than once")
+			}
+			b, err := io.ReadAll(io.LimitReader(part, maxFieldLen+1))
+			if err != nil {
+				return nil, nil, multipartError(err)
+			}
+			if len(b) > maxFieldLen {
+				return nil, nil, invalid(name, "too long")
+			}
+			fields[name] = string(b)
+		case "":
+			return nil, nil, invalid("body", "every part needs a form field name")
+		default:
+			return nil, nil, invalid(name, "unknown field")
+		}
+	}
+	if !seen {
+		return nil, nil, invalid("file", "required")
+	}
+	return file, fields, nil
+}
+
+func (s *Server) listCertificates(w http.ResponseWriter, r *http.Request) {
+	p, err := parsePage(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	list, total, err := s.store.ListCertificates(r.Context(), persistence.ListOptions{Limit: p.limit, Offset: p.offset})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	now := time.Now()
+	views := make([]certificateView, len(list))
+	for i, c := range list {
+		views[i] = viewCertificate(c, now)
+	}
+	writeJSON(w, http.StatusOK, listBody("certificates", views, total, p))
+}
+
+func (s *Server) getCertificate(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c, err := s.store.GetCertificate(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	uses, err := s.store.ListCertificateUses(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d := certificateDetail{
+		certificateView: viewCertificate(c, time.Now()),
+		UsedBy:          make([]certificateUseView, len(uses)),
+		PEM:             string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.DER})),
+	}
+	for i, u := range uses {
+		d.UsedBy[i] = certificateUseView{Kind: u.Kind, Name: u.Name}
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) deleteCertificate(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := s.store.DeleteCertificate(r.Context(), id); err != nil {
+		s.fail(w, r, withCode(err, persistence.ErrInUse, "CERTIFICATE_IN_USE"))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
