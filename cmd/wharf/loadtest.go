@@ -19,6 +19,7 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	size := fs.Int("size-kib", 4, "size of each file in KiB")
 	dbURL := fs.String("db-url", "", "run against PostgreSQL at this URL (a private schema is created and dropped)")
 	killAfter := fs.Int("kill-after", 0, "kill the gateway with SIGKILL after this many deliveries, then restart it")
+	rate := fs.Float64("rate", 0, "drop this many files per second (0: as fast as possible)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
 	keep := fs.Bool("keep", false, "keep the temporary directory")
 	pos, err := config.ParseArgs(fs, args)
@@ -41,7 +42,7 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintf(stdout, "loadtest files: %d files of %d KiB, file poller -> file writer, in %s\n", *n, *size, dir)
 	res, err := loadtest.RunFiles(ctx, loadtest.FilesOptions{
-		N: *n, SizeKiB: *size, Bin: bin, Dir: dir, DBURL: *dbURL, KillAfter: *killAfter, Timeout: *timeout, Progress: stdout,
+		N: *n, SizeKiB: *size, Bin: bin, Dir: dir, DBURL: *dbURL, KillAfter: *killAfter, Rate: *rate, Timeout: *timeout, Progress: stdout,
 	})
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ Global flags (each also a WHARF_* variable):
   --data-dir DIR        data directory (WHARF_DATA_DIR, default ./wharf-data)
   --db-url URL          PostgreSQL URL (WHARF_DB_URL, default SQLite in the data directory)
   --http-addr ADDR      listen address (WHARF_HTTP_ADDR, default 127.0.0.1:8080)
+  --nats-listen ADDR    also open the embedded bus on host:port (WHARF_NATS_LISTEN)
   --log-level LEVEL     debug, info, warn or error (WHARF_LOG_LEVEL)
 `
 

@@ -33,6 +33,7 @@ func TestFromEnv(t *testing.T) {
 				"WHARF_AUDIT_KEY_FILE=/run/secrets/audit",
 				"WHARF_LOG_LEVEL=WARN",
 				"WHARF_NATS_URL=nats://n1:4222, tls://n2:4222",
+				"WHARF_NATS_LISTEN=127.0.0.1:4222",
 			},
 			want: Config{
 				DataDir:        "/var/lib/wharf",
@@ -44,6 +45,7 @@ func TestFromEnv(t *testing.T) {
 				AuditKeyFile:   "/run/secrets/audit",
 				LogLevel:       slog.LevelWarn,
 				NATSURL:        "nats://n1:4222, tls://n2:4222",
+				NATSListen:     "127.0.0.1:4222",
 			},
 		},
 		{
@@ -82,6 +84,7 @@ func TestFromEnv(t *testing.T) {
 			wantErr: []string{"WHARF_PUBLIC_URL", "user information"}, secret: "hunter2"},
 		{name: "public url with query", env: []string{"WHARF_PUBLIC_URL=https://edi.example.com/?x=1"}, wantErr: []string{"WHARF_PUBLIC_URL", "query"}},
 		{name: "log level", env: []string{"WHARF_LOG_LEVEL=verbose"}, wantErr: []string{"WHARF_LOG_LEVEL", "debug, info, warn, error"}},
+		{name: "nats listen address without a port", env: []string{"WHARF_NATS_LISTEN=127.0.0.1"}, wantErr: []string{"WHARF_NATS_LISTEN"}},
 		{name: "nats url of another scheme", env: []string{"WHARF_NATS_URL=http://n1:4222"}, wantErr: []string{"WHARF_NATS_URL", "nats://"}},
 		{name: "one bad nats url in a list", env: []string{"WHARF_NATS_URL=nats://user:hunter2@n1:4222,n2:4222"},
 			wantErr: []string{"WHARF_NATS_URL"}, secret: "hunter2"},

@@ -30,8 +30,11 @@ type FilesOptions struct {
 	// KillAfter, when above zero, kills the process with SIGKILL once that many files
 	// were delivered, and starts it again on the same data.
 	KillAfter int
-	Timeout   time.Duration
-	Progress  io.Writer
+	// Rate, when above zero, paces the drops at that many files per second, so latency
+	// is measured below saturation; zero drops as fast as the disk takes them.
+	Rate     float64
+	Timeout  time.Duration
+	Progress io.Writer
 }
 
 // FilesResult is what a run measured.
@@ -123,7 +126,15 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 	dropDone := make(chan error, 1)
 	start := time.Now()
 	go func() {
+		var pace *time.Ticker
+		if opt.Rate > 0 {
+			pace = time.NewTicker(time.Duration(float64(time.Second) / opt.Rate))
+			defer pace.Stop()
+		}
 		for i := range docs {
+			if pace != nil {
+				<-pace.C
+			}
 			for j := range payload {
 				payload[j] = byte(rnd.IntN(256))
 			}
