@@ -24,9 +24,6 @@ func buildWharf(t *testing.T) string {
 // and requires every file delivered exactly once with identical bytes and exactly 500
 // messages, all delivered — on SQLite and, when configured, on PostgreSQL.
 func TestCrashMidRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the gateway binary")
-	}
 	bin := buildWharf(t)
 	dbs := map[string]string{"sqlite": ""}
 	if u := os.Getenv("WHARF_TEST_POSTGRES_URL"); u != "" {

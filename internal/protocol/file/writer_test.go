@@ -379,24 +379,6 @@ func TestWriterFailures(t *testing.T) {
 		}
 		wantKind(t, b.w.Deliver(context.Background(), attempt(testMessage(), []byte("x"))), persistence.OutcomeFailed, "not a directory")
 	})
-	t.Run("unwritable directory is transient", func(t *testing.T) {
-		if os.Geteuid() == 0 {
-			t.Skip("permissions do not bind root")
-		}
-		b := setupWriter(t, nil)
-		if err := os.MkdirAll(filepath.Join(b.dir, "acme"), 0o750); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(filepath.Join(b.dir, "acme"), 0o500); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Chmod(filepath.Join(b.dir, "acme"), 0o750) })
-		r := b.w.Deliver(context.Background(), attempt(testMessage(), []byte("x")))
-		wantKind(t, r, persistence.OutcomeRetry, "permission denied")
-		if r.Class != delivery.ClassTransport {
-			t.Errorf("class %s, want transport", r.Class)
-		}
-	})
 }
 
 func TestFSFailureClasses(t *testing.T) {
