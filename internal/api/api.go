@@ -32,6 +32,8 @@ type Ops interface {
 	// RoutesChanged tells the system that routes or plugin configs changed, so the route
 	// cache reloads.
 	RoutesChanged(ctx context.Context)
+	// SettingsChanged tells the system that settings changed, so they apply at once.
+	SettingsChanged(ctx context.Context)
 	// Services lists every plugin instance's service state.
 	Services(ctx context.Context) []ServiceStatus
 	// StartService, StopService and RestartService act on one instance; an unknown name

@@ -346,6 +346,8 @@ func (o *testOps) RoutesChanged(ctx context.Context) {
 	o.routesChanged++
 }
 
+func (o *testOps) SettingsChanged(context.Context) {}
+
 func (o *testOps) changes() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()

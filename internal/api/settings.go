@@ -57,6 +57,7 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	s.ops.SettingsChanged(r.Context())
 	cur, err := s.currentSettings(r)
 	if err != nil {
 		s.fail(w, r, err)

@@ -122,6 +122,13 @@ func (g *Gateway) settings(ctx context.Context) settings.Values {
 	return g.setCache
 }
 
+// settingsChanged drops the cached settings so a change applies to the next reader.
+func (g *Gateway) settingsChanged() {
+	g.setMu.Lock()
+	g.setAt = time.Time{}
+	g.setMu.Unlock()
+}
+
 func (g *Gateway) readSettings(ctx context.Context) settings.Values {
 	stored, err := g.Store.ListSettings(ctx)
 	if err == nil {

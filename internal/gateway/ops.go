@@ -22,6 +22,8 @@ func (o ops) Redeliver(ctx context.Context, id int64, actor string) (persistence
 
 func (o ops) RoutesChanged(ctx context.Context) { o.g.Dispatcher.RoutesChanged(ctx) }
 
+func (o ops) SettingsChanged(context.Context) { o.g.settingsChanged() }
+
 func (o ops) Services(ctx context.Context) []api.ServiceStatus {
 	list, err := o.g.Services.List(ctx)
 	if err != nil {

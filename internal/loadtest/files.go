@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -269,8 +270,25 @@ func verifyInbox(inbox string, docs []*doc) error {
 	if err != nil {
 		return err
 	}
-	if len(entries) != len(docs) {
-		return fmt.Errorf("inbox holds %d files, want %d", len(entries), len(docs))
+	want := make(map[string]bool, len(docs))
+	for _, d := range docs {
+		want[d.name] = true
+	}
+	var extra []string
+	delivered := 0
+	for _, e := range entries {
+		switch {
+		case want[e.Name()]:
+			delivered++
+		case strings.HasPrefix(e.Name(), "."):
+			// A writer's temporary file left by the kill: never a delivered document,
+			// and readers of the inbox skip dot files.
+		default:
+			extra = append(extra, e.Name())
+		}
+	}
+	if len(extra) > 0 || delivered != len(docs) {
+		return fmt.Errorf("inbox holds %d of %d documents and %d unexpected files %v", delivered, len(docs), len(extra), extra)
 	}
 	for _, d := range docs {
 		b, err := os.ReadFile(filepath.Join(inbox, d.name))
