@@ -169,3 +169,50 @@ type CertificateUse struct {
 	Kind          string `json:"kind"`
 	Name          string `json:"name"`
 }
+
+// User is an account of the web UI and the REST API. Credentials are kept only hashed
+// or sealed, and none of them, nor the session generation, is part of the JSON.
+// UpdatedAt changes with the account (name, role, credentials, state), not with its use
+// (sign-ins, accepted TOTP steps, used recovery codes).
+type User struct {
+	ID          int64    `json:"id"`
+	Name        UserName `json:"name"`
+	DisplayName string   `json:"display_name"`
+	Role        UserRole `json:"role"`
+	// PasswordHash is an argon2id PHC string; empty until the user is set up.
+	PasswordHash string `json:"-"`
+	// SealedTOTP is the TOTP secret sealed under the master key; nil until enrolled.
+	SealedTOTP []byte `json:"-"`
+	// LastTOTPStep is the last TOTP time step accepted; only later steps are accepted.
+	LastTOTPStep int64 `json:"-"`
+	// RecoveryHashes are the hashes of the unused recovery codes.
+	RecoveryHashes []string `json:"-"`
+	Disabled       bool     `json:"disabled"`
+	// Generation is part of every session; bumping it ends all of the user's sessions.
+	Generation int64 `json:"-"`
+	// SetupTokenHash is the SHA-256 (hex) of a pending set-up link's token, empty when
+	// none is pending; the token itself is never stored.
+	SetupTokenHash string     `json:"-"`
+	SetupExpiresAt *time.Time `json:"setup_expires_at,omitempty"`
+	// OIDCIssuer and OIDCSubject link the user to an OIDC identity; both or neither are
+	// set, and an identity links at most one user.
+	OIDCIssuer   string     `json:"oidc_issuer,omitempty"`
+	OIDCSubject  string     `json:"oidc_subject,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	LastSignInAt *time.Time `json:"last_sign_in_at"`
+}
+
+// SetUp reports whether the user has completed set-up: a password and a TOTP secret.
+func (u User) SetUp() bool { return u.PasswordHash != "" && len(u.SealedTOTP) > 0 }
+
+// SetupPending reports whether the user holds a set-up link that is valid at now.
+func (u User) SetupPending(now time.Time) bool {
+	return u.SetupTokenHash != "" && u.SetupExpiresAt != nil && u.SetupExpiresAt.After(now)
+}
+
+// CanSignIn reports whether the user can sign in at now: not disabled, and either set up
+// or holding a valid set-up link. The store counts and protects these users.
+func (u User) CanSignIn(now time.Time) bool {
+	return !u.Disabled && (u.SetUp() || u.SetupPending(now))
+}

@@ -14,6 +14,9 @@ var (
 	ErrConflict  = errors.New("conflict")
 	ErrInUse     = errors.New("in use")
 	ErrLostClaim = errors.New("claim lost")
+	// ErrLastUser refuses a change that would leave nobody (or no administrator) able
+	// to sign in.
+	ErrLastUser = errors.New("last user")
 )
 
 // FieldError says which input field was wrong and why. Stores return it (wrapped) for
@@ -199,6 +202,53 @@ type Store interface {
 	RevokeAPIToken(ctx context.Context, name string) error
 	// FindAPIToken finds an unrevoked token by its hash.
 	FindAPIToken(ctx context.Context, hash string) (APIToken, error)
+
+	// CreateUser stores an account; a taken name (or OIDC identity, or set-up token hash)
+	// is ErrConflict. The store sets its generation to 1 and its times.
+	CreateUser(ctx context.Context, u User) (User, error)
+	GetUser(ctx context.Context, id int64) (User, error)
+	GetUserByName(ctx context.Context, name UserName) (User, error)
+	// ListUsers lists users by name, with the total count.
+	ListUsers(ctx context.Context, opt ListOptions) ([]User, int, error)
+	// CountActiveUsers counts the users who can sign in (see User.CanSignIn).
+	CountActiveUsers(ctx context.Context) (int, error)
+	// SetUserSetupToken gives the user a one-time set-up link: the SHA-256 (hex) of its
+	// token, valid until expires. It replaces any earlier link of the user.
+	SetUserSetupToken(ctx context.Context, id int64, tokenHash string, expires time.Time) error
+	// ConsumeUserSetupToken finds the enabled user whose unexpired link has tokenHash and
+	// clears the link, so it works once; an unknown, used or expired link is ErrNotFound.
+	ConsumeUserSetupToken(ctx context.Context, tokenHash string, now time.Time) (User, error)
+	// CompleteUserSetup sets the password hash, sealed TOTP secret and recovery code
+	// hashes together, clears any set-up link and bumps the generation.
+	CompleteUserSetup(ctx context.Context, id int64, passwordHash string, sealedTOTP []byte, recoveryHashes []string) (User, error)
+	// SetUserPassword and SetUserTOTP replace a credential and bump the generation, ending
+	// every session of the user; the returned user carries the new generation, so the
+	// session that made the change can be renewed.
+	SetUserPassword(ctx context.Context, id int64, hash string) (User, error)
+	SetUserTOTP(ctx context.Context, id int64, sealed []byte) (User, error)
+	// SetUserRecoveryCodes replaces the recovery code hashes. It ends no session: the old
+	// codes stop working with it, and nothing a session holds depends on them.
+	SetUserRecoveryCodes(ctx context.Context, id int64, hashes []string) (User, error)
+	// AcceptTOTPStep records step as the user's last accepted TOTP step; a step at or
+	// below the stored one is ErrConflict, so a code is accepted once, even under
+	// concurrent sign-ins.
+	AcceptTOTPStep(ctx context.Context, id int64, step int64) error
+	// UseRecoveryCode removes the recovery code at index if its hash is still
+	// expectedHash; otherwise (used meanwhile, or out of range) ErrConflict.
+	UseRecoveryCode(ctx context.Context, id int64, index int, expectedHash string) error
+	// SetUserDisabled disables (bumping the generation) or enables a user. Disabling the
+	// last user who can sign in, or the last administrator who can, is ErrLastUser.
+	SetUserDisabled(ctx context.Context, id int64, disabled bool) error
+	// SetUserRole changes a user's role; demoting the last administrator who can sign in
+	// is ErrLastUser. The generation is kept: sessions read the role from the user.
+	SetUserRole(ctx context.Context, id int64, role UserRole) (User, error)
+	// BumpUserGeneration ends every session of the user.
+	BumpUserGeneration(ctx context.Context, id int64) error
+	// DeleteUser deletes a user; the last user (or administrator) who can sign in is
+	// ErrLastUser.
+	DeleteUser(ctx context.Context, id int64) error
+	// TouchUserSignIn records a successful sign-in.
+	TouchUserSignIn(ctx context.Context, id int64, at time.Time) error
 
 	Close() error
 }

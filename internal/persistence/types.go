@@ -163,9 +163,26 @@ func (v *PayloadStage) UnmarshalText(b []byte) error { return unmarshalInto(v, b
 func (v *PayloadStage) Scan(src any) error           { return scanInto(v, src, ParsePayloadStage) }
 func (v PayloadStage) Value() (driver.Value, error)  { return valueOf(v, ParsePayloadStage) }
 
+// UserRole is what a user may do: administrators also manage users and settings.
+type UserRole string
+
+const (
+	RoleAdmin    UserRole = "admin"
+	RoleOperator UserRole = "operator"
+)
+
+var AllUserRoles = []UserRole{RoleAdmin, RoleOperator}
+
+func ParseUserRole(s string) (UserRole, error)   { return parseEnum("user role", s, AllUserRoles) }
+func (v UserRole) MarshalText() ([]byte, error)  { return textOf(v, ParseUserRole) }
+func (v *UserRole) UnmarshalText(b []byte) error { return unmarshalInto(v, b, ParseUserRole) }
+func (v *UserRole) Scan(src any) error           { return scanInto(v, src, ParseUserRole) }
+func (v UserRole) Value() (driver.Value, error)  { return valueOf(v, ParseUserRole) }
+
 var (
 	partyNameRE    = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 	instanceNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+	userNameRE     = regexp.MustCompile(`^[a-z0-9_.-]{1,64}$`)
 )
 
 // PartyName is the key of an organization or partner.
@@ -221,6 +238,20 @@ func (v InstanceName) MarshalText() ([]byte, error)  { return textOf(v, ParseIns
 func (v *InstanceName) UnmarshalText(b []byte) error { return unmarshalInto(v, b, ParseInstanceName) }
 func (v *InstanceName) Scan(src any) error           { return scanInto(v, src, ParseInstanceName) }
 func (v InstanceName) Value() (driver.Value, error)  { return valueOf(v, ParseInstanceName) }
+
+// UserName is the sign-in name of a user.
+type UserName string
+
+func ParseUserName(s string) (UserName, error) {
+	if !userNameRE.MatchString(s) {
+		return "", fmt.Errorf("invalid user name %q: use 1 to 64 of a-z, 0-9, _, . and -", s)
+	}
+	return UserName(s), nil
+}
+func (v UserName) MarshalText() ([]byte, error)  { return textOf(v, ParseUserName) }
+func (v *UserName) UnmarshalText(b []byte) error { return unmarshalInto(v, b, ParseUserName) }
+func (v *UserName) Scan(src any) error           { return scanInto(v, src, ParseUserName) }
+func (v UserName) Value() (driver.Value, error)  { return valueOf(v, ParseUserName) }
 
 // FileName is a validated bare file name: no directory part, no traversal, no control
 // characters, at most 255 bytes of UTF-8. Targets make it safe for their own file system

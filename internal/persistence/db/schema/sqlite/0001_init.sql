@@ -173,3 +173,32 @@ CREATE TABLE certificate_uses (
 ) STRICT;
 
 CREATE INDEX certificate_uses_record ON certificate_uses (kind, name);
+
+-- Accounts of the UI and the REST API. password_hash is an argon2id PHC string and
+-- totp_secret the TOTP secret sealed under the master key, both empty until set-up;
+-- recovery_hashes is a JSON array of the unused recovery codes' hashes. Every session
+-- carries generation, so bumping it ends them all. setup_token_hash is the SHA-256 of a
+-- pending set-up link's token ('' when none); the token itself is never stored.
+CREATE TABLE users (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    name             TEXT NOT NULL UNIQUE,
+    display_name     TEXT NOT NULL,
+    role             TEXT NOT NULL,
+    password_hash    TEXT NOT NULL,
+    totp_secret      BLOB NOT NULL,
+    last_totp_step   INTEGER NOT NULL,
+    recovery_hashes  TEXT NOT NULL,
+    disabled         INTEGER NOT NULL,
+    generation       INTEGER NOT NULL,
+    setup_token_hash TEXT NOT NULL,
+    setup_expires_at TEXT,
+    oidc_issuer      TEXT,
+    oidc_subject     TEXT,
+    created_at       TEXT NOT NULL,
+    updated_at       TEXT NOT NULL,
+    last_sign_in_at  TEXT,
+    UNIQUE (oidc_issuer, oidc_subject),
+    CHECK ((oidc_issuer IS NULL) = (oidc_subject IS NULL))
+) STRICT;
+
+CREATE UNIQUE INDEX users_setup_token ON users (setup_token_hash) WHERE setup_token_hash <> '';
