@@ -24,7 +24,7 @@ type Store interface {
 	AllocateMessageIDs(ctx context.Context, n int) (int64, error)
 	InsertMessages(ctx context.Context, msgs []persistence.NewMessage) ([]persistence.Message, error)
 	GetMessage(ctx context.Context, id int64) (persistence.Message, error)
-	ListMessages(ctx context.Context, f persistence.MessageFilter) ([]persistence.Message, int, error)
+	FindMessageByOrigin(ctx context.Context, source persistence.InstanceName, originEventID string) (persistence.Message, error)
 	Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, actor string) ([]persistence.Delivery, error)
 	Redeliver(ctx context.Context, deliveryID int64, actor string) (persistence.Delivery, error)
 }
@@ -247,16 +247,15 @@ func (d *Dispatcher) partyExists(ctx context.Context, name persistence.PartyName
 // MessageExists reports whether source already stored a message with this origin event
 // id; sources use it to reconcile work interrupted by a crash.
 func (d *Dispatcher) MessageExists(ctx context.Context, source persistence.InstanceName, originEventID string) (bool, error) {
-	msgs, _, err := d.store.ListMessages(ctx, persistence.MessageFilter{Source: source, Q: originEventID, ListOptions: persistence.ListOptions{Limit: 1000}})
-	if err != nil {
+	_, err := d.store.FindMessageByOrigin(ctx, source, originEventID)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, persistence.ErrNotFound):
+		return false, nil
+	default:
 		return false, fmt.Errorf("look up message by origin event id: %w", err)
 	}
-	for _, m := range msgs {
-		if m.OriginEventID == originEventID {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // Redispatch matches the message's routes again, adds the deliveries it lacks and

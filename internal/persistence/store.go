@@ -144,6 +144,8 @@ type Store interface {
 	// deliveries, history and derived status, all in one transaction.
 	InsertMessages(ctx context.Context, msgs []NewMessage) ([]Message, error)
 	GetMessage(ctx context.Context, id int64) (Message, error)
+	// FindMessageByOrigin finds the newest message source stored with originEventID.
+	FindMessageByOrigin(ctx context.Context, source InstanceName, originEventID string) (Message, error)
 	ListMessages(ctx context.Context, f MessageFilter) ([]Message, int, error)
 	ListDeliveries(ctx context.Context, messageID int64) ([]Delivery, error)
 	GetDelivery(ctx context.Context, id int64) (Delivery, error)

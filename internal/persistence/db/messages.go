@@ -253,6 +253,19 @@ func (s *Store) GetMessage(ctx context.Context, id int64) (persistence.Message, 
 	return out, err
 }
 
+// FindMessageByOrigin finds the message a source stored with this origin event id, the
+// newest if there are several. Sources use it to tell, after a crash, whether a document
+// they were handing over was stored.
+func (s *Store) FindMessageByOrigin(ctx context.Context, source persistence.InstanceName, originEventID string) (persistence.Message, error) {
+	var out persistence.Message
+	err := s.read(ctx, func(t *txn) (err error) {
+		out, err = scanMessage(t.queryRow(ctx, `SELECT `+messageCols+` FROM messages
+			WHERE origin_event_id = ? AND source = ? ORDER BY id DESC LIMIT 1`, originEventID, source))
+		return notFound(err, "message of %s with origin event id %q", source, originEventID)
+	})
+	return out, err
+}
+
 // likePattern escapes s for LIKE … ESCAPE '\' and wraps it for a substring match.
 func likePattern(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)

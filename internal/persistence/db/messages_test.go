@@ -202,3 +202,37 @@ func TestListMessages(t *testing.T) {
 		}
 	})
 }
+
+func TestFindMessageByOrigin(t *testing.T) {
+	forEach(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		msgs := insert(t, s, 3)
+		// A later message of the same source reusing an origin event id is the one found.
+		id := must1[int64](t)(s.AllocateMessageIDs(ctx, 1))
+		again := newMessage(id, false)
+		again.Message.OriginEventID = msgs[1].OriginEventID
+		must1[[]persistence.Message](t)(s.InsertMessages(ctx, []persistence.NewMessage{again}))
+		tests := []struct {
+			name   string
+			source persistence.InstanceName
+			origin string
+			want   int64
+		}{
+			{"first", poller, msgs[0].OriginEventID, msgs[0].ID},
+			{"newest of two", poller, msgs[1].OriginEventID, id},
+			{"other source", "elsewhere", msgs[0].OriginEventID, 0},
+			{"unknown id", poller, "event-none", 0},
+			{"no substring match", poller, msgs[2].OriginEventID[:len(msgs[2].OriginEventID)-1], 0},
+		}
+		for _, tt := range tests {
+			got, err := s.FindMessageByOrigin(ctx, tt.source, tt.origin)
+			if tt.want == 0 {
+				wantErr(t, err, persistence.ErrNotFound)
+				continue
+			}
+			if err != nil || got.ID != tt.want {
+				t.Errorf("%s: got message %d, %v; want %d", tt.name, got.ID, err, tt.want)
+			}
+		}
+	})
+}
