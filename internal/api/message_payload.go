@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"wharf/internal/logging"
 	"wharf/internal/persistence"
 )
 
@@ -53,8 +54,8 @@ func (s *Server) downloadPayload(w http.ResponseWriter, r *http.Request) {
 		// The status is sent; all that is left is to cut the response short, and to say so
 		// once unless the client itself went away.
 		if r.Context().Err() == nil {
-			s.log.ErrorContext(r.Context(), "payload download cut short", "request_id", requestID(r.Context()),
-				"message_id", id, "stage", string(stage), "error", err)
+			s.log.ErrorContext(logging.WithMessageID(r.Context(), id), "payload download cut short", "request_id", requestID(r.Context()),
+				"stage", string(stage), "error", err)
 		}
 		panic(http.ErrAbortHandler)
 	}

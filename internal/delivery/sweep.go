@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"wharf/internal/logging"
 	"wharf/internal/persistence"
 )
 
@@ -92,7 +93,7 @@ func (s *Sweeper) Pass(ctx context.Context, set SweepSettings) {
 			break
 		}
 		for _, d := range expired {
-			s.log.Warn("lease expired; delivery is due again", "message_id", d.MessageID, "delivery_id", d.ID, "target", string(d.Target))
+			s.log.WarnContext(deliveryCtx(ctx, d), "lease expired; delivery is due again", "target", string(d.Target))
 		}
 		s.wakeTargets(expired)
 		if len(expired) < SweepBatch {
@@ -107,7 +108,7 @@ func (s *Sweeper) Pass(ctx context.Context, set SweepSettings) {
 		}
 		s.wakeTargets(woken)
 		for _, d := range stalled {
-			s.log.Warn("delivery stalled: no worker claimed it", "message_id", d.MessageID, "delivery_id", d.ID, "target", string(d.Target), "wakeups", set.Wakeups.MaxDispatches)
+			s.log.WarnContext(deliveryCtx(ctx, d), "delivery stalled: no worker claimed it", "target", string(d.Target), "wakeups", set.Wakeups.MaxDispatches)
 			if s.OnStalled != nil {
 				s.OnStalled(ctx, d)
 			}
@@ -123,7 +124,7 @@ func (s *Sweeper) Pass(ctx context.Context, set SweepSettings) {
 			break
 		}
 		for _, d := range failed {
-			s.log.Warn("no receipt before the deadline; delivery failed", "message_id", d.MessageID, "delivery_id", d.ID, "target", string(d.Target))
+			s.log.WarnContext(deliveryCtx(ctx, d), "no receipt before the deadline; delivery failed", "target", string(d.Target))
 		}
 		if len(failed) < SweepBatch {
 			break
@@ -141,4 +142,9 @@ func (s *Sweeper) wakeTargets(ds []persistence.Delivery) {
 	if len(ts) > 0 {
 		s.signals.Wake(ts)
 	}
+}
+
+// deliveryCtx carries a delivery's ids into log lines.
+func deliveryCtx(ctx context.Context, d persistence.Delivery) context.Context {
+	return logging.WithDeliveryID(logging.WithMessageID(ctx, d.MessageID), d.ID)
 }

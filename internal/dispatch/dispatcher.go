@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"wharf/internal/logging"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/storage"
@@ -88,84 +89,84 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 	if len(accept) == 0 {
 		return results, nil
 	}
+	// Routing is decided first, from the in-memory cache, so a failure to load routes
+	// leaves nothing written.
+	targets := make([][]persistence.InstanceName, len(accept))
+	for n, i := range accept {
+		it := items[i]
+		if it.Target != "" {
+			targets[n] = []persistence.InstanceName{it.Target}
+			continue
+		}
+		t, err := d.Targets(ctx, it.Source, it.From, it.To)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
+		targets[n] = t
+	}
 	first, err := d.store.AllocateMessageIDs(ctx, len(accept))
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
-	now := d.now().UTC()
-	news := make([]persistence.NewMessage, 0, len(accept))
-	var keys []string
-	cleanup := func() {
-		for _, k := range keys {
-			if err := d.blobs.Delete(context.WithoutCancel(ctx), k); err != nil {
-				d.log.Warn("remove payload of a message that was not stored", "key", k, "err", err)
-			}
-		}
-	}
 	blobs, err := d.putBlobs(ctx, items, accept, first)
-	for _, b := range blobs {
-		if b.Key != "" {
-			keys = append(keys, b.Key)
-		}
-	}
 	if err != nil {
-		cleanup()
+		d.deleteBlobs(ctx, blobs)
 		return nil, fmt.Errorf("ingest: store payload: %w", err)
 	}
+	now := d.now().UTC()
+	news := make([]persistence.NewMessage, len(accept))
 	for n, i := range accept {
-		it := items[i]
-		id := first + int64(n)
-		blob := blobs[n]
-		var targets []persistence.InstanceName
-		if it.Target != "" {
-			targets = []persistence.InstanceName{it.Target}
-		} else if targets, err = d.Targets(ctx, it.Source, it.From, it.To); err != nil {
-			cleanup()
-			return nil, fmt.Errorf("ingest: %w", err)
-		}
-		msg := persistence.Message{
-			ID:               id,
-			Stage:            persistence.StageAccepted,
-			Status:           persistence.StatusReceived,
-			Refusal:          persistence.RefusalNone,
-			From:             it.From,
-			To:               it.To,
-			Source:           it.Source,
-			OriginalFileName: it.FileName,
-			Size:             blob.Size,
-			SHA256:           blob.SHA256,
-			CorrelationID:    orGenerated(it.CorrelationID),
-			OriginEventID:    orGenerated(it.OriginEventID),
-			CreatedAt:        now,
-			UpdatedAt:        now,
-		}
-		news = append(news, persistence.NewMessage{
-			Message:  msg,
+		it, id, blob := items[i], first+int64(n), blobs[n]
+		news[n] = persistence.NewMessage{
+			Message: persistence.Message{
+				ID:               id,
+				Stage:            persistence.StageAccepted,
+				Status:           persistence.StatusReceived,
+				Refusal:          persistence.RefusalNone,
+				From:             it.From,
+				To:               it.To,
+				Source:           it.Source,
+				OriginalFileName: it.FileName,
+				Size:             blob.Size,
+				SHA256:           blob.SHA256,
+				CorrelationID:    orGenerated(it.CorrelationID),
+				OriginEventID:    orGenerated(it.OriginEventID),
+				CreatedAt:        now,
+				UpdatedAt:        now,
+			},
 			Payloads: []persistence.Payload{{MessageID: id, Stage: persistence.PayloadUnpacked, Key: blob.Key, Size: blob.Size, SHA256: blob.SHA256, CreatedAt: now}},
 			Dispatch: true,
-			Targets:  targets,
+			Targets:  targets[n],
 			Actor:    actorOr(it.Actor, "source:"+string(it.Source)),
-		})
+		}
 	}
 	stored, err := d.store.InsertMessages(ctx, news)
 	if err != nil {
-		cleanup()
+		d.deleteBlobs(ctx, blobs)
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	var wake []persistence.InstanceName
 	for n, i := range accept {
 		results[i].Message = stored[n]
-		for _, t := range news[n].Targets {
-			if !slices.Contains(wake, t) {
-				wake = append(wake, t)
-			}
-		}
-		if len(news[n].Targets) == 0 {
-			d.log.Warn("message not routed", "message_id", stored[n].ID, "source", stored[n].Source, "from", stored[n].From, "to", stored[n].To)
+		wake = appendNew(wake, targets[n]...)
+		if len(targets[n]) == 0 {
+			d.log.WarnContext(logging.WithMessageID(ctx, stored[n].ID), "message not routed", "source", stored[n].Source, "from", stored[n].From, "to", stored[n].To)
 		}
 	}
 	d.waker.Wake(wake)
 	return results, nil
+}
+
+// deleteBlobs removes the payloads of messages that were not stored.
+func (d *Dispatcher) deleteBlobs(ctx context.Context, blobs []storage.Blob) {
+	for _, b := range blobs {
+		if b.Key == "" {
+			continue
+		}
+		if err := d.blobs.Delete(context.WithoutCancel(ctx), b.Key); err != nil {
+			d.log.Warn("remove payload of a message that was not stored", "key", b.Key, "err", err)
+		}
+	}
 }
 
 // putBlobs writes the batch's payloads in parallel without syncing each, then makes them
@@ -291,13 +292,21 @@ func (d *Dispatcher) Redeliver(ctx context.Context, deliveryID int64, actor stri
 func (d *Dispatcher) wakeFor(ds []persistence.Delivery) {
 	var targets []persistence.InstanceName
 	for _, x := range ds {
-		if !slices.Contains(targets, x.Target) {
-			targets = append(targets, x.Target)
-		}
+		targets = appendNew(targets, x.Target)
 	}
 	if len(targets) > 0 {
 		d.waker.Wake(targets)
 	}
+}
+
+// appendNew appends the names list lacks.
+func appendNew(list []persistence.InstanceName, names ...persistence.InstanceName) []persistence.InstanceName {
+	for _, n := range names {
+		if !slices.Contains(list, n) {
+			list = append(list, n)
+		}
+	}
+	return list
 }
 
 func orGenerated(id string) string {

@@ -6,7 +6,6 @@ package dispatch
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 
 	"wharf/internal/persistence"
@@ -55,8 +54,8 @@ func (c *routeCache) get(ctx context.Context, load func(context.Context) ([]pers
 func Match(routes []persistence.Route, source persistence.InstanceName, from, to persistence.PartyName) []persistence.InstanceName {
 	var out []persistence.InstanceName
 	for _, r := range routes {
-		if r.Matches(source, from, to) && !slices.Contains(out, r.Target) {
-			out = append(out, r.Target)
+		if r.Matches(source, from, to) {
+			out = appendNew(out, r.Target)
 		}
 	}
 	return out

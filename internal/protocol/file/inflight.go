@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"wharf/internal/durable"
+	"wharf/internal/logging"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 )
@@ -168,7 +169,7 @@ func (p *Poller) ingestClaimed(ctx context.Context, items []*item) (int, error) 
 		it := items[i]
 		if r.Err == nil {
 			stored++
-			p.log.Debug("file stored", "path", it.Path, "message_id", r.Message.ID)
+			p.log.DebugContext(logging.WithMessageID(ctx, r.Message.ID), "file stored", "path", it.Path)
 			p.finishStored(it)
 			continue
 		}

@@ -169,7 +169,7 @@ func (w *Writer) makeDirs(segs []string) (string, delivery.Result, bool) {
 func (w *Writer) writeTemp(ctx context.Context, a delivery.Attempt, dir, rel string) (string, delivery.Result, bool) {
 	body, err := a.Open(ctx)
 	if err != nil {
-		w.log.Warn("cannot open a payload", "message_id", a.Message.ID, "error", err)
+		w.log.WarnContext(ctx, "cannot open a payload", "error", err)
 		return "", delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload")), false
 	}
 	defer body.Close()
@@ -191,7 +191,7 @@ func (w *Writer) writeTemp(ctx context.Context, a delivery.Attempt, dir, rel str
 			if ctx.Err() != nil {
 				return fail(delivery.Transient(delivery.ClassTransport, errors.New("interrupted")))
 			}
-			w.log.Warn("cannot read a payload", "message_id", a.Message.ID, "error", re.err)
+			w.log.WarnContext(ctx, "cannot read a payload", "error", re.err)
 			return fail(delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload")))
 		}
 		return fail(fsFailure("write", rel, err))
@@ -244,7 +244,7 @@ func (w *Writer) existing(ctx context.Context, a delivery.Attempt, final, rel st
 	if want == "" {
 		body, err := a.Open(ctx)
 		if err != nil {
-			w.log.Warn("cannot open a payload", "message_id", a.Message.ID, "error", err)
+			w.log.WarnContext(ctx, "cannot open a payload", "error", err)
 			return delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload"))
 		}
 		defer body.Close()

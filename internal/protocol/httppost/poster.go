@@ -135,7 +135,7 @@ func (p *Poster) Close() { p.client.CloseIdleConnections() }
 func (p *Poster) Deliver(ctx context.Context, a delivery.Attempt) delivery.Result {
 	body, err := a.Open(ctx)
 	if err != nil {
-		p.log.Warn("cannot open a payload", "message_id", a.Message.ID, "error", err)
+		p.log.WarnContext(ctx, "cannot open a payload", "error", err)
 		return delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload"))
 	}
 	defer body.Close()
