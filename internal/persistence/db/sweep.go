@@ -3,6 +3,7 @@ package db
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"maps"
 	"slices"
@@ -35,6 +36,20 @@ func sortTransitions(trs []transition) {
 	slices.SortFunc(trs, func(a, b transition) int { return cmp.Compare(a.d.ID, b.d.ID) })
 }
 
+// recordSweep reads the transitions a sweep's UPDATE … RETURNING made, records each with
+// the reason in id order, and returns the deliveries as they now are.
+func (t *txn) recordSweep(rows *sql.Rows, err error, reason string) ([]persistence.Delivery, error) {
+	trs, err := collect(rows, err, scanTransition)
+	if err != nil {
+		return nil, err
+	}
+	sortTransitions(trs)
+	for _, tr := range trs {
+		t.changed(tr, reason, "", time.Time{})
+	}
+	return deliveriesOf(trs), nil
+}
+
 func deliveriesOf(trs []transition) []persistence.Delivery {
 	out := make([]persistence.Delivery, len(trs))
 	for i, tr := range trs {
@@ -60,16 +75,8 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time, limit int) ([]p
 			WHERE id IN (SELECT id FROM picked) AND state = 'delivering'
 			RETURNING `+transitionCols,
 			s.tv(now), sweepLimit(limit), s.tv(now), s.tv(now.Add(WakeupGrace)), leaseExpiredReason, s.tv(now))
-		trs, err := collect(rows, err, scanTransition)
-		if err != nil {
-			return err
-		}
-		sortTransitions(trs)
-		for _, tr := range trs {
-			t.changed(tr, leaseExpiredReason, "", time.Time{})
-		}
-		out = deliveriesOf(trs)
-		return nil
+		out, err = t.recordSweep(rows, err, leaseExpiredReason)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("expire leases: %w", err)
@@ -120,15 +127,9 @@ func (s *Store) WakeDue(ctx context.Context, now time.Time, p persistence.Wakeup
 					next_attempt_at = NULL, next_wakeup_at = NULL, last_error = ?, updated_at = ?
 				WHERE `+cond+` AND state IN ('queued', 'retrying')
 				RETURNING `+transitionCols, stallReason, s.tv(now), arg)
-			trs, err := collect(rows, err, scanTransition)
-			if err != nil {
+			if stalled, err = t.recordSweep(rows, err, stallReason); err != nil {
 				return fmt.Errorf("stall deliveries: %w", err)
 			}
-			sortTransitions(trs)
-			for _, tr := range trs {
-				t.changed(tr, stallReason, "", time.Time{})
-			}
-			stalled = deliveriesOf(trs)
 		}
 		for _, n := range slices.Sorted(maps.Keys(wake)) {
 			cond, arg := s.idList("id", wake[n])
@@ -165,16 +166,8 @@ func (s *Store) ExpireAcks(ctx context.Context, now time.Time, limit int) ([]per
 			WHERE id IN (SELECT id FROM picked) AND state = 'awaiting_ack'
 			RETURNING `+transitionCols,
 			s.tv(now), sweepLimit(limit), ackExpiredReason, s.tv(now))
-		trs, err := collect(rows, err, scanTransition)
-		if err != nil {
-			return err
-		}
-		sortTransitions(trs)
-		for _, tr := range trs {
-			t.changed(tr, ackExpiredReason, "", time.Time{})
-		}
-		out = deliveriesOf(trs)
-		return nil
+		out, err = t.recordSweep(rows, err, ackExpiredReason)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("expire receipts: %w", err)
