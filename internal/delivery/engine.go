@@ -287,21 +287,18 @@ func (w *worker) loop() {
 		free := w.opts.MaxConcurrent - w.inflight
 		busy := w.inflight > 0
 		w.mu.Unlock()
-		full := false
 		// Claims come in chunks: while attempts are in flight, wait until half the slots
 		// are free, so one claim transaction (one durable commit) serves several
 		// deliveries rather than one.
-		if free > 0 && (!busy || 2*free >= w.opts.MaxConcurrent) {
+		waitForSlot := free > 0 && busy && 2*free < w.opts.MaxConcurrent
+		if free > 0 && !waitForSlot {
 			n, err := w.claimAndStart(free)
 			if err != nil {
 				w.log.Error("claim deliveries", "err", err)
 			}
-			full = n == free
-		} else if free > 0 {
-			full = true
+			waitForSlot = n == free // more may be due
 		}
-		if full {
-			// More may be due: come back as soon as a slot frees.
+		if waitForSlot {
 			select {
 			case <-w.slotFree:
 				continue
@@ -309,6 +306,7 @@ func (w *worker) loop() {
 				return
 			}
 		}
+		// Timers need no draining since Go 1.23: Reset discards a pending fire.
 		timer.Reset(w.e.cfg.PollInterval)
 		select {
 		case <-w.wake:
@@ -316,12 +314,6 @@ func (w *worker) loop() {
 		case <-timer.C:
 		case <-w.quit:
 			return
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
 		}
 	}
 }
