@@ -170,3 +170,14 @@ func pathPluginType(r *http.Request) (persistence.PluginType, error) {
 	}
 	return t, nil
 }
+
+// DecodeJSON is decodeJSON for the REST routes of modules (module.APIRoute): strict, with
+// errors naming the field.
+func DecodeJSON(r *http.Request, dst any) error { return decodeJSON(r, dst) }
+
+// Actor names who made the request (token:<name>), for history and audit lines of module
+// routes.
+func Actor(r *http.Request) string { return actor(r) }
+
+// PathID reads an integer path parameter, refusing anything else as INVALID_INPUT.
+func PathID(r *http.Request, name string) (int64, error) { return pathID(r, name) }

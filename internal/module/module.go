@@ -59,6 +59,15 @@ type Plugin struct {
 type Module struct {
 	Name    string
 	Plugins []Plugin
+	// Schema holds the module's own tables (see SchemaFS); nil when it has none.
+	Schema SchemaFS
+	// OpenAPI is a YAML OpenAPI 3.1 fragment (paths and components.schemas) describing
+	// the runtime's APIRoutes; it joins the served document.
+	OpenAPI []byte
+	// Setup builds the module's runtime once per process, before any plugin instance. The
+	// result reaches the module's plugins as Env.Runtime and may implement APIProvider,
+	// MessagePanels and Stopper.
+	Setup func(ctx context.Context, core Core) (any, error)
 }
 
 // Env is what the core hands a plugin instance.
@@ -66,7 +75,12 @@ type Env struct {
 	Logger  *slog.Logger
 	DataDir string
 	Ingest  Ingester
+	// Runtimes holds each module's Setup result by module name.
+	Runtimes map[string]any
 }
+
+// Runtime returns the Setup result of the named module.
+func (e Env) Runtime(module string) any { return e.Runtimes[module] }
 
 // Ingester takes documents from sources: it stores each durably and dispatches it.
 type Ingester interface {
@@ -86,9 +100,18 @@ type Incoming struct {
 	CorrelationID string
 	OriginEventID string
 	Actor         string
+	// Extra are further payload stages stored with the document (the raw request and
+	// its headers of a protocol that unwraps an envelope).
+	Extra []ExtraPayload
 	// Target, when set, sends the message to that target instance alone instead of
 	// matching routes (a message sent by hand to a chosen target).
 	Target persistence.InstanceName
+}
+
+// ExtraPayload is one more stored stage of an incoming document.
+type ExtraPayload struct {
+	Stage persistence.PayloadStage
+	Body  io.Reader
 }
 
 // IngestResult is the fate of one Incoming.
@@ -129,6 +152,13 @@ func Lookup(t persistence.PluginType) (Plugin, bool) {
 	defer mu.RUnlock()
 	p, ok := registry[t]
 	return p, ok
+}
+
+// Modules lists the registered modules in registration order.
+func Modules() []Module {
+	mu.RLock()
+	defer mu.RUnlock()
+	return slices.Clone(modules)
 }
 
 // Plugins lists registered plugin types in a stable order.

@@ -1,0 +1,129 @@
+package module
+
+import (
+	"context"
+	"crypto"
+	"crypto/x509"
+	"database/sql"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"wharf/internal/persistence"
+	"wharf/internal/storage"
+)
+
+// SQL gives a module transactions on the gateway's database for its own tables (see
+// Module.Schema). Queries use ? placeholders on both databases; times are passed through
+// Tx.Time and read back with ScanTime, so they compare the same on SQLite and PostgreSQL.
+type SQL interface {
+	// Dialect is "sqlite" or "postgres".
+	Dialect() string
+	// Read runs fn in a read-only transaction that sees one snapshot.
+	Read(ctx context.Context, fn func(tx Tx) error) error
+	// Write runs fn in a write transaction (on SQLite on the single writer connection).
+	// fn may run more than once after a PostgreSQL serialization failure and must have no
+	// effect outside the transaction.
+	Write(ctx context.Context, fn func(tx Tx) error) error
+}
+
+// Tx is one transaction of SQL.
+type Tx interface {
+	Exec(ctx context.Context, query string, args ...any) (sql.Result, error)
+	Query(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRow(ctx context.Context, query string, args ...any) *sql.Row
+	// Now is the transaction's clock reading, in UTC.
+	Now() time.Time
+	// Time converts a time into the argument its database stores.
+	Time(t time.Time) any
+	// ScanTime is a sql.Scanner for a time column (NULL leaves the zero time).
+	ScanTime(dst *time.Time) sql.Scanner
+	// IsUniqueViolation reports whether err is a unique constraint's refusal.
+	IsUniqueViolation(err error) bool
+}
+
+// Blobs stores and opens payload blobs of messages.
+type Blobs interface {
+	Put(ctx context.Context, messageID int64, stage persistence.PayloadStage, r io.Reader, opts ...storage.PutOption) (storage.Blob, error)
+	Open(ctx context.Context, key string) (io.ReadCloser, error)
+	Delete(ctx context.Context, key string) error
+}
+
+// Certificates opens stored certificates where they are used; private keys are unsealed
+// only by these calls.
+type Certificates interface {
+	Signer(ctx context.Context, id int64) (*x509.Certificate, crypto.Signer, error)
+	Decrypter(ctx context.Context, id int64) (*x509.Certificate, crypto.Decrypter, error)
+}
+
+// Core is what the core hands a module's Setup: everything its plugins and REST routes
+// share.
+type Core struct {
+	Logger  *slog.Logger
+	DataDir string
+	// BaseURL is the gateway's public URL (no trailing slash).
+	BaseURL string
+	Store   persistence.Store
+	DB      SQL
+	Blobs   Blobs
+	Certs   Certificates
+	Sealer  Sealer
+	Ingest  Ingester
+}
+
+// BodyKind is what a module's REST route reads as its request body.
+type BodyKind int
+
+const (
+	BodyNone      BodyKind = iota // no body is read
+	BodyJSON                      // application/json, decoded strictly with DecodeJSON
+	BodyMultipart                 // multipart/form-data with an X-Requested-With header
+)
+
+// APIRoute is one REST operation a module adds under /api/v1. The core authenticates
+// the caller, checks the content type and writes the answer: Handle returns the status
+// and the value to write as JSON (nil with 204), or an error the core maps to the wire
+// like its own (FieldError → 400, ErrNotFound → 404, ErrConflict → 409, *APIError as is).
+type APIRoute struct {
+	Method string
+	Path   string
+	Body   BodyKind
+	Handle func(r *http.Request) (status int, v any, err error)
+}
+
+// APIError is an answer with a specific status and code.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+	Details map[string]any
+}
+
+func (e *APIError) Error() string { return e.Code + ": " + e.Message }
+
+// APIProvider is implemented by a module runtime (Setup's result) with REST routes.
+type APIProvider interface {
+	APIRoutes() []APIRoute
+}
+
+// MessagePanels is implemented by a module runtime that shows its part of a message
+// (the "protocols" object of a message's detail).
+type MessagePanels interface {
+	// MessagePanel returns the module's panel for the message, or ok false when the
+	// module had no part in it.
+	MessagePanel(ctx context.Context, messageID int64) (panel any, ok bool, err error)
+}
+
+// Stopper is implemented by a module runtime with background work (queued jobs); the
+// core stops it after the plugin instances.
+type Stopper interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
+// SchemaFS is a module's tables: files sqlite/NNNN_name.sql and postgres/NNNN_name.sql,
+// numbered from 1 without gaps, applied after the core's schema in one transaction per
+// start and recorded per module.
+type SchemaFS = fs.FS
