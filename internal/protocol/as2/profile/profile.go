@@ -1,0 +1,182 @@
+// Package profile holds the AS2 trading profiles: a local profile per organization (who
+// we are to partners) and a remote profile per partner (how to reach it, what it must
+// send us, how we send to it), with their validation, storage and REST routes.
+package profile
+
+import (
+	"time"
+
+	"wharf/internal/delivery"
+	"wharf/internal/persistence"
+)
+
+// AS2ID is an AS2 identifier (RFC 4130 §6.2): 1 to 128 printable ASCII characters; a
+// value with spaces or specials is quoted on the wire. Compared exactly.
+type AS2ID string
+
+// SigningAlgorithm is the digest of our signature on outbound messages, or none.
+type SigningAlgorithm string
+
+const (
+	SignNone   SigningAlgorithm = "none"
+	SignSHA256 SigningAlgorithm = "sha256"
+	SignSHA384 SigningAlgorithm = "sha384"
+	SignSHA512 SigningAlgorithm = "sha512"
+)
+
+// EncryptionAlgorithm is the content cipher of outbound messages, or none.
+type EncryptionAlgorithm string
+
+const (
+	EncryptNone      EncryptionAlgorithm = "none"
+	EncryptAES128CBC EncryptionAlgorithm = "aes128-cbc"
+	EncryptAES192CBC EncryptionAlgorithm = "aes192-cbc"
+	EncryptAES256CBC EncryptionAlgorithm = "aes256-cbc"
+	EncryptAES128GCM EncryptionAlgorithm = "aes128-gcm"
+	EncryptAES256GCM EncryptionAlgorithm = "aes256-gcm"
+	Encrypt3DES      EncryptionAlgorithm = "3des"
+)
+
+// KeyTransport is how the content key is wrapped for the partner.
+type KeyTransport string
+
+const (
+	KeyTransportRSA  KeyTransport = "rsa-pkcs1v15"
+	KeyTransportOAEP KeyTransport = "rsa-oaep"
+)
+
+// MDNMode is the receipt we ask for on outbound messages.
+type MDNMode string
+
+const (
+	MDNNone  MDNMode = "none"
+	MDNSync  MDNMode = "sync"
+	MDNAsync MDNMode = "async"
+)
+
+// MICAlgorithm is the digest we ask the partner to compute its MIC with.
+type MICAlgorithm string
+
+const (
+	MICSHA256 MICAlgorithm = "sha256"
+	MICSHA384 MICAlgorithm = "sha384"
+	MICSHA512 MICAlgorithm = "sha512"
+)
+
+// MICPreference chooses which algorithm our MDN's MIC uses when the partner's requested
+// algorithm and its signature's digest differ.
+type MICPreference string
+
+const (
+	MICPreferRequested MICPreference = "requested"
+	MICPreferSignature MICPreference = "signature"
+)
+
+// DuplicateFilename is what happens to an inbound file whose name the partner already
+// sent within the window.
+type DuplicateFilename string
+
+const (
+	DuplicateAccept DuplicateFilename = "accept"
+	DuplicateWarn   DuplicateFilename = "warn"
+	DuplicateRefuse DuplicateFilename = "refuse"
+)
+
+// Local is an organization's AS2 identity.
+type Local struct {
+	Organization persistence.PartyName `json:"organization"`
+	AS2ID        AS2ID                 `json:"as2_id"`
+	// SigningCertificateID signs our messages and MDNs (it has a private key).
+	SigningCertificateID int64 `json:"signing_certificate_id"`
+	// DecryptionCertificateID opens what partners encrypt to us (it has a private key).
+	DecryptionCertificateID int64 `json:"decryption_certificate_id"`
+	// PreviousDecryptionCertificateID, when set, is tried as well, so messages encrypted
+	// to the key being replaced still open during a rollover.
+	PreviousDecryptionCertificateID *int64 `json:"previous_decryption_certificate_id"`
+	// MDNNotificationTo is the Disposition-Notification-To value we send.
+	MDNNotificationTo string `json:"mdn_notification_to"`
+	// MaxMessageSizeMiB bounds an inbound request body.
+	MaxMessageSizeMiB int       `json:"max_message_size_mib"`
+	CreatedAt         time.Time `json:"created_at"`
+	UpdatedAt         time.Time `json:"updated_at"`
+}
+
+// Remote is a partner's AS2 profile.
+type Remote struct {
+	Partner     persistence.PartyName `json:"partner"`
+	AS2ID       AS2ID                 `json:"as2_id"`
+	EndpointURL string                `json:"endpoint_url"`
+	// PartnerCertificateIDs verify the partner's signatures (every one is accepted); the
+	// newest valid one encrypts what we send.
+	PartnerCertificateIDs []int64 `json:"partner_certificate_ids"`
+	// The our_… fields override the organization's local profile for this partner.
+	OurSigningCertificateID    *int64 `json:"our_signing_certificate_id"`
+	OurDecryptionCertificateID *int64 `json:"our_decryption_certificate_id"`
+
+	// Outbound choices.
+	Compress            bool                `json:"compress"`
+	SigningAlgorithm    SigningAlgorithm    `json:"signing_algorithm"`
+	EncryptionAlgorithm EncryptionAlgorithm `json:"encryption_algorithm"`
+	KeyTransport        KeyTransport        `json:"key_transport"`
+	MDNMode             MDNMode             `json:"mdn_mode"`
+	SignedMDN           bool                `json:"signed_mdn"`
+	MDNMICAlgorithm     MICAlgorithm        `json:"mdn_mic_algorithm"`
+	// AsyncMDNURL is where the partner is asked to send async MDNs; empty means the
+	// receiver's MDN path under the gateway's public URL.
+	AsyncMDNURL string `json:"async_mdn_url"`
+
+	// Inbound requirements.
+	RequireSigned    bool `json:"require_signed"`
+	RequireEncrypted bool `json:"require_encrypted"`
+	// AllowSHA1 accepts SHA-1 signatures and MICs from this partner.
+	AllowSHA1     bool          `json:"allow_sha1"`
+	MICPreference MICPreference `json:"mic_preference"`
+	// AsyncMDNHosts are the hosts we send async MDNs to for this partner; the endpoint
+	// URL's host is always vouched for.
+	AsyncMDNHosts            []string          `json:"async_mdn_hosts"`
+	DuplicateFilename        DuplicateFilename `json:"duplicate_filename"`
+	DuplicateFilenameWindowH int               `json:"duplicate_filename_window_hours"`
+
+	// Transport.
+	ConnectTimeoutSeconds int `json:"connect_timeout_seconds"`
+	RequestTimeoutSeconds int `json:"request_timeout_seconds"`
+	// ReceiptTimeoutMinutes bounds the wait for an async MDN.
+	ReceiptTimeoutMinutes int                  `json:"receipt_timeout_minutes"`
+	Retry                 delivery.RetryPolicy `json:"retry"`
+	// TLSTrustCertificateIDs are extra roots trusted for the endpoint's TLS.
+	TLSTrustCertificateIDs []int64 `json:"tls_trust_certificate_ids"`
+	// MaxMessageSizeMiB bounds what we accept from and send to the partner.
+	MaxMessageSizeMiB int       `json:"max_message_size_mib"`
+	CreatedAt         time.Time `json:"created_at"`
+	UpdatedAt         time.Time `json:"updated_at"`
+}
+
+// NewRemote returns a remote profile with the secure defaults: compressed, signed with
+// SHA-256, encrypted with AES-256-CBC, a signed sync MDN requested, and unsigned or
+// unencrypted inbound messages refused.
+func NewRemote() Remote {
+	return Remote{
+		Compress:                 true,
+		SigningAlgorithm:         SignSHA256,
+		EncryptionAlgorithm:      EncryptAES256CBC,
+		KeyTransport:             KeyTransportRSA,
+		MDNMode:                  MDNSync,
+		SignedMDN:                true,
+		MDNMICAlgorithm:          MICSHA256,
+		RequireSigned:            true,
+		RequireEncrypted:         true,
+		MICPreference:            MICPreferRequested,
+		DuplicateFilename:        DuplicateAccept,
+		DuplicateFilenameWindowH: 24,
+		ConnectTimeoutSeconds:    10,
+		RequestTimeoutSeconds:    120,
+		ReceiptTimeoutMinutes:    60,
+		MaxMessageSizeMiB:        512,
+		PartnerCertificateIDs:    []int64{},
+		AsyncMDNHosts:            []string{},
+		TLSTrustCertificateIDs:   []int64{},
+	}
+}
+
+// NewLocal returns a local profile with its defaults.
+func NewLocal() Local { return Local{MaxMessageSizeMiB: 512} }
