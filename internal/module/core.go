@@ -17,7 +17,8 @@ import (
 
 // SQL gives a module transactions on the gateway's database for its own tables (see
 // Module.Schema). Queries use ? placeholders on both databases; times are passed through
-// Tx.Time and read back with ScanTime, so they compare the same on SQLite and PostgreSQL.
+// Tx.Time and read back with ScanTime, so they compare the same on SQLite and PostgreSQL;
+// a time column is TEXT on SQLite and TIMESTAMPTZ on PostgreSQL.
 type SQL interface {
 	// Dialect is "sqlite" or "postgres".
 	Dialect() string
@@ -33,7 +34,7 @@ type SQL interface {
 type Tx interface {
 	Exec(ctx context.Context, query string, args ...any) (sql.Result, error)
 	Query(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRow(ctx context.Context, query string, args ...any) *sql.Row
+	QueryRow(ctx context.Context, query string, args ...any) Row
 	// Now is the transaction's clock reading, in UTC.
 	Now() time.Time
 	// Time converts a time into the argument its database stores.
@@ -127,3 +128,8 @@ type Stopper interface {
 // numbered from 1 without gaps, applied after the core's schema in one transaction per
 // start and recorded per module.
 type SchemaFS = fs.FS
+
+// Row is the result of Tx.QueryRow.
+type Row interface {
+	Scan(dest ...any) error
+}

@@ -172,6 +172,13 @@ type Store interface {
 	CompleteDeliveries(ctx context.Context, cs []Completion) ([]error, error)
 	ReleaseDeliveries(ctx context.Context, rs []Release) error
 
+	// SettleDelivery applies a receipt (an MDN, a status callback) to a delivery that is
+	// delivering, awaiting_ack or retrying: delivered, or failed with reason. It clears
+	// any claim, so a worker's later outcome for the attempt is ErrLostClaim. A delivery
+	// already delivered or failed is returned unchanged (a receipt never downgrades, the
+	// first failure's reason stands); queued, stalled and other states are ErrConflict.
+	SettleDelivery(ctx context.Context, deliveryID int64, delivered bool, reason, actor string) (Delivery, error)
+
 	// ExpireLeases turns deliveries whose lease ran out into retrying, due now.
 	ExpireLeases(ctx context.Context, now time.Time, limit int) ([]Delivery, error)
 	// WakeDue picks due queued and retrying deliveries whose next wake-up is reached: each

@@ -44,6 +44,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock for methods that take no time argument; nil means time.Now.
 	Now func() time.Time
+	// Modules are the modules' own tables, applied after the core's schema.
+	Modules []ModuleSchema
 }
 
 // Store implements persistence.Store on SQLite or PostgreSQL.
@@ -88,6 +90,10 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := s.migrateModules(ctx, opt.Modules); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open database: %w", err)
 	}

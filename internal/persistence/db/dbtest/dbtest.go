@@ -57,6 +57,30 @@ func ForEach(t *testing.T, fn func(t *testing.T, s *db.Store)) {
 	}
 }
 
+// ForEachModules is ForEach with the modules' tables applied as well.
+func ForEachModules(t *testing.T, mods []db.ModuleSchema, fn func(t *testing.T, s *db.Store)) {
+	t.Helper()
+	for _, d := range Dialects() {
+		t.Run(d, func(t *testing.T) {
+			fn(t, OpenModules(t, d, mods))
+		})
+	}
+}
+
+// OpenModules is Open with the modules' tables applied as well.
+func OpenModules(tb testing.TB, dialect string, mods []db.ModuleSchema) *db.Store {
+	tb.Helper()
+	switch dialect {
+	case db.DialectSQLite:
+		return sqliteWith(tb, mods)
+	case db.DialectPostgres:
+		return postgresWith(tb, mods)
+	default:
+		tb.Fatalf("dbtest: unknown dialect %q", dialect)
+		return nil
+	}
+}
+
 // Open returns a fresh store of the dialect ("sqlite" or "postgres"), closed and removed
 // when the test ends. It skips the test for "postgres" when PostgresURLEnv is not set.
 func Open(tb testing.TB, dialect string) *db.Store {
@@ -73,11 +97,14 @@ func Open(tb testing.TB, dialect string) *db.Store {
 }
 
 // SQLite returns a fresh store on an SQLite file in the test's temporary directory.
-func SQLite(tb testing.TB) *db.Store {
+func SQLite(tb testing.TB) *db.Store { return sqliteWith(tb, nil) }
+
+func sqliteWith(tb testing.TB, mods []db.ModuleSchema) *db.Store {
 	tb.Helper()
 	s, err := db.Open(context.Background(), db.Options{
 		SQLitePath: filepath.Join(tb.TempDir(), "wharf.db"),
 		Logger:     quietLogger(),
+		Modules:    mods,
 	})
 	if err != nil {
 		tb.Fatalf("dbtest: open SQLite store: %v", err)
@@ -126,10 +153,12 @@ func PostgresURL(tb testing.TB) string {
 
 // Postgres returns a fresh store in a new schema of the database at PostgresURLEnv, or
 // skips the test when the variable is not set.
-func Postgres(tb testing.TB) *db.Store {
+func Postgres(tb testing.TB) *db.Store { return postgresWith(tb, nil) }
+
+func postgresWith(tb testing.TB, mods []db.ModuleSchema) *db.Store {
 	tb.Helper()
 	ctx := context.Background()
-	s, err := db.Open(ctx, db.Options{URL: PostgresURL(tb), Logger: quietLogger()})
+	s, err := db.Open(ctx, db.Options{URL: PostgresURL(tb), Logger: quietLogger(), Modules: mods})
 	if err != nil {
 		tb.Fatalf("dbtest: open PostgreSQL store: %v", err)
 	}
