@@ -74,6 +74,8 @@ type Deps struct {
 	Sealer   module.Sealer
 	Logger   *slog.Logger
 	Version  string
+	// Modules are the modules' routes, descriptions and message panels.
+	Modules []ModuleAPI
 }
 
 // Server serves the REST API.
@@ -86,15 +88,30 @@ type Server struct {
 	log      *slog.Logger
 	version  string
 	started  time.Time
+	modules  []ModuleAPI
+	document []byte // the OpenAPI document with the modules' fragments
 }
 
-// New builds the server. A nil Logger discards.
+// New builds the server. A nil Logger discards. A module fragment that does not merge
+// into the OpenAPI document is a programming error and panics at start.
 func New(d Deps) *Server {
 	log := d.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	frags := make([][]byte, 0, len(d.Modules))
+	for _, m := range d.Modules {
+		if len(m.OpenAPI) > 0 {
+			frags = append(frags, m.OpenAPI)
+		}
+	}
+	doc, err := MergeOpenAPI(openAPIDocument, frags...)
+	if err != nil {
+		panic(err)
+	}
 	return &Server{
+		modules:  d.Modules,
+		document: doc,
 		store:    d.Store,
 		payloads: d.Payloads,
 		ingest:   d.Ingest,

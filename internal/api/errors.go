@@ -76,6 +76,9 @@ func (s *Server) classify(r *http.Request, err error) *apiError {
 	if errors.As(err, &ae) {
 		return ae
 	}
+	if me := moduleError(err); me != nil {
+		return me
+	}
 	if fes := fieldErrors(err); len(fes) > 0 {
 		details := make(map[string]any, len(fes))
 		msgs := make([]string, 0, len(fes))

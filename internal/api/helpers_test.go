@@ -54,6 +54,12 @@ func eachStore(t *testing.T, fn func(t *testing.T, b *bundle)) {
 
 func setup(t *testing.T, store persistence.Store) *bundle {
 	t.Helper()
+	return setupWith(t, store, nil)
+}
+
+// setupWith is setup with modules' routes and panels mounted.
+func setupWith(t *testing.T, store persistence.Store, mods []ModuleAPI) *bundle {
+	t.Helper()
 	dir := t.TempDir()
 	b := &bundle{t: t, store: store, dir: dir, logs: &syncBuffer{}}
 	b.ops = &testOps{store: store, services: map[persistence.InstanceName]ServiceStatus{}}
@@ -67,6 +73,7 @@ func setup(t *testing.T, store persistence.Store) *bundle {
 		Sealer:   b.sealer,
 		Logger:   logger,
 		Version:  "test",
+		Modules:  mods,
 	})
 	b.srv = httptest.NewServer(s.Handler())
 	t.Cleanup(b.srv.Close)

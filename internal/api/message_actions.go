@@ -27,7 +27,7 @@ func (s *Server) redispatch(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, withCode(err, persistence.ErrConflict, "NOT_REDISPATCHABLE"))
 		return
 	}
-	d, err := s.messageDetail(r.Context(), id)
+	d, err := s.messageDetail(r, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -64,7 +64,7 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, withCode(err, persistence.ErrConflict, "NOT_REDELIVERABLE"))
 		return
 	}
-	detail, err := s.messageDetail(r.Context(), id)
+	detail, err := s.messageDetail(r, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return

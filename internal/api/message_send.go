@@ -67,7 +67,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	d, err := s.messageDetail(r.Context(), m.ID)
+	d, err := s.messageDetail(r, m.ID)
 	if err != nil {
 		s.fail(w, r, err)
 		return

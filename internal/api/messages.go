@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -98,7 +97,8 @@ type messageDetail struct {
 	Protocols map[string]json.RawMessage `json:"protocols"`
 }
 
-func (s *Server) messageDetail(ctx context.Context, id int64) (messageDetail, error) {
+func (s *Server) messageDetail(r *http.Request, id int64) (messageDetail, error) {
+	ctx := r.Context()
 	m, err := s.store.GetMessage(ctx, id)
 	if err != nil {
 		return messageDetail{}, err
@@ -122,6 +122,9 @@ func (s *Server) messageDetail(ctx context.Context, id int64) (messageDetail, er
 	if d.Payloads == nil {
 		d.Payloads = []persistence.Payload{}
 	}
+	if d.Protocols, err = s.modulePanels(r, id); err != nil {
+		return messageDetail{}, err
+	}
 	return d, nil
 }
 
@@ -131,7 +134,7 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	d, err := s.messageDetail(r.Context(), id)
+	d, err := s.messageDetail(r, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return

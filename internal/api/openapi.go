@@ -14,5 +14,5 @@ var openAPIDocument []byte
 // installation, and clients generate their code from it before they hold a token.
 func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/yaml")
-	_, _ = w.Write(openAPIDocument)
+	_, _ = w.Write(s.document)
 }

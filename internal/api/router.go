@@ -29,7 +29,7 @@ func (rt route) pattern() string { return rt.method + " " + rt.path }
 
 // routes lists every route the server mounts.
 func (s *Server) routes() []route {
-	return []route{
+	return append([]route{
 		{method: "GET", path: "/healthz", public: true, handle: s.healthz},
 		{method: "GET", path: "/api/v1/openapi.yaml", public: true, handle: s.openAPI},
 		{method: "GET", path: "/api/v1/health", handle: s.health},
@@ -77,7 +77,7 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/api/v1/services/{type}/{name}/start", body: bodyJSON, handle: s.serviceAction(actionStart)},
 		{method: "POST", path: "/api/v1/services/{type}/{name}/stop", body: bodyJSON, handle: s.serviceAction(actionStop)},
 		{method: "POST", path: "/api/v1/services/{type}/{name}/restart", body: bodyJSON, handle: s.serviceAction(actionRestart)},
-	}
+	}, s.moduleRoutes()...)
 }
 
 // wrap composes a route's middleware: the token check first (a caller without one learns

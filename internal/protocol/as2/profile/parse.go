@@ -1,0 +1,241 @@
+package profile
+
+import (
+	"database/sql/driver"
+	"fmt"
+	"strings"
+
+	"wharf/internal/protocol/as2/cms"
+)
+
+// Each domain string has one canonical list and one parser, used alike by JSON, SQL scans
+// and writes, and forms, so no entry point admits a value the profile refuses.
+
+var (
+	AllSigningAlgorithms    = []SigningAlgorithm{SignNone, SignSHA256, SignSHA384, SignSHA512}
+	AllEncryptionAlgorithms = []EncryptionAlgorithm{EncryptNone, EncryptAES128CBC, EncryptAES192CBC, EncryptAES256CBC, EncryptAES128GCM, EncryptAES256GCM, Encrypt3DES}
+	AllKeyTransports        = []KeyTransport{KeyTransportRSA, KeyTransportOAEP}
+	AllMDNModes             = []MDNMode{MDNNone, MDNSync, MDNAsync}
+	AllMICAlgorithms        = []MICAlgorithm{MICSHA256, MICSHA384, MICSHA512}
+	AllMICPreferences       = []MICPreference{MICPreferRequested, MICPreferSignature}
+	AllDuplicateFilenames   = []DuplicateFilename{DuplicateAccept, DuplicateWarn, DuplicateRefuse}
+)
+
+// MaxAS2IDLength is the longest AS2 id RFC 4130 §6.2 admits.
+const MaxAS2IDLength = 128
+
+// ParseAS2ID accepts 1 to 128 printable US-ASCII characters without the quote and the
+// backslash (which would need escaping in a quoted header value) and without leading or
+// trailing spaces (which a header parser trims).
+func ParseAS2ID(s string) (AS2ID, error) {
+	switch {
+	case s == "":
+		return "", fmt.Errorf("invalid AS2 id: empty")
+	case len(s) > MaxAS2IDLength:
+		return "", fmt.Errorf("invalid AS2 id: longer than %d characters", MaxAS2IDLength)
+	case s[0] == ' ' || s[len(s)-1] == ' ':
+		return "", fmt.Errorf("invalid AS2 id %q: leading or trailing space", s)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e {
+			return "", fmt.Errorf("invalid AS2 id %q: only printable US-ASCII characters are allowed", s)
+		}
+		if c == '"' || c == '\\' {
+			return "", fmt.Errorf("invalid AS2 id %q: %q is not allowed", s, c)
+		}
+	}
+	return AS2ID(s), nil
+}
+
+func (v AS2ID) MarshalText() ([]byte, error)  { return textOf(v, ParseAS2ID) }
+func (v *AS2ID) UnmarshalText(b []byte) error { return unmarshalInto(v, b, ParseAS2ID) }
+func (v *AS2ID) Scan(src any) error           { return scanInto(v, src, ParseAS2ID) }
+func (v AS2ID) Value() (driver.Value, error)  { return valueOf(v, ParseAS2ID) }
+
+// ParseSigningAlgorithm refuses SHA-1: it is accepted inbound where a profile allows it,
+// never used for what we sign.
+func ParseSigningAlgorithm(s string) (SigningAlgorithm, error) {
+	if s == "sha1" {
+		return "", fmt.Errorf("invalid signing algorithm %q: SHA-1 is not used for outbound signatures (allow_sha1 accepts it inbound)", s)
+	}
+	return parseEnum("signing algorithm", s, AllSigningAlgorithms)
+}
+func (v SigningAlgorithm) MarshalText() ([]byte, error)  { return textOf(v, ParseSigningAlgorithm) }
+func (v *SigningAlgorithm) UnmarshalText(b []byte) error { return unmarshalInto(v, b, ParseSigningAlgorithm) }
+func (v *SigningAlgorithm) Scan(src any) error           { return scanInto(v, src, ParseSigningAlgorithm) }
+func (v SigningAlgorithm) Value() (driver.Value, error)  { return valueOf(v, ParseSigningAlgorithm) }
+
+// Digest is the CMS digest of the signature, or "" for none.
+func (v SigningAlgorithm) Digest() cms.DigestAlgorithm {
+	switch v {
+	case SignSHA256:
+		return cms.SHA256
+	case SignSHA384:
+		return cms.SHA384
+	case SignSHA512:
+		return cms.SHA512
+	}
+	return ""
+}
+
+func ParseEncryptionAlgorithm(s string) (EncryptionAlgorithm, error) {
+	return parseEnum("encryption algorithm", s, AllEncryptionAlgorithms)
+}
+func (v EncryptionAlgorithm) MarshalText() ([]byte, error) {
+	return textOf(v, ParseEncryptionAlgorithm)
+}
+func (v *EncryptionAlgorithm) UnmarshalText(b []byte) error {
+	return unmarshalInto(v, b, ParseEncryptionAlgorithm)
+}
+func (v *EncryptionAlgorithm) Scan(src any) error { return scanInto(v, src, ParseEncryptionAlgorithm) }
+func (v EncryptionAlgorithm) Value() (driver.Value, error) {
+	return valueOf(v, ParseEncryptionAlgorithm)
+}
+
+// Cipher is the CMS content cipher, or "" for none.
+func (v EncryptionAlgorithm) Cipher() cms.ContentCipher {
+	switch v {
+	case EncryptAES128CBC:
+		return cms.AES128CBC
+	case EncryptAES192CBC:
+		return cms.AES192CBC
+	case EncryptAES256CBC:
+		return cms.AES256CBC
+	case EncryptAES128GCM:
+		return cms.AES128GCM
+	case EncryptAES256GCM:
+		return cms.AES256GCM
+	case Encrypt3DES:
+		return cms.DES3CBC
+	}
+	return ""
+}
+
+func ParseKeyTransport(s string) (KeyTransport, error) {
+	return parseEnum("key transport", s, AllKeyTransports)
+}
+func (v KeyTransport) MarshalText() ([]byte, error)  { return textOf(v, ParseKeyTransport) }
+func (v *KeyTransport) UnmarshalText(b []byte) error { return unmarshalInto(v, b, ParseKeyTransport) }
+func (v *KeyTransport) Scan(src any) error           { return scanInto(v, src, ParseKeyTransport) }
+func (v KeyTransport) Value() (driver.Value, error)  { return valueOf(v, ParseKeyTransport) }
+
+// CMS is the CMS key transport. OAEP uses SHA-256 for its hash and mask generation, as
+// RFC 8551 recommends.
+func (v KeyTransport) CMS() cms.KeyTransport {
+	switch v {
+	case KeyTransportRSA:
+		return cms.RSAPKCS1v15
+	case KeyTransportOAEP:
+		return cms.RSAOAEPSHA256
+	}
+	return ""
+}
+
+func ParseMDNMode(s string) (MDNMode, error)     { return parseEnum("MDN mode", s, AllMDNModes) }
+func (v MDNMode) MarshalText() ([]byte, error)  { return textOf(v, ParseMDNMode) }
+func (v *MDNMode) UnmarshalText(b []byte) error { return unmarshalInto(v, b, ParseMDNMode) }
+func (v *MDNMode) Scan(src any) error           { return scanInto(v, src, ParseMDNMode) }
+func (v MDNMode) Value() (driver.Value, error)  { return valueOf(v, ParseMDNMode) }
+
+// ParseMICAlgorithm refuses SHA-1 for the same reason as ParseSigningAlgorithm: it is
+// what we ask the partner for.
+func ParseMICAlgorithm(s string) (MICAlgorithm, error) {
+	if s == "sha1" {
+		return "", fmt.Errorf("invalid MIC algorithm %q: SHA-1 is not requested (allow_sha1 accepts it inbound)", s)
+	}
+	return parseEnum("MIC algorithm", s, AllMICAlgorithms)
+}
+func (v MICAlgorithm) MarshalText() ([]byte, error)  { return textOf(v, ParseMICAlgorithm) }
+func (v *MICAlgorithm) UnmarshalText(b []byte) error { return unmarshalInto(v, b, ParseMICAlgorithm) }
+func (v *MICAlgorithm) Scan(src any) error           { return scanInto(v, src, ParseMICAlgorithm) }
+func (v MICAlgorithm) Value() (driver.Value, error)  { return valueOf(v, ParseMICAlgorithm) }
+
+// Digest is the CMS digest of the MIC.
+func (v MICAlgorithm) Digest() cms.DigestAlgorithm {
+	switch v {
+	case MICSHA256:
+		return cms.SHA256
+	case MICSHA384:
+		return cms.SHA384
+	case MICSHA512:
+		return cms.SHA512
+	}
+	return ""
+}
+
+func ParseMICPreference(s string) (MICPreference, error) {
+	return parseEnum("MIC preference", s, AllMICPreferences)
+}
+func (v MICPreference) MarshalText() ([]byte, error)  { return textOf(v, ParseMICPreference) }
+func (v *MICPreference) UnmarshalText(b []byte) error { return unmarshalInto(v, b, ParseMICPreference) }
+func (v *MICPreference) Scan(src any) error           { return scanInto(v, src, ParseMICPreference) }
+func (v MICPreference) Value() (driver.Value, error)  { return valueOf(v, ParseMICPreference) }
+
+func ParseDuplicateFilename(s string) (DuplicateFilename, error) {
+	return parseEnum("duplicate filename policy", s, AllDuplicateFilenames)
+}
+func (v DuplicateFilename) MarshalText() ([]byte, error) { return textOf(v, ParseDuplicateFilename) }
+func (v *DuplicateFilename) UnmarshalText(b []byte) error {
+	return unmarshalInto(v, b, ParseDuplicateFilename)
+}
+func (v *DuplicateFilename) Scan(src any) error { return scanInto(v, src, ParseDuplicateFilename) }
+func (v DuplicateFilename) Value() (driver.Value, error) {
+	return valueOf(v, ParseDuplicateFilename)
+}
+
+// The helpers below keep each type's methods to one line apiece, as in persistence.
+
+func parseEnum[T ~string](what, s string, all []T) (T, error) {
+	for _, v := range all {
+		if string(v) == s {
+			return v, nil
+		}
+	}
+	names := make([]string, len(all))
+	for i, v := range all {
+		names[i] = string(v)
+	}
+	return "", fmt.Errorf("invalid %s %q: want one of %s", what, s, strings.Join(names, ", "))
+}
+
+func scanInto[T ~string](dst *T, src any, parse func(string) (T, error)) error {
+	var s string
+	switch v := src.(type) {
+	case string:
+		s = v
+	case []byte:
+		s = string(v)
+	default:
+		return fmt.Errorf("cannot scan %T into a domain string", src)
+	}
+	v, err := parse(s)
+	if err != nil {
+		return err
+	}
+	*dst = v
+	return nil
+}
+
+func textOf[T ~string](v T, parse func(string) (T, error)) ([]byte, error) {
+	if _, err := parse(string(v)); err != nil {
+		return nil, err
+	}
+	return []byte(v), nil
+}
+
+func valueOf[T ~string](v T, parse func(string) (T, error)) (driver.Value, error) {
+	if _, err := parse(string(v)); err != nil {
+		return nil, fmt.Errorf("refusing to write: %w", err)
+	}
+	return string(v), nil
+}
+
+func unmarshalInto[T ~string](dst *T, b []byte, parse func(string) (T, error)) error {
+	v, err := parse(string(b))
+	if err != nil {
+		return err
+	}
+	*dst = v
+	return nil
+}

@@ -1,0 +1,171 @@
+package receiver
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"wharf/internal/delivery"
+	"wharf/internal/module"
+	"wharf/internal/persistence"
+)
+
+// Config is the configuration of an as2-receiver instance.
+type Config struct {
+	// Bind is the address the listener binds to.
+	Bind string `json:"bind"`
+	// Port is the TCP port; 0 lets the system choose (tests).
+	Port int `json:"port"`
+	// Path receives AS2 messages.
+	Path string `json:"path"`
+	// MDNPath receives the asynchronous MDNs partners send for our messages.
+	MDNPath string `json:"mdn_path"`
+	// TLSCertificateID, when set, serves HTTPS with that stored certificate and its key.
+	TLSCertificateID *int64 `json:"tls_certificate_id,omitempty"`
+	// MaxConcurrentRequests bounds the requests handled at once; beyond it a request is
+	// answered 503 without its body being read.
+	MaxConcurrentRequests int `json:"max_concurrent_requests"`
+	// MaxBodyMiB bounds a request body when neither profile sets a size limit.
+	MaxBodyMiB int `json:"max_body_mib"`
+	// ReadHeaderTimeout bounds reading a request's header section.
+	ReadHeaderTimeout delivery.Duration `json:"read_header_timeout"`
+	// ReadTimeout bounds reading a whole request, body included.
+	ReadTimeout delivery.Duration `json:"read_timeout"`
+	// WriteTimeout bounds handling a request and writing its answer, from the end of
+	// the header section.
+	WriteTimeout delivery.Duration `json:"write_timeout"`
+	// IdleTimeout closes a kept-alive connection with no request.
+	IdleTimeout delivery.Duration `json:"idle_timeout"`
+}
+
+// Receiver defaults and limits.
+const (
+	DefaultBind                  = "127.0.0.1"
+	DefaultPort                  = 8081
+	DefaultPath                  = "/as2"
+	DefaultMDNPath               = "/as2/mdn"
+	DefaultMaxConcurrentRequests = 32
+	MaxConcurrentRequestsLimit   = 4096
+	DefaultMaxBodyMiB            = 512
+	MaxBodyMiBLimit              = 4096
+	DefaultReadHeaderTimeout     = 30 * time.Second
+	DefaultReadTimeout           = 10 * time.Minute
+	DefaultWriteTimeout          = 15 * time.Minute
+	DefaultIdleTimeout           = 2 * time.Minute
+	maxTimeout                   = 24 * time.Hour
+)
+
+// NewConfig returns a receiver config with its defaults set.
+func NewConfig() module.Config { return newConfig() }
+
+func newConfig() *Config {
+	return &Config{
+		Bind:                  DefaultBind,
+		Port:                  DefaultPort,
+		Path:                  DefaultPath,
+		MDNPath:               DefaultMDNPath,
+		MaxConcurrentRequests: DefaultMaxConcurrentRequests,
+		MaxBodyMiB:            DefaultMaxBodyMiB,
+		ReadHeaderTimeout:     delivery.Duration(DefaultReadHeaderTimeout),
+		ReadTimeout:           delivery.Duration(DefaultReadTimeout),
+		WriteTimeout:          delivery.Duration(DefaultWriteTimeout),
+		IdleTimeout:           delivery.Duration(DefaultIdleTimeout),
+	}
+}
+
+// Validate checks the config; errors are *persistence.FieldError.
+func (c *Config) Validate() error {
+	if c.Bind == "" {
+		return &persistence.FieldError{Field: "bind", Message: "required"}
+	}
+	if net.ParseIP(c.Bind) == nil && !validHostname(c.Bind) {
+		return &persistence.FieldError{Field: "bind", Message: "must be an IP address or a host name"}
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return &persistence.FieldError{Field: "port", Message: "must be between 0 and 65535"}
+	}
+	if err := checkPath(c.Path); err != nil {
+		return &persistence.FieldError{Field: "path", Message: err.Error()}
+	}
+	if err := checkPath(c.MDNPath); err != nil {
+		return &persistence.FieldError{Field: "mdn_path", Message: err.Error()}
+	}
+	if c.MDNPath == c.Path {
+		return &persistence.FieldError{Field: "mdn_path", Message: "must differ from path"}
+	}
+	if c.TLSCertificateID != nil && *c.TLSCertificateID <= 0 {
+		return &persistence.FieldError{Field: "tls_certificate_id", Message: "must be a certificate id"}
+	}
+	if c.MaxConcurrentRequests < 1 || c.MaxConcurrentRequests > MaxConcurrentRequestsLimit {
+		return &persistence.FieldError{Field: "max_concurrent_requests",
+			Message: fmt.Sprintf("must be between 1 and %d", MaxConcurrentRequestsLimit)}
+	}
+	if c.MaxBodyMiB < 1 || c.MaxBodyMiB > MaxBodyMiBLimit {
+		return &persistence.FieldError{Field: "max_body_mib", Message: fmt.Sprintf("must be between 1 and %d", MaxBodyMiBLimit)}
+	}
+	for _, d := range []struct {
+		field string
+		v     delivery.Duration
+	}{
+		{"read_header_timeout", c.ReadHeaderTimeout},
+		{"read_timeout", c.ReadTimeout},
+		{"write_timeout", c.WriteTimeout},
+		{"idle_timeout", c.IdleTimeout},
+	} {
+		if d.v <= 0 {
+			return &persistence.FieldError{Field: d.field, Message: "must be positive"}
+		}
+		if time.Duration(d.v) > maxTimeout {
+			return &persistence.FieldError{Field: d.field, Message: "must be at most 24h"}
+		}
+	}
+	if c.ReadHeaderTimeout > c.ReadTimeout {
+		return &persistence.FieldError{Field: "read_header_timeout", Message: "must not exceed read_timeout"}
+	}
+	return nil
+}
+
+// checkPath accepts an absolute URL path without query, fragment or dot segments.
+func checkPath(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("required")
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("must start with /")
+	case len(p) > 256:
+		return fmt.Errorf("longer than 256 bytes")
+	case strings.ContainsAny(p, "?#{}% \t\r\n"):
+		return fmt.Errorf("must be a plain path without query, fragment, spaces or escapes")
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "." || seg == ".." {
+			return fmt.Errorf("must not contain . or .. segments")
+		}
+	}
+	if p != "/" && strings.HasSuffix(p, "/") {
+		return fmt.Errorf("must not end with /")
+	}
+	return nil
+}
+
+func validHostname(h string) bool {
+	if len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// addr is the listener address.
+func (c *Config) addr() string { return net.JoinHostPort(c.Bind, fmt.Sprint(c.Port)) }
