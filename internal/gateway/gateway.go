@@ -46,6 +46,8 @@ type Gateway struct {
 	// Certs checks certificate expiry hourly; its OnExpiry is where alerts attach.
 	Certs    *certs.Monitor
 	Services *services.Manager
+	// Runtimes are the modules' shared parts by module name (module.Module.Setup).
+	Runtimes map[string]any
 
 	server   *http.Server
 	listener net.Listener
@@ -74,7 +76,13 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	}
 	g.Box = box
 	_ = created // LoadOrCreate has already warned to back the new key up
-	g.Store, err = db.Open(ctx, db.Options{URL: cfg.DBURL, SQLitePath: cfg.SQLitePath(), Logger: log})
+	var schemas []db.ModuleSchema
+	for _, m := range module.Modules() {
+		if m.Schema != nil {
+			schemas = append(schemas, db.ModuleSchema{Name: m.Name, FS: m.Schema})
+		}
+	}
+	g.Store, err = db.Open(ctx, db.Options{URL: cfg.DBURL, SQLitePath: cfg.SQLitePath(), Logger: log, Modules: schemas})
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +111,33 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		return delivery.SweepSettings{Interval: s.SweepInterval, Wakeups: s.WakeupPolicy()}
 	})
 	g.Certs = certs.NewMonitor(g.Store, log.With("component", "certificates"))
-	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher})
+	baseURL, err := cfg.BaseURL()
+	if err != nil {
+		return nil, err
+	}
+	core := module.Core{
+		Logger:  log,
+		DataDir: cfg.DataDir,
+		BaseURL: baseURL,
+		Store:   g.Store,
+		DB:      g.Store.ModuleSQL(),
+		Blobs:   g.Blobs,
+		Certs:   certs.NewOpener(g.Store, box),
+		Sealer:  box,
+		Ingest:  g.Dispatcher,
+	}
+	g.Runtimes = map[string]any{}
+	for _, m := range module.Modules() {
+		if m.Setup == nil {
+			continue
+		}
+		rt, err := m.Setup(ctx, core)
+		if err != nil {
+			return nil, fmt.Errorf("set up module %s: %w", m.Name, err)
+		}
+		g.Runtimes[m.Name] = rt
+	}
+	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes})
 	return g, nil
 }
 
@@ -158,6 +192,13 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.Engine.Start(ctx); err != nil {
 		return err
 	}
+	for _, name := range g.runtimeNames() {
+		if st, ok := g.Runtimes[name].(module.Stopper); ok {
+			if err := st.Start(ctx); err != nil {
+				return fmt.Errorf("start module %s: %w", name, err)
+			}
+		}
+	}
 	if err := g.Services.StartAll(ctx); err != nil {
 		return err
 	}
@@ -180,6 +221,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		Sealer:   g.Box,
 		Logger:   g.log.With("component", "api"),
 		Version:  Version,
+		Modules:  g.moduleAPIs(),
 	})
 	g.server = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	g.serveErr = make(chan error, 1)
@@ -224,6 +266,11 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			errs = append(errs, g.Engine.Stop(dctx))
 			cancel()
 		}
+		for _, name := range g.runtimeNames() {
+			if st, ok := g.Runtimes[name].(module.Stopper); ok {
+				errs = append(errs, st.Stop(ctx))
+			}
+		}
 		if g.Sweeper != nil {
 			errs = append(errs, g.Sweeper.Stop(ctx))
 		}
@@ -233,6 +280,36 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		g.closeResources()
 	})
 	return errors.Join(errs...)
+}
+
+// runtimeNames lists the modules with a runtime, in registration order.
+func (g *Gateway) runtimeNames() []string {
+	var out []string
+	for _, m := range module.Modules() {
+		if _, ok := g.Runtimes[m.Name]; ok {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// moduleAPIs collects what each module adds to the REST API.
+func (g *Gateway) moduleAPIs() []api.ModuleAPI {
+	var out []api.ModuleAPI
+	for _, m := range module.Modules() {
+		ma := api.ModuleAPI{Name: m.Name, OpenAPI: m.OpenAPI}
+		rt := g.Runtimes[m.Name]
+		if p, ok := rt.(module.APIProvider); ok {
+			ma.Routes = p.APIRoutes()
+		}
+		if p, ok := rt.(module.MessagePanels); ok {
+			ma.Panels = p
+		}
+		if len(ma.Routes) > 0 || len(ma.OpenAPI) > 0 || ma.Panels != nil {
+			out = append(out, ma)
+		}
+	}
+	return out
 }
 
 func (g *Gateway) closeResources() {

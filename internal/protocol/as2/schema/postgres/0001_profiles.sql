@@ -1,0 +1,50 @@
+-- AS2 trading profiles, PostgreSQL dialect; the same tables as the SQLite file.
+-- Certificates are named by id; the core's certificate_uses rows (kinds
+-- as2_local_profile and as2_remote_profile) keep a named certificate from being deleted.
+-- Parties are named, not referenced, so the core's tables carry no module's constraints.
+
+-- An organization's AS2 identity. A certificate id of 0 means none.
+CREATE TABLE as2_local_profiles (
+    organization                       TEXT PRIMARY KEY,
+    as2_id                             TEXT NOT NULL UNIQUE,
+    signing_certificate_id             BIGINT NOT NULL,
+    decryption_certificate_id          BIGINT NOT NULL,
+    previous_decryption_certificate_id BIGINT,
+    mdn_notification_to                TEXT NOT NULL,
+    max_message_size_mib               INTEGER NOT NULL,
+    created_at                         TIMESTAMPTZ NOT NULL,
+    updated_at                         TIMESTAMPTZ NOT NULL
+);
+
+-- A partner's AS2 profile. The list columns (certificate ids, hosts) and retry are JSON.
+CREATE TABLE as2_remote_profiles (
+    partner                         TEXT PRIMARY KEY,
+    as2_id                          TEXT NOT NULL UNIQUE,
+    endpoint_url                    TEXT NOT NULL,
+    partner_certificate_ids         TEXT NOT NULL,
+    our_signing_certificate_id      BIGINT,
+    our_decryption_certificate_id   BIGINT,
+    compress                        BOOLEAN NOT NULL,
+    signing_algorithm               TEXT NOT NULL,
+    encryption_algorithm            TEXT NOT NULL,
+    key_transport                   TEXT NOT NULL,
+    mdn_mode                        TEXT NOT NULL,
+    signed_mdn                      BOOLEAN NOT NULL,
+    mdn_mic_algorithm               TEXT NOT NULL,
+    async_mdn_url                   TEXT NOT NULL,
+    require_signed                  BOOLEAN NOT NULL,
+    require_encrypted               BOOLEAN NOT NULL,
+    allow_sha1                      BOOLEAN NOT NULL,
+    mic_preference                  TEXT NOT NULL,
+    async_mdn_hosts                 TEXT NOT NULL,
+    duplicate_filename              TEXT NOT NULL,
+    duplicate_filename_window_hours INTEGER NOT NULL,
+    connect_timeout_seconds         INTEGER NOT NULL,
+    request_timeout_seconds         INTEGER NOT NULL,
+    receipt_timeout_minutes         INTEGER NOT NULL,
+    retry                           TEXT NOT NULL,
+    tls_trust_certificate_ids       TEXT NOT NULL,
+    max_message_size_mib            INTEGER NOT NULL,
+    created_at                      TIMESTAMPTZ NOT NULL,
+    updated_at                      TIMESTAMPTZ NOT NULL
+);
