@@ -61,10 +61,12 @@ func ParseSigningAlgorithm(s string) (SigningAlgorithm, error) {
 	}
 	return parseEnum("signing algorithm", s, AllSigningAlgorithms)
 }
-func (v SigningAlgorithm) MarshalText() ([]byte, error)  { return textOf(v, ParseSigningAlgorithm) }
-func (v *SigningAlgorithm) UnmarshalText(b []byte) error { return unmarshalInto(v, b, ParseSigningAlgorithm) }
-func (v *SigningAlgorithm) Scan(src any) error           { return scanInto(v, src, ParseSigningAlgorithm) }
-func (v SigningAlgorithm) Value() (driver.Value, error)  { return valueOf(v, ParseSigningAlgorithm) }
+func (v SigningAlgorithm) MarshalText() ([]byte, error) { return textOf(v, ParseSigningAlgorithm) }
+func (v *SigningAlgorithm) UnmarshalText(b []byte) error {
+	return unmarshalInto(v, b, ParseSigningAlgorithm)
+}
+func (v *SigningAlgorithm) Scan(src any) error          { return scanInto(v, src, ParseSigningAlgorithm) }
+func (v SigningAlgorithm) Value() (driver.Value, error) { return valueOf(v, ParseSigningAlgorithm) }
 
 // Digest is the CMS digest of the signature, or "" for none.
 func (v SigningAlgorithm) Digest() cms.DigestAlgorithm {
@@ -132,7 +134,7 @@ func (v KeyTransport) CMS() cms.KeyTransport {
 	return ""
 }
 
-func ParseMDNMode(s string) (MDNMode, error)     { return parseEnum("MDN mode", s, AllMDNModes) }
+func ParseMDNMode(s string) (MDNMode, error)    { return parseEnum("MDN mode", s, AllMDNModes) }
 func (v MDNMode) MarshalText() ([]byte, error)  { return textOf(v, ParseMDNMode) }
 func (v *MDNMode) UnmarshalText(b []byte) error { return unmarshalInto(v, b, ParseMDNMode) }
 func (v *MDNMode) Scan(src any) error           { return scanInto(v, src, ParseMDNMode) }

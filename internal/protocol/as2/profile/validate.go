@@ -109,7 +109,7 @@ func (r Remote) Validate() error {
 		return fieldErr("async_mdn_hosts", err.Error())
 	}
 	for _, n := range []struct {
-		field    string
+		field     string
 		v, lo, hi int
 	}{
 		{"duplicate_filename_window_hours", r.DuplicateFilenameWindowH, 1, MaxDuplicateWindowHours},
