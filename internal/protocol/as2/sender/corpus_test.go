@@ -1,0 +1,291 @@
+package sender
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"wharf/internal/delivery"
+	"wharf/internal/persistence"
+	"wharf/internal/persistence/db"
+	"wharf/internal/persistence/db/dbtest"
+	"wharf/internal/protocol/as2/cms"
+	"wharf/internal/protocol/as2/mime"
+	"wharf/internal/protocol/as2/profile"
+)
+
+// corpusNow lies inside the validity of the corpus certificates (captured 2026-11-30).
+var corpusNow = time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type corpusCase struct {
+	ID              string            `json:"id"`
+	Group           string            `json:"group"`
+	AS2From         string            `json:"as2_from"`
+	AS2To           string            `json:"as2_to"`
+	MessageID       string            `json:"message_id"`
+	PeerCertificate string            `json:"peer_certificate"`
+	Files           map[string]string `json:"files"`
+	Request         struct {
+		Profile struct {
+			Sign string `json:"sign"`
+		} `json:"profile"`
+	} `json:"request"`
+	Expected struct {
+		MIC               string `json:"mic"`
+		MICAlgorithm      string `json:"mic_algorithm"`
+		OriginalMessageID string `json:"original_message_id"`
+		Disposition       string `json:"disposition"`
+	} `json:"expected"`
+	HTTPResponse *struct {
+		StatusLine string `json:"status_line"`
+	} `json:"http_response"`
+	MDNTransport struct {
+		Mode string `json:"mode"`
+	} `json:"mdn_transport"`
+	MDN struct {
+		Signed      bool    `json:"signed"`
+		Disposition string  `json:"disposition"`
+		MIC         *string `json:"mic"`
+	} `json:"mdn"`
+}
+
+// corpusDir finds shared/interop beside the repository, or skips the test.
+func corpusDir(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "..", "shared", "interop")
+	if _, err := os.Stat(filepath.Join(dir, "cases.json")); err != nil {
+		t.Skipf("interop corpus not found at %s: %v", dir, err)
+	}
+	return dir
+}
+
+func loadMDNCases(t testing.TB) (string, []corpusCase) {
+	dir := corpusDir(t)
+	raw, err := os.ReadFile(filepath.Join(dir, "cases.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Cases []corpusCase `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var out []corpusCase
+	for _, c := range doc.Cases {
+		if c.Group == "mdn" {
+			out = append(out, c)
+		}
+	}
+	return dir, out
+}
+
+func corpusFile(t testing.TB, dir, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func corpusHeader(t testing.TB, dir, name string) http.Header {
+	t.Helper()
+	var pairs [][2]string
+	if err := json.Unmarshal(corpusFile(t, dir, name), &pairs); err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{}
+	for _, p := range pairs {
+		h.Add(p[0], p[1])
+	}
+	return h
+}
+
+func corpusCert(t testing.TB, b []byte) *x509.Certificate {
+	t.Helper()
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		t.Fatal("no PEM block")
+	}
+	c, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestCorpusMDNs takes every captured receipt of OpenAS2 and pyas2-lib through the paths
+// that judge receipts in production: a sync MDN through the sender's reading of the HTTP
+// response, an async one through AcceptMDN. The record each is judged against is the one
+// the sender would have written for the captured request: its Message-ID and the MICs
+// over signed-content.bin for the requested algorithms and the signature's digest.
+func TestCorpusMDNs(t *testing.T) {
+	dir, cases := loadMDNCases(t)
+	if len(cases) != 18 {
+		t.Fatalf("%d MDN cases, want 18", len(cases))
+	}
+	dbtest.ForEachModules(t, moduleSchemas(t), func(t *testing.T, s *db.Store) {
+		b := setupCorpus(t, s)
+		for _, c := range cases {
+			t.Run(filepath.Base(c.ID), func(t *testing.T) {
+				b.runCase(t, dir, c)
+			})
+		}
+	})
+}
+
+type corpusBundle struct {
+	*bundle
+}
+
+func setupCorpus(t *testing.T, s *db.Store) *corpusBundle {
+	t.Helper()
+	b := setup(t, s, "http://127.0.0.1:1/unused", nil)
+	ctx := context.Background()
+	for _, p := range []persistence.Party{
+		{Kind: persistence.PartyOrganization, Name: "gogw", DisplayName: "gogw"},
+		{Kind: persistence.PartyPartner, Name: "peera", DisplayName: "OpenAS2"},
+		{Kind: persistence.PartyPartner, Name: "peerb", DisplayName: "pyas2-lib"},
+	} {
+		if _, err := s.CreateParty(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deps := Deps{Directory: b.dir, DB: s.ModuleSQL(), Blobs: b.blobs, Store: s, Logger: testLogger(t),
+		Now: func() time.Time { return corpusNow }}
+	d, err := New(deps, testTarget, NewConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.sender = d.(*Sender)
+	if b.intake, err = NewIntake(deps); err != nil {
+		t.Fatal(err)
+	}
+	return &corpusBundle{b}
+}
+
+func (b *corpusBundle) runCase(t *testing.T, dir string, c corpusCase) {
+	ctx := context.Background()
+	reqHeader := corpusHeader(t, dir, c.Files["request_headers"])
+	mdnHeader := corpusHeader(t, dir, c.Files["mdn_headers"])
+	mdnBody := corpusFile(t, dir, c.Files["mdn_body"])
+	content := corpusFile(t, dir, c.Files["signed_content"])
+	peerCert := corpusCert(t, corpusFile(t, dir, c.PeerCertificate))
+
+	signDigest, err := cms.ParseDigestAlgorithm(c.Request.Profile.Sign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The partner relationship that signed with SHA-1 allows it for the receipt too.
+	allowSHA1 := signDigest == cms.SHA1
+	opts := mime.ParseDispositionOptions(reqHeader.Get("Disposition-Notification-Options"))
+	var requested []cms.DigestAlgorithm
+	for _, m := range opts.MICAlgorithms {
+		if m.Algorithm != "" {
+			requested = append(requested, m.Algorithm)
+		}
+	}
+	expected, fallback := micsFor(content, requested, signDigest, allowSHA1)
+
+	rem := profile.NewRemote()
+	rem.Partner, rem.AS2ID, rem.AllowSHA1, rem.SignedMDN = persistence.PartyName(c.AS2To), profile.AS2ID(c.AS2To), allowSHA1, opts.SignedReceipt()
+	rem.MDNMode = profile.MDNSync
+	if c.MDNTransport.Mode == "async" {
+		rem.MDNMode = profile.MDNAsync
+	}
+	out := profile.Outbound{Remote: rem, PartnerCertificates: []*x509.Certificate{peerCert}}
+	b.dir.set(c.AS2From, c.AS2To, out)
+
+	b.ingestFrom(t, persistence.PartyName(c.AS2From), persistence.PartyName(c.AS2To), "corpus.bin", []byte("corpus case"))
+	claim := b.claim(t, time.Now())
+
+	// The record the sender would have written. Wharf never signs with SHA-1, so a
+	// SHA-1 case records "none" in the informational algorithm columns; the judgement reads
+	// only the MICs and whether a signed receipt was asked for.
+	signing, err := profile.ParseSigningAlgorithm(strings.ReplaceAll(c.Request.Profile.Sign, "-", ""))
+	if err != nil {
+		signing = profile.SignNone
+	}
+	micAlg := profile.MICSHA256
+	if len(requested) > 0 {
+		if a, err := profile.ParseMICAlgorithm(string(requested[0])); err == nil {
+			micAlg = a
+		}
+	}
+	rec := OutboundRecord{
+		DeliveryID: claim.Delivery.ID, MessageID: claim.Message.ID, AS2MessageID: c.MessageID,
+		Organization: c.AS2From, Partner: c.AS2To, AS2From: c.AS2From, AS2To: c.AS2To,
+		SigningAlgorithm: signing, EncryptionAlgorithm: profile.EncryptAES256CBC, KeyTransport: profile.KeyTransportRSA,
+		MDNMode: rem.MDNMode, SignedMDN: rem.SignedMDN, MICAlgorithm: micAlg,
+		ExpectedMICs: splitLines(micLines(expected)), fallbackMICs: splitLines(micLines(fallback)),
+	}
+	if err := startSend(ctx, b.store.ModuleSQL(), &rec, true); err != nil {
+		t.Fatal(err)
+	}
+
+	// The judgement itself, and that it hinges on the content: the same receipt judged
+	// against other content is refused when it carries a MIC.
+	v := judge(mdnHeader.Get("Content-Type"), mdnBody, b.sender.expectation(rec, out))
+	if !v.Definitive || !v.Accepted {
+		t.Fatalf("verdict: definitive %v, accepted %v: %s", v.Definitive, v.Accepted, v.Reason)
+	}
+	m := v.MDN
+	if m.Signed != c.MDN.Signed || m.Disposition.String() != c.Expected.Disposition || m.OriginalMessageID != c.Expected.OriginalMessageID {
+		t.Errorf("MDN signed %v, disposition %q, Original-Message-ID %q", m.Signed, m.Disposition, m.OriginalMessageID)
+	}
+	if c.MDN.MIC == nil {
+		if v.MICMatched || m.RawMIC != "" {
+			t.Errorf("MIC %q matched %v, want none", m.RawMIC, v.MICMatched)
+		}
+	} else {
+		if !v.MICMatched || !strings.HasPrefix(m.RawMIC, *c.MDN.MIC+",") {
+			t.Errorf("MIC %q matched %v, want %s", m.RawMIC, v.MICMatched, *c.MDN.MIC)
+		}
+		otherExp, otherFb := micsFor(append(bytes.Clone(content), 'x'), requested, signDigest, allowSHA1)
+		other := rec
+		other.ExpectedMICs, other.fallbackMICs = splitLines(micLines(otherExp)), splitLines(micLines(otherFb))
+		if ov := judge(mdnHeader.Get("Content-Type"), mdnBody, b.sender.expectation(other, out)); ov.Accepted {
+			t.Error("the receipt was accepted for content it does not match")
+		}
+	}
+
+	// The production path of the case's transport.
+	if c.MDNTransport.Mode == "sync" {
+		resp := &http.Response{StatusCode: http.StatusOK, Header: mdnHeader, Body: io.NopCloser(bytes.NewReader(mdnBody))}
+		res := b.sender.syncReceipt(ctx, &rec, out, resp)
+		if res.Kind != persistence.OutcomeDelivered {
+			t.Fatalf("sync MDN: %s %v", res.Kind, res.Err)
+		}
+		b.complete(t, claim, res)
+	} else {
+		b.complete(t, claim, delivery.AwaitAck(time.Now().Add(time.Hour)))
+		if err := b.intake.AcceptMDN(ctx, mdnHeader.Get("Content-Type"), mdnHeader, mdnBody); err != nil {
+			t.Fatalf("AcceptMDN: %v", err)
+		}
+	}
+	if d := b.delivery(t, claim.Delivery.ID); d.State != persistence.DeliveryDelivered {
+		t.Fatalf("delivery %s (%s)", d.State, d.LastError)
+	}
+	recs := b.records(t, claim.Message.ID)
+	if len(recs) != 1 || recs[0].MDN == nil || recs[0].MDN.Verdict != VerdictAccepted || !recs[0].ReceiptStored {
+		t.Fatalf("record %+v", recs)
+	}
+	if recs[0].PartnerSoftware == "" || recs[0].MDN.ReportingUA == "" {
+		t.Errorf("partner software %q, reporting UA %q", recs[0].PartnerSoftware, recs[0].MDN.ReportingUA)
+	}
+	if stored := b.receipt(t, claim.Message.ID); !bytes.HasSuffix(stored, mdnBody) {
+		t.Error("the receipt stage does not hold the MDN as received")
+	}
+}

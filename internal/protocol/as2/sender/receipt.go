@@ -1,0 +1,220 @@
+package sender
+
+import (
+	"bytes"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	gomime "mime"
+	"mime/multipart"
+	"slices"
+	"strings"
+	"time"
+
+	"wharf/internal/protocol/as2/cms"
+	"wharf/internal/protocol/as2/mime"
+	"wharf/internal/protocol/as2/profile"
+)
+
+// expectation is what a receipt is judged against: what we sent and what we asked for.
+type expectation struct {
+	// MessageID is the Message-ID we sent, which the MDN must name.
+	MessageID string
+	// SignedMDN: we asked for a signed receipt, so an unsigned one proves nothing.
+	SignedMDN bool
+	// Expected are the MICs a correct partner returns: computed with the algorithm we
+	// requested or with our signature's digest (products disagree on which).
+	Expected []mime.MIC
+	// Fallback covers the same content with the other algorithms, for a partner we asked
+	// for no algorithm at all; empty when we named one.
+	Fallback []mime.MIC
+	// Certificates are the only ones the MDN's signature is verified against.
+	Certificates []*x509.Certificate
+	AllowSHA1    bool
+	// Now judges the signer certificate's validity.
+	Now time.Time
+}
+
+// verdict is the judgement of one receipt.
+type verdict struct {
+	// MDN is what could be read of it; nil when nothing could.
+	MDN *mime.ReceivedMDN
+	// Definitive: authentic (its signature verified, or it is unsigned and no signature
+	// was asked for) and about the message sent. Only a definitive MDN is recorded, kept
+	// as the message's receipt and settles a delivery.
+	Definitive bool
+	// Accepted: definitive, positive and with a matching MIC (or none, where none is due).
+	Accepted   bool
+	MICMatched bool
+	// Reason says why the receipt is not accepted.
+	Reason string
+	// Err classifies a receipt that is not definitive with the cms and mime failure
+	// classes, so the MDN intake's caller can tell the partner's fault from ours.
+	Err error
+}
+
+// judge reads an MDN (the Content-Type and body of a sync response or of an async POST)
+// and decides whether it proves that the partner took the message intact. The sender's
+// sync path, the MDN intake and the interop tests all judge through here.
+func judge(contentType string, body []byte, exp expectation) verdict {
+	m, err := mime.ParseMDN(contentType, body, mime.MDNParseOptions{
+		PartnerCertificates: exp.Certificates,
+		AllowSHA1:           exp.AllowSHA1,
+		VerifyTime:          exp.Now,
+	})
+	switch {
+	case err != nil && m != nil && m.Signed && isSignatureFailure(err):
+		return verdict{Reason: "MDN signature does not verify: " + err.Error(), Err: err}
+	case err != nil:
+		return verdict{Reason: "MDN cannot be read: " + err.Error(), Err: err}
+	}
+	v := verdict{MDN: m}
+	if !m.Signed && exp.SignedMDN {
+		v.Reason = "MDN is not signed although a signed receipt was requested (disposition " + m.Disposition.String() + ")"
+		v.Err = fmt.Errorf("%w: unsigned MDN", cms.ErrAuthentication)
+		return v
+	}
+	if !sameMessageID(m.OriginalMessageID, exp.MessageID) {
+		v.Reason = fmt.Sprintf("MDN answers another message (Original-Message-ID %s)", clip(m.OriginalMessageID, 200))
+		v.Err = fmt.Errorf("%w: Original-Message-ID", mime.ErrMalformed)
+		return v
+	}
+	v.Definitive = true
+	if !m.Disposition.Successful() {
+		v.Reason = "negative MDN: " + m.Disposition.String()
+		return v
+	}
+	switch {
+	case m.ReceivedContentMIC != nil:
+		got := *m.ReceivedContentMIC
+		candidates := micsWith(exp.Expected, got.Algorithm)
+		if len(candidates) == 0 {
+			candidates = micsWith(exp.Fallback, got.Algorithm)
+		}
+		if len(candidates) == 0 {
+			v.Reason = fmt.Sprintf("MDN MIC uses %s, which was neither requested nor used to sign", got.AlgorithmName())
+			if got.Algorithm.Weak() && !exp.AllowSHA1 {
+				v.Reason = fmt.Sprintf("MDN MIC uses %s, which the partner profile does not allow", got.AlgorithmName())
+			}
+			return v
+		}
+		if !mime.MatchMIC(got, candidates) {
+			v.Reason = fmt.Sprintf("MDN MIC %s does not match the message sent (expected %s)", got, candidates[0])
+			return v
+		}
+		v.MICMatched = true
+	case m.RawMIC != "":
+		v.Reason = fmt.Sprintf("MDN MIC %q cannot be read", clip(m.RawMIC, 200))
+		return v
+	case m.Signed:
+		// A signed receipt without a MIC signs for a message, not for its content.
+		v.Reason = "signed MDN carries no Received-Content-MIC"
+		return v
+	}
+	v.Accepted = true
+	return v
+}
+
+// isSignatureFailure reports errors of the MDN's signature rather than of its structure.
+func isSignatureFailure(err error) bool {
+	return errors.Is(err, cms.ErrAuthentication) || errors.Is(err, cms.ErrIntegrity) ||
+		errors.Is(err, cms.ErrInsufficientSecurity) || errors.Is(err, cms.ErrUnsupportedAlgorithm)
+}
+
+func micsWith(mics []mime.MIC, alg cms.DigestAlgorithm) []mime.MIC {
+	var out []mime.MIC
+	for _, m := range mics {
+		if m.Algorithm == alg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// sameMessageID compares Message-IDs, tolerating a partner that drops the angle brackets.
+func sameMessageID(a, b string) bool {
+	trim := func(s string) string { return strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(s), "<"), ">") }
+	return a != "" && trim(a) == trim(b)
+}
+
+// micsFor computes the MICs a receipt for content may return. requested are the
+// algorithms named in signed-receipt-micalg, signDigest is our signature's digest ("" when
+// unsigned). Without a requested algorithm the partner chooses one itself, so the other
+// algorithms are computed as fallbacks (SHA-1 only when the profile allows it).
+func micsFor(content []byte, requested []cms.DigestAlgorithm, signDigest cms.DigestAlgorithm, allowSHA1 bool) (expected, fallback []mime.MIC) {
+	var algs []cms.DigestAlgorithm
+	for _, a := range append(slices.Clone(requested), signDigest) {
+		if a != "" && !slices.Contains(algs, a) {
+			algs = append(algs, a)
+		}
+	}
+	for _, a := range algs {
+		expected = append(expected, mime.ComputeMIC(content, a))
+	}
+	if len(requested) > 0 {
+		return expected, nil
+	}
+	for _, a := range cms.DigestAlgorithms {
+		if slices.Contains(algs, a) || (a.Weak() && !allowSHA1) {
+			continue
+		}
+		fallback = append(fallback, mime.ComputeMIC(content, a))
+	}
+	return expected, fallback
+}
+
+// peekOriginalMessageID reads the Original-Message-ID of an MDN without verifying it, to
+// find the record whose partner certificates then verify the whole MDN.
+func peekOriginalMessageID(contentType string, body []byte) (string, error) {
+	mt, params, err := gomime.ParseMediaType(contentType)
+	if err != nil {
+		return "", fmt.Errorf("%w: MDN content type: %v", mime.ErrMalformed, err)
+	}
+	if strings.EqualFold(mt, "multipart/signed") {
+		r := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+		part, err := r.NextRawPart()
+		if err != nil {
+			return "", fmt.Errorf("%w: signed MDN: %v", mime.ErrMalformed, err)
+		}
+		inner, err := io.ReadAll(part)
+		if err != nil {
+			return "", fmt.Errorf("%w: signed MDN: %v", mime.ErrMalformed, err)
+		}
+		contentType, body = part.Header.Get("Content-Type"), inner
+	}
+	m, err := mime.ParseMDN(contentType, body, mime.MDNParseOptions{})
+	if err != nil {
+		return "", err
+	}
+	if m.OriginalMessageID == "" {
+		return "", fmt.Errorf("%w: the MDN names no Original-Message-ID", mime.ErrMalformed)
+	}
+	return m.OriginalMessageID, nil
+}
+
+// mdnRecord is what the record keeps of an authentic MDN.
+func mdnRecord(v verdict, transport profile.MDNMode, messageID string, at time.Time) MDNRecord {
+	m := v.MDN
+	rec := MDNRecord{
+		Verdict:     VerdictRefused,
+		ReceivedAt:  at,
+		Transport:   transport,
+		MessageID:   messageID,
+		Disposition: m.Disposition.String(),
+		Signed:      m.Signed,
+		MICMatched:  v.MICMatched,
+		ReportingUA: m.ReportingUA,
+		MIC:         m.RawMIC,
+	}
+	if v.Accepted {
+		rec.Verdict = VerdictAccepted
+	}
+	if m.Signer != nil {
+		rec.SignatureDigest = string(m.Signer.Digest)
+		if c := m.Signer.Certificate; c != nil {
+			rec.Signer = c.Subject.String()
+		}
+	}
+	return rec
+}

@@ -1,0 +1,126 @@
+package sender
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	gomime "mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"wharf/internal/protocol/as2/cms"
+	"wharf/internal/protocol/as2/mime"
+	"wharf/internal/protocol/as2/profile"
+)
+
+// as2Version is the AS2 version we speak: 1.2 announces EDIINT-Features support (RFC
+// 6017) and compression (RFC 5402).
+const as2Version = "1.2"
+
+// No EDIINT-Features header is sent: of the registered features, Wharf implements neither
+// multiple attachments nor CEM nor AS2-Restart, and AS2-Reliability also needs the
+// receiving side to answer a repeat with its first receipt, which is not promised. An
+// absent header claims nothing.
+
+// headerParams are the AS2 fields of one request.
+type headerParams struct {
+	MessageID string
+	From, To  profile.AS2ID
+	Subject   string
+	Date      time.Time
+	MDNMode   profile.MDNMode
+	SignedMDN bool
+	// MICAlgorithm is the signed-receipt-micalg asked for with a signed receipt.
+	MICAlgorithm cms.DigestAlgorithm
+	// NotifyTo is the Disposition-Notification-To value.
+	NotifyTo string
+	// AsyncURL is the Receipt-Delivery-Option of an async receipt.
+	AsyncURL string
+}
+
+// requestHeader assembles the HTTP header of an AS2 request: the AS2 fields and the
+// built message's MIME fields. Field names keep the spelling AS2 products write, since a
+// few compare them case-sensitively.
+func requestHeader(b *mime.Built, p headerParams) http.Header {
+	h := http.Header{}
+	set := func(name, value string) { h[name] = []string{headerValue(value)} }
+	set("AS2-Version", as2Version)
+	set("AS2-From", quoteAS2ID(p.From))
+	set("AS2-To", quoteAS2ID(p.To))
+	set("Message-ID", p.MessageID)
+	set("Subject", p.Subject)
+	set("Date", p.Date.UTC().Format(time.RFC1123Z))
+	set("MIME-Version", "1.0")
+	set("Content-Type", b.ContentType)
+	for k, v := range b.Header {
+		if len(v) > 0 {
+			set(k, v[0])
+		}
+	}
+	if p.MDNMode == profile.MDNSync || p.MDNMode == profile.MDNAsync {
+		set("Disposition-Notification-To", p.NotifyTo)
+		if p.SignedMDN {
+			set("Disposition-Notification-Options", fmt.Sprintf(
+				"signed-receipt-protocol=optional, pkcs7-signature; signed-receipt-micalg=optional, %s",
+				p.MICAlgorithm.MICName()))
+		}
+		if p.MDNMode == profile.MDNAsync {
+			set("Receipt-Delivery-Option", p.AsyncURL)
+		}
+	}
+	return h
+}
+
+// headerValue keeps a value on one line.
+func headerValue(v string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, v)
+}
+
+// quoteAS2ID writes an AS2 id for AS2-From and AS2-To: in quotes when it holds a space or
+// a character RFC 822 treats as special (RFC 4130 6.2). Profiles refuse the quote and the
+// backslash, so no escaping is needed.
+func quoteAS2ID(id profile.AS2ID) string {
+	s := string(id)
+	if strings.ContainsAny(s, " \t()<>@,;:\\\".[]") {
+		return `"` + s + `"`
+	}
+	return s
+}
+
+// newMessageID makes a Message-ID no other message shares: our ids for the message and
+// the delivery, for whoever reads a partner's logs, and 96 random bits.
+func newMessageID(domain string, messageID, deliveryID int64) string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return fmt.Sprintf("<wharf-%d-%d-%s@%s>", messageID, deliveryID, hex.EncodeToString(b[:]), domain)
+}
+
+// messageIDDomain is the configured domain, else the host of the public URL, else
+// localhost.
+func messageIDDomain(configured, baseURL string) string {
+	if configured != "" {
+		return configured
+	}
+	if u, err := url.Parse(baseURL); err == nil && validDomain(u.Hostname()) {
+		return u.Hostname()
+	}
+	return "localhost"
+}
+
+// subject names the document for people reading a partner's logs; a name outside ASCII
+// is encoded as RFC 2047 asks.
+func subject(fileName string, messageID int64) string {
+	if fileName == "" {
+		return fmt.Sprintf("AS2 message %d", messageID)
+	}
+	return gomime.QEncoding.Encode("utf-8", "AS2 message "+fileName)
+}

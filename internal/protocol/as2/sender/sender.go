@@ -1,0 +1,560 @@
+package sender
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"wharf/internal/delivery"
+	"wharf/internal/module"
+	"wharf/internal/persistence"
+	"wharf/internal/protocol/as2/cms"
+	"wharf/internal/protocol/as2/mime"
+	"wharf/internal/protocol/as2/profile"
+)
+
+// Deps is what the sender and the MDN intake need of the gateway; the AS2 module's
+// runtime builds it once.
+type Deps struct {
+	Directory profile.Directory
+	// DB holds the module's tables (as2_outbound).
+	DB     module.SQL
+	Blobs  module.Blobs
+	Store  persistence.Store
+	Logger *slog.Logger
+	// BaseURL is the gateway's public URL; its host is the default Message-ID domain.
+	BaseURL string
+	// AsyncMDNURL returns where partners post async MDNs for the organization's messages
+	// (the receiver's MDN path under its public address), used when a remote profile names
+	// no async_mdn_url. It is not derived from BaseURL, which is the API's address. Nil,
+	// or an empty answer, leaves async MDNs to profiles that name a URL.
+	AsyncMDNURL func(org string) string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// core is what the sender and the intake share.
+type core struct {
+	dir   profile.Directory
+	db    module.SQL
+	blobs module.Blobs
+	store persistence.Store
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+func newCore(deps Deps) (*core, error) {
+	switch {
+	case deps.Directory == nil:
+		return nil, errors.New("as2-sender: no profile directory")
+	case deps.DB == nil:
+		return nil, errors.New("as2-sender: no database")
+	case deps.Blobs == nil:
+		return nil, errors.New("as2-sender: no payload storage")
+	case deps.Store == nil:
+		return nil, errors.New("as2-sender: no store")
+	}
+	c := &core{dir: deps.Directory, db: deps.DB, blobs: deps.Blobs, store: deps.Store, log: deps.Logger, now: deps.Now}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	return c, nil
+}
+
+// expectation is what rec's receipt is judged against, with the partner's current
+// certificates.
+func (c *core) expectation(rec OutboundRecord, out profile.Outbound) expectation {
+	return expectation{
+		MessageID:    rec.AS2MessageID,
+		SignedMDN:    rec.SignedMDN,
+		Expected:     parseMICs(rec.ExpectedMICs),
+		Fallback:     parseMICs(rec.fallbackMICs),
+		Certificates: out.PartnerCertificates,
+		AllowSHA1:    out.Remote.AllowSHA1,
+		Now:          c.now(),
+	}
+}
+
+// keepReceipt stores an MDN as the message's receipt stage unless the message has one:
+// the first receipt stands. The blob is a MIME entity (its Content-Type, then the body as
+// received), so it can be verified again later. It reports whether it stored one.
+func (c *core) keepReceipt(ctx context.Context, rec OutboundRecord, contentType string, body []byte) (bool, error) {
+	_, err := c.store.GetPayload(ctx, rec.MessageID, persistence.PayloadReceipt)
+	if err == nil {
+		return false, nil
+	}
+	if !errors.Is(err, persistence.ErrNotFound) {
+		return false, fmt.Errorf("look for a receipt of message %d: %w", rec.MessageID, err)
+	}
+	ok, err := claimReceipt(ctx, c.db, rec.ID, rec.MessageID)
+	if err != nil || !ok {
+		return false, err
+	}
+	var entity bytes.Buffer
+	entity.Grow(len(body) + len(contentType) + 48)
+	entity.WriteString("MIME-Version: 1.0\r\nContent-Type: " + headerValue(contentType) + "\r\n\r\n")
+	entity.Write(body)
+	blob, err := c.blobs.Put(ctx, rec.MessageID, persistence.PayloadReceipt, &entity)
+	if err == nil {
+		err = c.store.AddPayload(ctx, persistence.Payload{MessageID: rec.MessageID, Stage: persistence.PayloadReceipt,
+			Key: blob.Key, Size: blob.Size, SHA256: blob.SHA256, CreatedAt: c.now().UTC()})
+		if err != nil && !errors.Is(err, persistence.ErrConflict) {
+			// No row names the blob; it goes, as a failed insert's blobs do.
+			if derr := c.blobs.Delete(ctx, blob.Key); derr != nil {
+				c.log.WarnContext(ctx, "delete an unrecorded receipt blob", "error", derr)
+			}
+		}
+	}
+	if err != nil {
+		if rerr := releaseReceipt(ctx, c.db, rec.ID); rerr != nil {
+			c.log.WarnContext(ctx, "release the receipt claim", "error", rerr)
+		}
+		return false, fmt.Errorf("store the receipt of message %d: %w", rec.MessageID, err)
+	}
+	return true, nil
+}
+
+// Sender is a running as2-sender instance: a delivery.Deliverer that sends each message
+// to its partner as the partner's remote profile says.
+//
+// The message is held in memory while it is built and sent (the document, its
+// compressed, signed and encrypted forms), so one attempt costs a few times the
+// document's size; the partner profile's max_message_size_mib bounds it.
+type Sender struct {
+	*core
+	name     persistence.InstanceName
+	cfg      *Config
+	domain   string
+	asyncURL func(org string) string
+	clients  clients
+}
+
+var _ delivery.Deliverer = (*Sender)(nil)
+
+// New builds a sender instance from a validated config.
+func New(deps Deps, name persistence.InstanceName, cfg *Config) (delivery.Deliverer, error) {
+	if cfg == nil {
+		cfg = NewConfig()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("as2-sender %s: %w", name, err)
+	}
+	c, err := newCore(deps)
+	if err != nil {
+		return nil, err
+	}
+	c.log = c.log.With("plugin", string(persistence.PluginAS2Sender), "instance", string(name))
+	return &Sender{
+		core:     c,
+		name:     name,
+		cfg:      cfg,
+		domain:   messageIDDomain(cfg.MessageIDDomain, deps.BaseURL),
+		asyncURL: deps.AsyncMDNURL,
+	}, nil
+}
+
+// Close releases idle connections.
+func (s *Sender) Close() { s.clients.closeAll() }
+
+// Deliver sends the message once, or reports an outcome an earlier attempt already
+// settled (see plan).
+func (s *Sender) Deliver(ctx context.Context, a delivery.Attempt) delivery.Result {
+	org, partner := string(a.Message.From), string(a.Message.To)
+	out, err := s.dir.Outbound(ctx, org, partner)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return delivery.Permanent(fmt.Errorf("no AS2 profiles to send from %s to %s", org, partner))
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "resolve AS2 profiles", "error", err)
+		return delivery.Transient(delivery.ClassTransport, errors.New("cannot resolve the AS2 profiles"))
+	}
+	rec, fresh, res, done := s.plan(ctx, a)
+	if done {
+		return res
+	}
+	msg, res, ok := s.prepare(ctx, a, out)
+	if !ok {
+		return res
+	}
+	msg.rec.ID, msg.rec.AS2MessageID = rec.ID, rec.AS2MessageID
+	if fresh {
+		msg.rec.AS2MessageID = newMessageID(s.domain, a.Message.ID, a.Delivery.ID)
+	}
+	rec = msg.rec
+	if err := startSend(ctx, s.db, &rec, fresh); err != nil {
+		s.log.ErrorContext(ctx, "record an AS2 message before sending it", "error", err)
+		return delivery.Transient(delivery.ClassTransport, errors.New("cannot record the AS2 message"))
+	}
+	msg.header.MessageID = rec.AS2MessageID
+	return s.send(ctx, &rec, out, msg)
+}
+
+// plan decides what this attempt does from what earlier attempts of the delivery did.
+// The first attempt, and the first after an operator redelivered a delivered or failed
+// delivery, sends under a new Message-ID (fresh). An attempt whose Message-ID already has
+// a known end (an authentic MDN, delivered without a receipt, failed, or waiting for an
+// async MDN) only happens when the engine lost that outcome, so it reports the outcome
+// again rather than sending twice (done). Any other attempt resends under the same
+// Message-ID, so the partner can tell a repeat.
+func (s *Sender) plan(ctx context.Context, a delivery.Attempt) (rec OutboundRecord, fresh bool, res delivery.Result, done bool) {
+	rec, err := currentRecord(ctx, s.db, a.Delivery.ID)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return OutboundRecord{}, true, delivery.Result{}, false
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "read the delivery's AS2 message", "error", err)
+		return rec, false, delivery.Transient(delivery.ClassTransport, errors.New("cannot read the AS2 message record")), true
+	}
+	again, err := s.redeliveredSince(ctx, a.Delivery, rec.LastSentAt)
+	if err != nil {
+		s.log.ErrorContext(ctx, "read the message's history", "error", err)
+		return rec, false, delivery.Transient(delivery.ClassTransport, errors.New("cannot read the message history")), true
+	}
+	if again {
+		return rec, true, delivery.Result{}, false
+	}
+	if res, ok := knownOutcome(rec); ok {
+		s.log.InfoContext(ctx, "AS2 message already has an outcome; not sent again",
+			"as2_message_id", rec.AS2MessageID, "outcome", rec.Outcome)
+		return rec, false, res, true
+	}
+	return rec, false, delivery.Result{}, false
+}
+
+// knownOutcome is the result a record already settled, if any.
+func knownOutcome(rec OutboundRecord) (delivery.Result, bool) {
+	if rec.MDN != nil {
+		if rec.MDN.Verdict == VerdictAccepted {
+			return delivery.Delivered(), true
+		}
+		return delivery.Permanent(errors.New(rec.Reason)), true
+	}
+	switch rec.Outcome {
+	case OutcomeDelivered:
+		return delivery.Delivered(), true
+	case OutcomeFailed:
+		return delivery.Permanent(errors.New(rec.Reason)), true
+	case OutcomeAwaiting:
+		if rec.AckDeadline != nil {
+			return delivery.AwaitAck(*rec.AckDeadline), true
+		}
+	}
+	return delivery.Result{}, false
+}
+
+// redeliveredSince reports an operator's redeliver of the delivery, from delivered or
+// failed, after since.
+func (s *Sender) redeliveredSince(ctx context.Context, d persistence.Delivery, since time.Time) (bool, error) {
+	hist, err := s.store.ListHistory(ctx, d.MessageID)
+	if err != nil {
+		return false, err
+	}
+	for _, h := range hist {
+		if h.Kind != persistence.HistoryRedeliverRequested || h.DeliveryID == nil || *h.DeliveryID != d.ID || !h.At.After(since) {
+			continue
+		}
+		if h.FromState == string(persistence.DeliveryDelivered) || h.FromState == string(persistence.DeliveryFailed) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// outgoing is a built message ready to POST.
+type outgoing struct {
+	built    *mime.Built
+	header   headerParams
+	rec      OutboundRecord
+	endpoint string
+}
+
+// prepare reads the document and builds the message per the profiles. A problem another
+// try cannot fix (a profile that cannot be followed, a document too large) is permanent.
+func (s *Sender) prepare(ctx context.Context, a delivery.Attempt, out profile.Outbound) (outgoing, delivery.Result, bool) {
+	rem, loc := out.Remote, out.Local
+	fail := func(format string, args ...any) (outgoing, delivery.Result, bool) {
+		return outgoing{}, delivery.Permanent(fmt.Errorf(format, args...)), false
+	}
+	if err := checkOutboundChoices(rem); err != nil {
+		return fail("AS2 profile of partner %s: %v", a.Message.To, err)
+	}
+	if rem.EndpointURL == "" {
+		return fail("AS2 profile of partner %s has no endpoint URL", a.Message.To)
+	}
+	limit := int64(rem.MaxMessageSizeMiB) << 20
+	if limit > 0 && a.Message.Size > limit {
+		return fail("the document (%d bytes) exceeds the partner's limit of %d MiB", a.Message.Size, rem.MaxMessageSizeMiB)
+	}
+
+	opts := mime.BuildOptions{ContentType: s.cfg.ContentType, Compress: rem.Compress, MICAlgorithm: rem.MDNMICAlgorithm.Digest()}
+	if rem.SigningAlgorithm != profile.SignNone {
+		if out.Signer == nil {
+			return fail("organization %s has no signing certificate", a.Message.From)
+		}
+		sg := *out.Signer
+		sg.Digest = rem.SigningAlgorithm.Digest()
+		opts.Sign = &sg
+	}
+	if rem.EncryptionAlgorithm != profile.EncryptNone {
+		if out.EncryptTo == nil {
+			return fail("partner %s has no valid certificate to encrypt to", a.Message.To)
+		}
+		cipher := rem.EncryptionAlgorithm.Cipher()
+		if !cipher.Outbound() {
+			return fail("%s is accepted inbound only; choose an AES cipher to send to partner %s", rem.EncryptionAlgorithm, a.Message.To)
+		}
+		opts.Encrypt = &mime.Encryption{
+			Recipients:     []*x509.Certificate{out.EncryptTo},
+			EncryptOptions: cms.EncryptOptions{Cipher: cipher, KeyTransport: rem.KeyTransport.CMS()},
+		}
+	}
+	asyncURL := ""
+	if rem.MDNMode == profile.MDNAsync {
+		asyncURL = rem.AsyncMDNURL
+		if asyncURL == "" && s.asyncURL != nil {
+			asyncURL = s.asyncURL(string(a.Message.From))
+		}
+		if asyncURL == "" {
+			return fail("no URL to receive async MDNs at: set the async MDN URL of partner %s", a.Message.To)
+		}
+	}
+
+	doc, err := a.Open(ctx)
+	if err != nil {
+		s.log.WarnContext(ctx, "open the document", "error", err)
+		return outgoing{}, delivery.Transient(delivery.ClassTransport, errors.New("cannot read the document")), false
+	}
+	defer doc.Close()
+	src := io.Reader(doc)
+	if limit > 0 {
+		src = io.LimitReader(doc, limit+1)
+	}
+	payload, err := io.ReadAll(src)
+	if err != nil {
+		s.log.WarnContext(ctx, "read the document", "error", err)
+		return outgoing{}, delivery.Transient(delivery.ClassTransport, errors.New("cannot read the document")), false
+	}
+	if limit > 0 && int64(len(payload)) > limit {
+		return fail("the document exceeds the partner's limit of %d MiB", rem.MaxMessageSizeMiB)
+	}
+	built, err := mime.Build(payload, string(a.Message.OriginalFileName), opts)
+	if err != nil {
+		return fail("cannot build the AS2 message: %v", err)
+	}
+
+	rec := OutboundRecord{
+		DeliveryID:          a.Delivery.ID,
+		MessageID:           a.Message.ID,
+		Organization:        string(a.Message.From),
+		Partner:             string(a.Message.To),
+		AS2From:             string(loc.AS2ID),
+		AS2To:               string(rem.AS2ID),
+		Compressed:          rem.Compress,
+		SigningAlgorithm:    rem.SigningAlgorithm,
+		EncryptionAlgorithm: rem.EncryptionAlgorithm,
+		KeyTransport:        rem.KeyTransport,
+		MDNMode:             rem.MDNMode,
+		SignedMDN:           rem.SignedMDN && rem.MDNMode != profile.MDNNone,
+		MICAlgorithm:        rem.MDNMICAlgorithm,
+		ExpectedMICs:        []string{},
+		fallbackMICs:        []string{},
+	}
+	if rem.MDNMode != profile.MDNNone {
+		var requested []cms.DigestAlgorithm
+		if rec.SignedMDN {
+			requested = []cms.DigestAlgorithm{opts.MICAlgorithm}
+		}
+		expected, fallback := micsFor(built.MICContent, requested, rem.SigningAlgorithm.Digest(), rem.AllowSHA1)
+		rec.ExpectedMICs, rec.fallbackMICs = splitLines(micLines(expected)), splitLines(micLines(fallback))
+	}
+	// Partners only look for the field's presence; the AS2 id stands in when the local
+	// profile names no address.
+	notify := loc.MDNNotificationTo
+	if notify == "" {
+		notify = string(loc.AS2ID)
+	}
+	return outgoing{
+		built: built,
+		rec:   rec,
+		header: headerParams{
+			From:         loc.AS2ID,
+			To:           rem.AS2ID,
+			Subject:      subject(string(a.Message.OriginalFileName), a.Message.ID),
+			Date:         s.now(),
+			MDNMode:      rem.MDNMode,
+			SignedMDN:    rec.SignedMDN,
+			MICAlgorithm: opts.MICAlgorithm,
+			NotifyTo:     notify,
+			AsyncURL:     asyncURL,
+		},
+		endpoint: rem.EndpointURL,
+	}, delivery.Result{}, true
+}
+
+// checkOutboundChoices refuses a profile value outside its domain (the directory hands
+// out validated profiles; this guards the record's columns).
+func checkOutboundChoices(r profile.Remote) error {
+	if _, err := profile.ParseSigningAlgorithm(string(r.SigningAlgorithm)); err != nil {
+		return err
+	}
+	if _, err := profile.ParseEncryptionAlgorithm(string(r.EncryptionAlgorithm)); err != nil {
+		return err
+	}
+	if _, err := profile.ParseKeyTransport(string(r.KeyTransport)); err != nil {
+		return err
+	}
+	if _, err := profile.ParseMDNMode(string(r.MDNMode)); err != nil {
+		return err
+	}
+	_, err := profile.ParseMICAlgorithm(string(r.MDNMICAlgorithm))
+	return err
+}
+
+// send POSTs the message and turns the answer into the attempt's result.
+func (s *Sender) send(ctx context.Context, rec *OutboundRecord, out profile.Outbound, msg outgoing) delivery.Result {
+	rem := out.Remote
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, msg.endpoint, bytes.NewReader(msg.built.Body))
+	if err != nil {
+		return s.fail(ctx, rec, errors.New("the endpoint URL cannot be used"), 0, "")
+	}
+	req.Header = requestHeader(msg.built, msg.header)
+	req.Header.Set("User-Agent", "Wharf")
+	client := s.clients.get(rec.Partner, rem, out.Roots)
+	s.log.DebugContext(ctx, "sending AS2 message", "as2_message_id", rec.AS2MessageID, "attempt", rec.Attempts, "bytes", len(msg.built.Body))
+
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cause := errors.New("interrupted")
+			s.finish(ctx, rec, sendResult{Outcome: OutcomeRetry, Reason: cause.Error()})
+			return delivery.Transient(delivery.ClassTransport, cause)
+		}
+		if isTimeout(err) {
+			return s.retry(ctx, rec, rem.Retry, delivery.ClassTimeout,
+				fmt.Errorf("no response within %s", client.Timeout), time.Time{}, 0, "")
+		}
+		return s.retry(ctx, rec, rem.Retry, delivery.ClassTransport, errors.New(transportReason(err, msg.endpoint)), time.Time{}, 0, "")
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}()
+	code, software := resp.StatusCode, resp.Header.Get("Server")
+	switch {
+	case code >= 200 && code < 300:
+	case code >= 300 && code < 400:
+		return s.fail(ctx, rec, fmt.Errorf("redirect refused (HTTP %d)", code), code, software)
+	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests:
+		at, _ := retryAfter(resp.Header.Get("Retry-After"), s.now())
+		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP4xx, statusError(code), at, code, software)
+	case code >= 500 && code < 600:
+		at, _ := retryAfter(resp.Header.Get("Retry-After"), s.now())
+		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP5xx, statusError(code), at, code, software)
+	default:
+		return s.fail(ctx, rec, statusError(code), code, software)
+	}
+
+	switch rem.MDNMode {
+	case profile.MDNAsync:
+		minutes := rem.ReceiptTimeoutMinutes
+		if minutes <= 0 {
+			minutes = 60
+		}
+		deadline := s.now().Add(time.Duration(minutes) * time.Minute)
+		s.finish(ctx, rec, sendResult{Outcome: OutcomeAwaiting, AckDeadline: deadline, HTTPStatus: code, PartnerSoftware: software})
+		s.log.InfoContext(ctx, "AS2 message sent; awaiting an async MDN", "as2_message_id", rec.AS2MessageID, "deadline", deadline)
+		return delivery.AwaitAck(deadline)
+	case profile.MDNSync:
+		return s.syncReceipt(ctx, rec, out, resp)
+	}
+	s.finish(ctx, rec, sendResult{Outcome: OutcomeDelivered, HTTPStatus: code, PartnerSoftware: software})
+	s.log.InfoContext(ctx, "AS2 message sent without a receipt", "as2_message_id", rec.AS2MessageID)
+	return delivery.Delivered()
+}
+
+// syncReceipt judges the MDN in the response.
+func (s *Sender) syncReceipt(ctx context.Context, rec *OutboundRecord, out profile.Outbound, resp *http.Response) delivery.Result {
+	code, software := resp.StatusCode, resp.Header.Get("Server")
+	limit := int64(s.cfg.MaxMDNKiB) << 10
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		class := delivery.ClassTransport
+		if isTimeout(err) {
+			class = delivery.ClassTimeout
+		}
+		return s.retry(ctx, rec, out.Remote.Retry, class, errors.New("the connection failed while the MDN was read"), time.Time{}, code, software)
+	}
+	if int64(len(body)) > limit {
+		return s.fail(ctx, rec, fmt.Errorf("the MDN is larger than %d KiB", s.cfg.MaxMDNKiB), code, software)
+	}
+	contentType := resp.Header.Get("Content-Type")
+	if len(bytes.TrimSpace(body)) == 0 || contentType == "" {
+		return s.fail(ctx, rec, fmt.Errorf("the partner answered HTTP %d without the MDN requested", code), code, software)
+	}
+	v := judge(contentType, body, s.expectation(*rec, out))
+	if !v.Definitive {
+		s.log.WarnContext(ctx, "synchronous MDN not taken", "as2_message_id", rec.AS2MessageID, "reason", v.Reason)
+		return s.fail(ctx, rec, errors.New(v.Reason), code, software)
+	}
+	if _, err := s.keepReceipt(ctx, *rec, contentType, body); err != nil {
+		// The receipt's fields are still recorded and the outcome stands: the partner has
+		// the message whether or not its receipt could be kept.
+		s.log.ErrorContext(ctx, "keep the MDN as the message's receipt", "error", err)
+	}
+	res := sendResult{Outcome: OutcomeDelivered, HTTPStatus: code, PartnerSoftware: software}
+	if !v.Accepted {
+		res.Outcome, res.Reason = OutcomeFailed, v.Reason
+	}
+	m := mdnRecord(v, profile.MDNSync, resp.Header.Get("Message-ID"), s.now())
+	if _, err := recordMDN(ctx, s.db, rec.ID, m, res); err != nil {
+		s.log.ErrorContext(ctx, "record the MDN", "error", err)
+	}
+	if !v.Accepted {
+		s.log.WarnContext(ctx, "partner's MDN refuses the message", "as2_message_id", rec.AS2MessageID, "reason", v.Reason)
+		return delivery.Permanent(errors.New(v.Reason))
+	}
+	s.log.InfoContext(ctx, "AS2 message delivered", "as2_message_id", rec.AS2MessageID, "disposition", m.Disposition)
+	return delivery.Delivered()
+}
+
+// retry decides per the partner's retry policy: another try under the same Message-ID
+// (at notBefore at the earliest, a Retry-After), or failed once its retries are used up.
+// Attempts count per Message-ID, so a redelivered message gets the policy's full course.
+func (s *Sender) retry(ctx context.Context, rec *OutboundRecord, p delivery.RetryPolicy, class delivery.ErrorClass, cause error, notBefore time.Time, code int, software string) delivery.Result {
+	rnd := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	d, ok := p.Delay(rec.Attempts, rnd)
+	if !ok {
+		return s.fail(ctx, rec, fmt.Errorf("retries exhausted after %d attempts: %w", rec.Attempts, cause), code, software)
+	}
+	at := s.now().Add(d)
+	if notBefore.After(at) {
+		at = notBefore
+	}
+	s.finish(ctx, rec, sendResult{Outcome: OutcomeRetry, Reason: cause.Error(), HTTPStatus: code, PartnerSoftware: software})
+	s.log.WarnContext(ctx, "AS2 message not delivered; will retry", "as2_message_id", rec.AS2MessageID,
+		"attempt", rec.Attempts, "reason", cause, "next_attempt_at", at)
+	return delivery.RetryAt(at, class, cause)
+}
+
+// fail ends the Message-ID's course with a permanent failure.
+func (s *Sender) fail(ctx context.Context, rec *OutboundRecord, cause error, code int, software string) delivery.Result {
+	s.finish(ctx, rec, sendResult{Outcome: OutcomeFailed, Reason: cause.Error(), HTTPStatus: code, PartnerSoftware: software})
+	return delivery.Permanent(cause)
+}
+
+// finish records a send's result; an interrupted attempt's too, so it outlives ctx.
+func (s *Sender) finish(ctx context.Context, rec *OutboundRecord, res sendResult) {
+	if err := finishSend(context.WithoutCancel(ctx), s.db, rec.ID, res); err != nil {
+		s.log.ErrorContext(ctx, "record the result of an AS2 message", "error", err)
+	}
+}

@@ -1,0 +1,201 @@
+package sender
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"wharf/internal/protocol/as2/profile"
+)
+
+// clients keeps one HTTP client per partner, so connections are reused between messages,
+// and replaces it when the partner's timeouts or TLS trust change.
+type clients struct {
+	mu sync.Mutex
+	m  map[string]clientEntry
+}
+
+type clientEntry struct {
+	key    string
+	client *http.Client
+}
+
+// get returns the client for the partner's profile. roots are the system roots plus the
+// profile's additions (nil: the system roots alone).
+func (c *clients) get(partner string, r profile.Remote, roots *x509.CertPool) *http.Client {
+	key := fmt.Sprint(r.UpdatedAt.UnixNano(), r.ConnectTimeoutSeconds, r.RequestTimeoutSeconds, r.TLSTrustCertificateIDs)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[partner]; ok {
+		if e.key == key {
+			return e.client
+		}
+		// Attempts still using the old client finish on their connections.
+		e.client.CloseIdleConnections()
+	}
+	if c.m == nil {
+		c.m = map[string]clientEntry{}
+	}
+	connect := time.Duration(r.ConnectTimeoutSeconds) * time.Second
+	if connect <= 0 {
+		connect = 10 * time.Second
+	}
+	request := time.Duration(r.RequestTimeoutSeconds) * time.Second
+	if request <= 0 {
+		request = 2 * time.Minute
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext
+	tr.TLSHandshakeTimeout = connect
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
+	// AS2 products speak HTTP/1.1; a few misread HTTP/2.
+	tr.ForceAttemptHTTP2 = false
+	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	client := &http.Client{
+		Transport: tr,
+		// The timeout covers the whole exchange, a synchronous MDN included.
+		Timeout: request,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	c.m[partner] = clientEntry{key: key, client: client}
+	return client
+}
+
+// closeAll releases idle connections.
+func (c *clients) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.m {
+		e.client.CloseIdleConnections()
+	}
+}
+
+// maxRetryAfter caps how far a partner's Retry-After can push the next attempt.
+const maxRetryAfter = 24 * time.Hour
+
+// retryAfter reads a Retry-After header: delay seconds or an HTTP date, capped.
+func retryAfter(v string, now time.Time) (time.Time, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}, false
+	}
+	if secs, err := strconv.ParseUint(v, 10, 64); err == nil {
+		if secs > uint64(maxRetryAfter/time.Second) {
+			return now.Add(maxRetryAfter), true
+		}
+		return now.Add(time.Duration(secs) * time.Second), true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return time.Time{}, false
+	}
+	switch {
+	case t.Before(now):
+		return now, true
+	case t.Sub(now) > maxRetryAfter:
+		return now.Add(maxRetryAfter), true
+	}
+	return t, true
+}
+
+func statusError(code int) error {
+	if text := http.StatusText(code); text != "" {
+		return fmt.Errorf("HTTP %d %s", code, text)
+	}
+	return fmt.Errorf("HTTP %d", code)
+}
+
+// transportReason words an error of Client.Do without the URL, host or address, which do
+// not belong in a delivery's history.
+func transportReason(err error, endpoint string) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var (
+		dnsErr  *net.DNSError
+		unknown x509.UnknownAuthorityError
+		hostErr x509.HostnameError
+		invalid x509.CertificateInvalidError
+		recErr  tls.RecordHeaderError
+		opErr   *net.OpError
+	)
+	reason := ""
+	switch {
+	case errors.As(err, &dnsErr):
+		reason = "DNS lookup failed"
+		if dnsErr.IsNotFound {
+			reason = "DNS: host not found"
+		}
+	case errors.As(err, &unknown):
+		reason = "TLS: certificate signed by an unknown authority"
+	case errors.As(err, &hostErr):
+		reason = "TLS: certificate not valid for the host"
+	case errors.As(err, &invalid):
+		reason = "TLS: invalid certificate"
+		if invalid.Reason == x509.Expired {
+			reason = "TLS: certificate expired or not yet valid"
+		}
+	case errors.As(err, &recErr):
+		reason = "TLS: the server did not answer with TLS"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		reason = "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		reason = "connection reset by peer"
+	case errors.Is(err, syscall.EHOSTUNREACH):
+		reason = "host unreachable"
+	case errors.Is(err, syscall.ENETUNREACH):
+		reason = "network unreachable"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		reason = "connection closed before a response"
+	case errors.As(err, &opErr):
+		reason = opErr.Op + ": " + innermost(opErr.Err).Error()
+	default:
+		reason = err.Error()
+	}
+	return "transport: " + scrub(reason, endpoint)
+}
+
+func innermost(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+// scrub removes the endpoint's URL and host from a text.
+func scrub(s, endpoint string) string {
+	if endpoint == "" {
+		return s
+	}
+	s = strings.ReplaceAll(s, endpoint, "(endpoint)")
+	if u, err := url.Parse(endpoint); err == nil && u.Host != "" {
+		s = strings.ReplaceAll(s, u.Host, "(endpoint)")
+		if h := u.Hostname(); h != "" {
+			s = strings.ReplaceAll(s, h, "(endpoint)")
+		}
+	}
+	return s
+}
+
+// isTimeout reports a request that ran out of time.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
