@@ -11,6 +11,8 @@ import (
 	"wharf/internal/persistence"
 )
 
+var _ module.Config = (*Config)(nil)
+
 // Config is the configuration of an as2-receiver instance.
 type Config struct {
 	// Bind is the address the listener binds to.

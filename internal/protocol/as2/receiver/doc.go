@@ -1,0 +1,95 @@
+// Package receiver is the AS2 receiver (plugin type as2-receiver, RFC 4130): an HTTP or
+// HTTPS listener that takes messages from trading partners, stores them through the
+// core's Ingester and answers their MDNs, and that hands the asynchronous MDNs partners
+// send for our own messages to the sender (MDNIntake).
+//
+// # A request, step by step
+//
+//  1. Header fields, before the body: AS2-From, AS2-To (unquoted, checked by
+//     profile.ParseAS2ID) and Message-ID are required; AS2-Version 1.0 to 1.3 (absent
+//     means 1.0). A party sending to itself is refused.
+//  2. Both profiles are resolved (profile.Directory). An unknown pair is 403; a
+//     Content-Length over the size limit (the smaller of the local and remote profiles'
+//     max_message_size_mib, else the config's max_body_mib) is 413; a
+//     Receipt-Delivery-Option whose host the partner profile does not vouch for (the
+//     endpoint URL's host or async_mdn_hosts) is 400. These refusals happen before the
+//     body is read, store nothing, write no MDN (the caller may not be a partner at all)
+//     and log one line.
+//  3. The body is read up to the limit, one byte more telling an oversized chunked body
+//     (then 413), and unpacked in whatever order the partner layered it (mime.Unpack),
+//     with the decompressed size bounded by the same limit. The profile's
+//     require_signed and require_encrypted are enforced.
+//  4. A failure is answered with the MDN the partner asked for, carrying the disposition
+//     the one table in disposition.go gives its class (processed/error:
+//     decryption-failed, authentication-failed, integrity-check-failed,
+//     decompression-failed, insufficient-message-security, duplicate-document,
+//     duplicate-filename, else unexpected-processing-error), and no MIC. An asynchronous
+//     request gets it queued; a request without an MDN gets a 400 naming the
+//     disposition. Nothing of the message is stored; one line is logged.
+//  5. The message is reserved in as2_inbound (see below), stored with Ingest (the
+//     document as the unpacked stage, the raw body as received, the request line and
+//     header fields as headers), and only once that has committed is the MDN written:
+//     signed when the partner asked for a signed receipt and the organization has a
+//     signing key, with the MIC of RFC 4130 7.3.1 (mime.Result.MIC, its algorithm
+//     chosen by the profile's mic_preference). The MDN is kept as the receipt stage and
+//     on the row. Sync: it is the answer. Async: the answer is 200 and the MDN is queued
+//     in as2_mdn_jobs in the same transaction that records it. None: 200 with a short
+//     text.
+//
+// Failures of our own (database, storage) are answered 503 with Retry-After: nothing was
+// promised, and the partner sends again.
+//
+// # Duplicates and replays
+//
+// as2_inbound holds a row per message taken, unique on (as2_from, as2_message_id) and on
+// the signature digest. The row is inserted (state reserved, with a claim token) before
+// the message is stored, so concurrent copies meet the unique constraints:
+//
+//   - The same (AS2-From, Message-ID) again is a duplicate once its content is checked
+//     to be the same (by its MIC): nothing is stored or dispatched and the stored MDN is
+//     answered again byte for byte, with the same Content-Type and Message-ID (queued
+//     again for an asynchronous request). Other content under a used Message-ID is
+//     refused as duplicate-document, since the first MDN would acknowledge a document
+//     never stored.
+//   - The same signature under another Message-ID is a replay, refused as
+//     duplicate-document (the signature is valid; the message is a copy). The signature
+//     digest is SHA-256 over the signer's certificate and cms.SignerInfo.ReplayDigest;
+//     since the signed attributes hold the signing time to the second, a partner that
+//     signs the very same content twice within one second under two Message-IDs is
+//     refused the second time, as it would be by a digest of the signature value.
+//   - A file name the partner sent within duplicate_filename_window_hours is taken
+//     (accept), taken with processed/warning: duplicate-filename (warn), or refused with
+//     processed/error: duplicate-filename (refuse). Names generated for documents sent
+//     without one never repeat.
+//
+// # Crashes
+//
+// A reserved row untouched for longer than a request may take (read_timeout plus
+// write_timeout plus a minute) was left by an interrupted request. A copy of the message
+// arriving then takes the row over (a conditional update of the claim token) and
+// finishes it; before, it is answered 503 (being processed). The background loop does
+// the same for rows nobody resends: a message that was stored (found with
+// persistence.Store.FindMessageByOrigin) gets its MDN written, kept and queued if
+// asynchronous; one that was not is forgotten, so a resend is taken afresh. An ingest
+// error after which the message turns out to be stored is treated as success, so a lost
+// commit acknowledgement never stores a message twice.
+//
+// # Asynchronous MDNs
+//
+// The background loop (every few seconds, and at once when an MDN is queued) claims due
+// jobs with a conditional update that also pushes their next attempt past a lease, so
+// processes sharing the database never send the same attempt twice. A job is posted to
+// the vouched-for URL without following redirects; any 2xx counts. Failed attempts are
+// retried with exponential back-off from 30 s (capped at 2 h), ten attempts in all; then
+// the job is failed and an error logged. The message panel shows the job's state.
+//
+// # Memory
+//
+// A request holds its body (at most the size limit), the layers mime.Unpack peels (a
+// decrypted entity no larger than the body, a decompressed one at most the size limit;
+// the payload is a part of the innermost), the header text and the MDN. Peak use per
+// request is thus a few times the size limit, and max_concurrent_requests bounds the
+// requests held at once: past it a request is answered 503 with Retry-After before its
+// body is read. An asynchronous MDN (a few kilobytes) is held while it is sent; MDNs
+// posted to mdn_path are read up to 1 MiB.
+package receiver

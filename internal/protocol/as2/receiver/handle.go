@@ -1,0 +1,454 @@
+package receiver
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"wharf/internal/logging"
+	"wharf/internal/module"
+	"wharf/internal/persistence"
+	"wharf/internal/protocol/as2/cms"
+	"wharf/internal/protocol/as2/mime"
+	"wharf/internal/protocol/as2/profile"
+)
+
+// exchange is one AS2 request being handled.
+type exchange struct {
+	r       *http.Request
+	env     envelope
+	in      profile.Inbound
+	body    []byte
+	headers []byte
+	res     *mime.Result
+}
+
+// handleMessage takes one AS2 message: header fields and profiles first, then the body,
+// then the layers, duplicate detection, storage and the MDN.
+func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), time.Duration(rc.cfg.WriteTimeout))
+	defer cancel()
+	x := &exchange{r: r}
+	var err error
+	if x.env, err = readEnvelope(r.Header, r.ContentLength); err != nil {
+		rc.refuseRequest(ctx, w, x, http.StatusBadRequest, err.Error(), nil)
+		return
+	}
+	x.in, err = rc.deps.Directory.Inbound(ctx, x.env.from, x.env.to)
+	switch {
+	case errors.Is(err, persistence.ErrNotFound):
+		rc.refuseRequest(ctx, w, x, http.StatusForbidden,
+			fmt.Sprintf("no trading partner agreement from AS2-From %q to AS2-To %q", x.env.from, x.env.to), err)
+		return
+	case err != nil:
+		rc.unavailable(ctx, w, x, "resolve AS2 profiles", err)
+		return
+	}
+	limit := rc.sizeLimit(x.in)
+	if r.ContentLength > limit {
+		rc.refuseRequest(ctx, w, x, http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("the message of %d bytes is larger than the %d bytes accepted from this partner", r.ContentLength, limit), nil)
+		return
+	}
+	if x.env.mode == MDNAsync {
+		if x.env.asyncURL, err = checkAsyncURL(x.env.asyncURL, x.in.Remote); err != nil {
+			rc.refuseRequest(ctx, w, x, http.StatusBadRequest, err.Error(), nil)
+			return
+		}
+	}
+	x.body, err = readBody(r.Body, r.ContentLength, limit)
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		rc.refuseRequest(ctx, w, x, http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("the message is larger than the %d bytes accepted from this partner", limit), nil)
+		return
+	case err != nil:
+		rc.refuseRequest(ctx, w, x, http.StatusBadRequest, "the request body could not be read to its end", err)
+		return
+	}
+	x.headers = headerText(r)
+	x.res, err = mime.Unpack(r.Header.Get("Content-Type"), r.Header, x.body, mime.UnpackOptions{
+		Decryption:          x.in.Decryption,
+		PartnerCertificates: x.in.PartnerCertificates,
+		AllowSHA1:           x.in.Remote.AllowSHA1,
+		VerifyTime:          rc.now(),
+		MaxDecompressedSize: limit,
+		MICPreference:       micPreference(x.in.Remote.MICPreference),
+	})
+	if err == nil {
+		err = checkRequirements(x.in.Remote, x.res)
+	}
+	if err != nil {
+		var layers []mime.Layer
+		if x.res != nil {
+			layers = x.res.Layers
+		}
+		rc.refuseMessage(ctx, w, x, failureDisposition(err, layers), err)
+		return
+	}
+	row := rc.newRow(x)
+	outcome, existing, err := reserve(ctx, rc.deps.DB, &row, duplicateFilenameCheck{
+		refuse: x.in.Remote.DuplicateFilename == profile.DuplicateRefuse,
+		warn:   x.in.Remote.DuplicateFilename == profile.DuplicateWarn,
+		window: time.Duration(x.in.Remote.DuplicateFilenameWindowH) * time.Hour,
+	})
+	if err != nil {
+		rc.unavailable(ctx, w, x, "reserve the AS2 message", err)
+		return
+	}
+	switch outcome {
+	case duplicate:
+		rc.takeDuplicate(ctx, w, x, existing)
+	case replay:
+		rc.refuseMessage(ctx, w, x, failureDisposition(errReplay, nil),
+			fmt.Errorf("%w (AS2 message %s from %s)", errReplay, existing.AS2MessageID, existing.AS2From))
+	case duplicateFilename:
+		rc.refuseMessage(ctx, w, x, failureDisposition(errDuplicateFilename, nil),
+			fmt.Errorf("%w: %q within %d hours", errDuplicateFilename, row.FileName, x.in.Remote.DuplicateFilenameWindowH))
+	default:
+		rc.take(ctx, w, x, &row, false)
+	}
+}
+
+// sizeLimit is the smaller of the two profiles' limits, else the config's.
+func (rc *Receiver) sizeLimit(in profile.Inbound) int64 {
+	mib := 0
+	for _, v := range []int{in.Local.MaxMessageSizeMiB, in.Remote.MaxMessageSizeMiB} {
+		if v > 0 && (mib == 0 || v < mib) {
+			mib = v
+		}
+	}
+	if mib == 0 {
+		mib = rc.cfg.MaxBodyMiB
+	}
+	return int64(mib) << 20
+}
+
+func micPreference(p profile.MICPreference) mime.MICPreference {
+	if p == profile.MICPreferSignature {
+		return mime.MICSignatureDigest
+	}
+	return mime.MICRequested
+}
+
+// checkRequirements enforces the partner profile's inbound protection.
+func checkRequirements(remote profile.Remote, res *mime.Result) error {
+	switch {
+	case remote.RequireSigned && !res.Signed:
+		return fmt.Errorf("%w: the partner profile requires signed messages", cms.ErrInsufficientSecurity)
+	case remote.RequireEncrypted && !res.Encrypted:
+		return fmt.Errorf("%w: the partner profile requires encrypted messages", cms.ErrInsufficientSecurity)
+	}
+	return nil
+}
+
+// newRow describes an unpacked message for as2_inbound.
+func (rc *Receiver) newRow(x *exchange) inboundRow {
+	res, env := x.res, x.env
+	row := inboundRow{
+		Instance:        rc.name,
+		AS2From:         string(env.from),
+		AS2To:           string(env.to),
+		AS2MessageID:    env.messageID,
+		AS2Version:      env.version,
+		Partner:         string(x.in.Remote.Partner),
+		Organization:    string(x.in.Local.Organization),
+		ClaimToken:      newToken(),
+		FileName:        string(res.FileName),
+		FileNameSent:    res.FileName != "",
+		Disposition:     mime.Processed().String(),
+		MDNMode:         env.mode,
+		MDNSigned:       env.signedReceipt() && x.in.Signer != nil,
+		MDNURL:          env.asyncURL,
+		PartnerSoftware: env.software,
+		EDIINTFeatures:  env.features,
+	}
+	if !row.FileNameSent {
+		row.FileName = string(fileNameFromMessageID(env.messageID))
+	}
+	layers := make([]string, len(res.Layers))
+	for i, l := range res.Layers {
+		layers[i] = string(l)
+	}
+	row.Layers = strings.Join(layers, ",")
+	if d := res.Decryption; d != nil {
+		row.Cipher, row.KeyTransport = string(d.Cipher), string(d.KeyTransport)
+	}
+	if s := res.Signer; s != nil {
+		row.SignatureAlg, row.SignatureScheme = string(s.Digest), string(s.Scheme)
+		row.SignatureDigest = signatureDigest(s)
+	}
+	if len(res.MIC.Digest) > 0 {
+		row.MIC, row.MICAlgorithm = base64.StdEncoding.EncodeToString(res.MIC.Digest), res.MIC.AlgorithmName()
+	}
+	if row.MDNSigned {
+		row.MDNSignDigest = string(mdnSignDigest(env.options, x.in.Signer))
+	}
+	return row
+}
+
+// signatureDigest identifies a signing act for replay detection: SHA-256 over the
+// signer's certificate and the signature's ReplayDigest (the digest of its signed
+// attributes, which hold the content digest and the signing time). For the RSA PKCS #1
+// v1.5 signatures AS2 products make this is as distinctive as the signature value
+// itself, and unlike the digest of the attributes alone it does not let two partners
+// who sign the same content in the same second collide.
+func signatureDigest(s *cms.SignerInfo) string {
+	if len(s.ReplayDigest) == 0 || s.Certificate == nil {
+		return ""
+	}
+	h := sha256.New()
+	h.Write(s.Certificate.Raw)
+	h.Write(s.ReplayDigest)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// fileNameFromMessageID names a document the partner sent without a file name: its
+// Message-ID with anything but letters, digits, dot, dash and underscore replaced.
+func fileNameFromMessageID(id string) persistence.FileName {
+	s := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_' {
+			return r
+		}
+		return '_'
+	}, strings.Trim(strings.TrimSpace(id), "<>"))
+	s = strings.Trim(s, "._")
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	if s == "" {
+		s = "as2-message"
+	}
+	return persistence.FileName(s)
+}
+
+// take stores a message whose row we own, answers its MDN and records both. takeover is
+// set when an earlier attempt may have stored the message before it was interrupted.
+func (rc *Receiver) take(ctx context.Context, w http.ResponseWriter, x *exchange, row *inboundRow, takeover bool) {
+	msg, err := rc.store(ctx, x, row, takeover)
+	if err != nil {
+		if rerr := release(context.WithoutCancel(ctx), rc.deps.DB, *row); rerr != nil {
+			rc.log.ErrorContext(ctx, "release AS2 reservation", "as2_message_id", row.AS2MessageID, "err", rerr)
+		}
+		var refused *refusedItem
+		if errors.As(err, &refused) {
+			rc.refuseMessage(ctx, w, x, mime.ProcessedWith("error", unexpectedFailure), err)
+			return
+		}
+		rc.unavailable(ctx, w, x, "store the AS2 message", err)
+		return
+	}
+	// The message is durable: what follows no longer depends on the partner staying
+	// connected.
+	ctx, cancel := context.WithTimeout(logging.WithMessageID(context.WithoutCancel(ctx), msg.ID), finishTimeout)
+	defer cancel()
+	row.MessageID = msg.ID
+	if err := rc.complete(ctx, row, x.in.Signer); err != nil {
+		// The message is stored; the background loop writes its MDN once the
+		// reservation is stale, and a resend of the message gets it.
+		rc.log.ErrorContext(ctx, "AS2 message stored but its MDN could not be written", "as2_message_id", row.AS2MessageID, "err", err)
+		http.Error(w, "the message was stored but its MDN could not be written; send it again later for the MDN", http.StatusInternalServerError)
+		return
+	}
+	rc.log.InfoContext(ctx, "AS2 message received", "as2_message_id", row.AS2MessageID, "as2_from", row.AS2From,
+		"as2_to", row.AS2To, "layers", row.Layers, "disposition", row.Disposition, "mdn", string(row.MDNMode))
+	rc.respond(ctx, w, x, row, true)
+}
+
+// finishTimeout bounds writing and recording the MDN of a stored message.
+const finishTimeout = 2 * time.Minute
+
+// refusedItem is a message the core would not take (a party the profile names is gone).
+type refusedItem struct{ err error }
+
+func (e *refusedItem) Error() string { return "the gateway refused the message: " + e.err.Error() }
+func (e *refusedItem) Unwrap() error { return e.err }
+
+// store ingests the message, or after a takeover finds the one an interrupted attempt
+// stored. It returns when the message is durable.
+func (rc *Receiver) store(ctx context.Context, x *exchange, row *inboundRow, takeover bool) (persistence.Message, error) {
+	if takeover {
+		msg, err := rc.findStored(ctx, row)
+		if err == nil {
+			return msg, nil
+		}
+		if !errors.Is(err, persistence.ErrNotFound) {
+			return persistence.Message{}, fmt.Errorf("look up message: %w", err)
+		}
+	}
+	results, err := rc.deps.Ingest.Ingest(ctx, []module.Incoming{{
+		Source:        row.Instance,
+		From:          persistence.PartyName(row.Partner),
+		To:            persistence.PartyName(row.Organization),
+		FileName:      persistence.FileName(row.FileName),
+		Body:          bytes.NewReader(x.res.Payload),
+		CorrelationID: row.AS2MessageID,
+		OriginEventID: row.AS2MessageID,
+		Extra: []module.ExtraPayload{
+			{Stage: persistence.PayloadReceived, Body: bytes.NewReader(x.body)},
+			{Stage: persistence.PayloadHeaders, Body: bytes.NewReader(x.headers)},
+		},
+	}})
+	if err != nil {
+		// The batch may have committed before the error reached us (a lost
+		// connection); releasing the row then would let a resend be stored twice.
+		if msg, ferr := rc.findStored(context.WithoutCancel(ctx), row); ferr == nil {
+			return msg, nil
+		}
+		return persistence.Message{}, err
+	}
+	if len(results) != 1 {
+		return persistence.Message{}, fmt.Errorf("ingest returned %d results for one message", len(results))
+	}
+	if results[0].Err != nil {
+		return persistence.Message{}, &refusedItem{results[0].Err}
+	}
+	msg := results[0].Message
+	rc.ensureStages(logging.WithMessageID(ctx, msg.ID), msg.ID, x)
+	return msg, nil
+}
+
+// findStored finds the message an earlier attempt stored for the row: the instance's
+// message with the Message-ID as origin event id, from the row's partner (two partners
+// may use the same Message-ID).
+func (rc *Receiver) findStored(ctx context.Context, row *inboundRow) (persistence.Message, error) {
+	msg, err := rc.deps.Store.FindMessageByOrigin(ctx, row.Instance, row.AS2MessageID)
+	if err != nil {
+		return persistence.Message{}, err
+	}
+	if string(msg.From) != row.Partner || string(msg.To) != row.Organization {
+		return persistence.Message{}, fmt.Errorf("message of AS2 Message-ID %s from %s: %w", row.AS2MessageID, row.Partner, persistence.ErrNotFound)
+	}
+	return msg, nil
+}
+
+// ensureStages stores the received and headers stages when the ingester did not take
+// them from Incoming.Extra. They only document the exchange, so a failure is logged and
+// the message stands.
+func (rc *Receiver) ensureStages(ctx context.Context, messageID int64, x *exchange) {
+	_, err := rc.deps.Store.GetPayload(ctx, messageID, persistence.PayloadReceived)
+	if err == nil {
+		return
+	}
+	if !errors.Is(err, persistence.ErrNotFound) {
+		rc.log.WarnContext(ctx, "look up the received stage", "err", err)
+		return
+	}
+	for _, p := range []struct {
+		stage persistence.PayloadStage
+		body  []byte
+	}{{persistence.PayloadReceived, x.body}, {persistence.PayloadHeaders, x.headers}} {
+		blob, err := rc.deps.Blobs.Put(ctx, messageID, p.stage, bytes.NewReader(p.body))
+		if err != nil {
+			rc.log.WarnContext(ctx, "store the "+string(p.stage)+" stage", "err", err)
+			return
+		}
+		err = rc.deps.Store.AddPayload(ctx, persistence.Payload{MessageID: messageID, Stage: p.stage, Key: blob.Key,
+			Size: blob.Size, SHA256: blob.SHA256, CreatedAt: rc.now().UTC()})
+		if err != nil && !errors.Is(err, persistence.ErrConflict) {
+			rc.log.WarnContext(ctx, "record the "+string(p.stage)+" stage", "err", err)
+			return
+		}
+	}
+}
+
+// complete writes the MDN of a stored message, keeps it as the receipt stage and
+// records it on the row (queuing its job when asynchronous).
+func (rc *Receiver) complete(ctx context.Context, row *inboundRow, signer *mime.Signer) error {
+	var job *mdnJob
+	if row.MDNMode != MDNNone {
+		var sign *mime.Signer
+		if row.MDNSigned {
+			sign = signer
+		}
+		mdn, err := rc.rowMDN(row, sign)
+		if err != nil {
+			return err
+		}
+		row.MDNMessageID, row.MDNContentType, row.MDNBody = mdn.messageID, mdn.contentType, mdn.body
+		if err := rc.storeReceipt(ctx, row); err != nil {
+			// The MDN is still answered: the message is durable, and the MDN stays
+			// on the row for duplicates.
+			rc.log.WarnContext(ctx, "MDN not kept as the receipt stage", "as2_message_id", row.AS2MessageID, "err", err)
+		}
+		if row.MDNMode == MDNAsync {
+			job = &mdnJob{
+				Instance:     row.Instance,
+				URL:          row.MDNURL,
+				AS2From:      row.AS2To,
+				AS2To:        row.AS2From,
+				MDNMessageID: row.MDNMessageID,
+				ContentType:  row.MDNContentType,
+				Body:         row.MDNBody,
+			}
+		}
+	}
+	ok, err := answer(ctx, rc.deps.DB, row, job)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("the reservation was taken over meanwhile")
+	}
+	if job != nil {
+		rc.kick()
+	}
+	return nil
+}
+
+// respond answers the request x for a stored message: its MDN in the mode x asks for.
+// fresh is set for the request that stored it, whose asynchronous MDN complete already
+// queued; a duplicate asking for an asynchronous MDN gets the same MDN queued again.
+func (rc *Receiver) respond(ctx context.Context, w http.ResponseWriter, x *exchange, row *inboundRow, fresh bool) {
+	if x.env.mode != MDNNone && row.MDNBody == nil {
+		// The first copy asked for no MDN; this one does. It is kept, so later copies
+		// get the same bytes.
+		var sign *mime.Signer
+		if x.env.signedReceipt() {
+			sign = x.in.Signer
+			row.MDNSignDigest = string(mdnSignDigest(x.env.options, sign))
+		}
+		mdn, err := rc.rowMDN(row, sign)
+		if err != nil {
+			rc.log.ErrorContext(ctx, "write MDN for a duplicate", "as2_message_id", row.AS2MessageID, "err", err)
+			http.Error(w, "the MDN could not be written", http.StatusInternalServerError)
+			return
+		}
+		row.MDNMessageID, row.MDNContentType, row.MDNBody = mdn.messageID, mdn.contentType, mdn.body
+		if err := saveMDN(ctx, rc.deps.DB, row); err != nil {
+			rc.log.WarnContext(ctx, "MDN of a duplicate not kept", "as2_message_id", row.AS2MessageID, "err", err)
+		}
+	}
+	switch x.env.mode {
+	case MDNSync:
+		writeMDN(w, row, rc.now())
+	case MDNAsync:
+		if !fresh || row.MDNMode != MDNAsync {
+			job := &mdnJob{
+				Instance:     rc.name,
+				InboundID:    row.ID,
+				URL:          x.env.asyncURL,
+				AS2From:      row.AS2To,
+				AS2To:        row.AS2From,
+				MDNMessageID: row.MDNMessageID,
+				ContentType:  row.MDNContentType,
+				Body:         row.MDNBody,
+			}
+			if err := queueJob(ctx, rc.deps.DB, job); err != nil {
+				rc.unavailable(ctx, w, x, "queue the asynchronous MDN", err)
+				return
+			}
+			rc.kick()
+		}
+		textAnswer(w, http.StatusOK, "The message was received; its MDN follows asynchronously.")
+	default:
+		textAnswer(w, http.StatusOK, "The message was received.")
+	}
+}

@@ -1,0 +1,292 @@
+package receiver
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"wharf/internal/module"
+	"wharf/internal/persistence"
+	"wharf/internal/protocol/as2/profile"
+)
+
+// MDNIntake takes the asynchronous MDNs partners post to the receiver's mdn_path; the
+// sender implements it. An error wrapping persistence.ErrNotFound (no message awaits
+// this MDN) is answered 404, persistence.ErrConflict 409, one the partner caused (a cms
+// or mime failure class, a *persistence.FieldError, or one of Deps.MDNFaults) 400, and
+// the rest 500, so the partner posts again.
+type MDNIntake interface {
+	AcceptMDN(ctx context.Context, contentType string, header http.Header, body []byte) error
+}
+
+// Deps is what a receiver needs from the gateway.
+type Deps struct {
+	// Directory resolves the partner and organization profiles of a request.
+	Directory profile.Directory
+	// DB holds the module's tables (as2_inbound, as2_mdn_jobs).
+	DB     module.SQL
+	Ingest module.Ingester
+	Blobs  module.Blobs
+	Store  persistence.Store
+	// Certs opens the TLS certificate when the config names one.
+	Certs  module.Certificates
+	Logger *slog.Logger
+	// MDNIntake takes asynchronous MDNs for our messages; nil answers mdn_path with 404.
+	MDNIntake MDNIntake
+	// MDNFaults are further errors of MDNIntake that the partner caused (the intake's
+	// own "invalid MDN" class), answered 400.
+	MDNFaults []error
+	// BaseURL is the gateway's public URL, without a trailing slash.
+	BaseURL string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// HTTPClient posts asynchronous MDNs; nil means a client that follows no redirects.
+	HTTPClient *http.Client
+}
+
+// Receiver is a running as2-receiver instance: an HTTP(S) listener for AS2 messages and
+// asynchronous MDNs, and a background loop that sends queued MDNs and finishes messages
+// a crash interrupted.
+type Receiver struct {
+	name persistence.InstanceName
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
+	now  func() time.Time
+	// slots bounds the requests in progress; a request that finds none free is refused
+	// before its body is read.
+	slots  chan struct{}
+	client *http.Client
+	// staleAfter is how long a reserved row may stay unfinished before another request
+	// or the background loop takes it over: longer than any request may run.
+	staleAfter time.Duration
+	// backoff is the delay after the n-th failed attempt to send an asynchronous MDN.
+	backoff     func(attempt int) time.Duration
+	maxAttempts int
+	// tick is the background loop's period.
+	tick time.Duration
+	// host is the gateway's public host name (from Deps.BaseURL), naming us in MDNs.
+	host string
+
+	wake chan struct{}
+
+	mu      sync.Mutex
+	started bool
+	srv     *http.Server
+	ln      net.Listener
+	stop    context.CancelFunc // ends the background loop
+	loop    sync.WaitGroup
+}
+
+var _ module.Service = (*Receiver)(nil)
+
+// New builds a receiver from a validated config; it listens once started.
+func New(deps Deps, name persistence.InstanceName, cfg *Config) (module.Service, error) {
+	return newReceiver(deps, name, cfg)
+}
+
+func newReceiver(deps Deps, name persistence.InstanceName, cfg *Config) (*Receiver, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("as2-receiver %s: no config", name)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("as2-receiver %s: %w", name, err)
+	}
+	switch {
+	case deps.Directory == nil:
+		return nil, fmt.Errorf("as2-receiver %s: no profile directory", name)
+	case deps.DB == nil:
+		return nil, fmt.Errorf("as2-receiver %s: no database", name)
+	case deps.Ingest == nil:
+		return nil, fmt.Errorf("as2-receiver %s: no ingester", name)
+	case deps.Blobs == nil || deps.Store == nil:
+		return nil, fmt.Errorf("as2-receiver %s: no payload store", name)
+	case cfg.TLSCertificateID != nil && deps.Certs == nil:
+		return nil, fmt.Errorf("as2-receiver %s: tls_certificate_id is set but no certificate store was given", name)
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	now := deps.Now
+	if now == nil {
+		now = time.Now
+	}
+	client := deps.HTTPClient
+	if client == nil {
+		client = &http.Client{
+			Timeout: 2 * time.Minute,
+			// An MDN goes to the vouched-for URL only, never where a redirect points.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	var host string
+	if u, err := url.Parse(deps.BaseURL); err == nil {
+		host = u.Hostname()
+	}
+	return &Receiver{
+		host:        host,
+		name:        name,
+		cfg:         *cfg,
+		deps:        deps,
+		log:         log.With("instance", string(name), "plugin", string(persistence.PluginAS2Receiver)),
+		now:         now,
+		slots:       make(chan struct{}, cfg.MaxConcurrentRequests),
+		client:      client,
+		staleAfter:  time.Duration(cfg.ReadTimeout) + time.Duration(cfg.WriteTimeout) + time.Minute,
+		backoff:     defaultBackoff,
+		maxAttempts: defaultMaxAttempts,
+		tick:        5 * time.Second,
+		wake:        make(chan struct{}, 1),
+	}, nil
+}
+
+// Asynchronous MDN delivery: ten attempts over about four hours.
+const defaultMaxAttempts = 10
+
+func defaultBackoff(attempt int) time.Duration {
+	d := 30 * time.Second << min(attempt-1, 10)
+	return min(d, 2*time.Hour)
+}
+
+// Handler returns the receiver's HTTP routes, with the concurrency limit.
+func (rc *Receiver) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+rc.cfg.Path, rc.handleMessage)
+	mux.HandleFunc("POST "+rc.cfg.MDNPath, rc.handleMDN)
+	return rc.limit(mux)
+}
+
+// limit refuses a request when every slot is taken, before its body is read, so a flood
+// costs neither memory nor a database round trip.
+func (rc *Receiver) limit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case rc.slots <- struct{}{}:
+		default:
+			w.Header().Set("Retry-After", "30")
+			w.Header().Set("Connection", "close")
+			http.Error(w, "busy: too many AS2 requests in progress, retry later", http.StatusServiceUnavailable)
+			rc.log.Warn("AS2 request refused: too many requests in progress", "remote", r.RemoteAddr,
+				"limit", rc.cfg.MaxConcurrentRequests)
+			return
+		}
+		defer func() { <-rc.slots }()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Start listens and starts the background loop.
+func (rc *Receiver) Start(ctx context.Context) error {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.started {
+		return fmt.Errorf("as2-receiver %s: already started", rc.name)
+	}
+	var tlsConfig *tls.Config
+	if id := rc.cfg.TLSCertificateID; id != nil {
+		cert, key, err := rc.deps.Certs.Signer(ctx, *id)
+		if err != nil {
+			return fmt.Errorf("as2-receiver %s: TLS certificate %d: %w", rc.name, *id, err)
+		}
+		tlsConfig = &tls.Config{
+			MinVersion:   tls.VersionTLS12,
+			Certificates: []tls.Certificate{{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}},
+		}
+	}
+	ln, err := net.Listen("tcp", rc.cfg.addr())
+	if err != nil {
+		return fmt.Errorf("as2-receiver %s: listen on %s: %w", rc.name, rc.cfg.addr(), err)
+	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	rc.srv = &http.Server{
+		Handler:           rc.Handler(),
+		ReadHeaderTimeout: time.Duration(rc.cfg.ReadHeaderTimeout),
+		ReadTimeout:       time.Duration(rc.cfg.ReadTimeout),
+		WriteTimeout:      time.Duration(rc.cfg.WriteTimeout),
+		IdleTimeout:       time.Duration(rc.cfg.IdleTimeout),
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(rc.log.Handler(), slog.LevelWarn),
+		TLSConfig:         tlsConfig,
+	}
+	rc.ln = ln
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	rc.stop = stop
+	rc.started = true
+	srv := rc.srv
+	rc.loop.Add(2)
+	go func() {
+		defer rc.loop.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			rc.log.Error("AS2 listener stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer rc.loop.Done()
+		rc.background(bg)
+	}()
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+	}
+	rc.log.Info("AS2 receiver listening", "addr", ln.Addr().String(), "scheme", scheme, "path", rc.cfg.Path, "mdn_path", rc.cfg.MDNPath)
+	return nil
+}
+
+// Addr is the listener's address once started (a chosen port is known only then).
+func (rc *Receiver) Addr() net.Addr {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.ln == nil {
+		return nil
+	}
+	return rc.ln.Addr()
+}
+
+// Stop stops taking requests, waits for those in progress and for the background loop
+// to finish its current step, or until ctx ends.
+func (rc *Receiver) Stop(ctx context.Context) error {
+	rc.mu.Lock()
+	if !rc.started {
+		rc.mu.Unlock()
+		return nil
+	}
+	rc.started = false
+	srv, stop := rc.srv, rc.stop
+	rc.mu.Unlock()
+
+	err := srv.Shutdown(ctx)
+	stop()
+	done := make(chan struct{})
+	go func() {
+		rc.loop.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		srv.Close()
+		return errors.Join(err, fmt.Errorf("as2-receiver %s: stop: %w", rc.name, ctx.Err()))
+	}
+	if err != nil {
+		return fmt.Errorf("as2-receiver %s: stop: %w", rc.name, err)
+	}
+	return nil
+}
+
+// kick wakes the background loop to send a newly queued MDN.
+func (rc *Receiver) kick() {
+	select {
+	case rc.wake <- struct{}{}:
+	default:
+	}
+}

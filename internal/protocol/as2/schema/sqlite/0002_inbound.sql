@@ -1,0 +1,79 @@
+-- AS2 inbound messages and the asynchronous MDNs owed for them, SQLite dialect. Times are
+-- UTC text as the core stores them. Parties and messages are named, not referenced, so
+-- the core's tables carry no module's constraints.
+
+-- One row per AS2 message taken from a partner. The row is reserved (state 'reserved',
+-- claim_token naming the request that owns it) before the message is stored, so a
+-- second copy of the same (as2_from, as2_message_id) or of the same signature meets the
+-- unique constraints; it becomes 'answered' once the message is stored and its MDN
+-- written. Messages refused for their content leave no row.
+CREATE TABLE as2_inbound (
+    id                  INTEGER PRIMARY KEY AUTOINCREMENT,
+    instance            TEXT NOT NULL,
+    as2_from            TEXT NOT NULL,
+    as2_to              TEXT NOT NULL,
+    as2_message_id      TEXT NOT NULL,
+    as2_version         TEXT NOT NULL,
+    partner             TEXT NOT NULL,
+    organization        TEXT NOT NULL,
+    -- Hex SHA-256 identifying the signature act (see cms.SignerInfo.ReplayDigest);
+    -- NULL for an unsigned message.
+    signature_digest    TEXT UNIQUE,
+    state               TEXT NOT NULL,
+    claim_token         TEXT NOT NULL,
+    -- The gateway message once stored.
+    message_id          INTEGER,
+    file_name           TEXT NOT NULL,
+    -- 1 when the partner named the file, so the duplicate file name policy applies.
+    file_name_sent      INTEGER NOT NULL,
+    layers              TEXT NOT NULL,
+    cipher              TEXT NOT NULL,
+    key_transport       TEXT NOT NULL,
+    signature_algorithm TEXT NOT NULL,
+    signature_scheme    TEXT NOT NULL,
+    mic                 TEXT NOT NULL,
+    mic_algorithm       TEXT NOT NULL,
+    disposition         TEXT NOT NULL,
+    -- What the partner asked for: none, sync or async (to mdn_url), signed or not, and
+    -- the digest our MDN signature uses.
+    mdn_mode            TEXT NOT NULL,
+    mdn_signed          INTEGER NOT NULL,
+    mdn_url             TEXT NOT NULL,
+    mdn_sign_digest     TEXT NOT NULL,
+    -- The MDN as answered, kept so a duplicate gets it again byte for byte.
+    mdn_message_id      TEXT NOT NULL,
+    mdn_content_type    TEXT NOT NULL,
+    mdn_body            BLOB,
+    partner_software    TEXT NOT NULL,
+    ediint_features     TEXT NOT NULL,
+    received_at         TEXT NOT NULL,
+    updated_at          TEXT NOT NULL,
+    UNIQUE (as2_from, as2_message_id)
+) STRICT;
+
+CREATE INDEX as2_inbound_message ON as2_inbound (message_id);
+CREATE INDEX as2_inbound_file_name ON as2_inbound (partner, file_name, received_at);
+CREATE INDEX as2_inbound_reserved ON as2_inbound (instance, state, updated_at);
+
+-- Asynchronous MDNs to send, retried with back-off until sent or out of attempts.
+-- inbound_id is NULL for the error MDN of a message that was refused and not kept.
+CREATE TABLE as2_mdn_jobs (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    instance        TEXT NOT NULL,
+    inbound_id      INTEGER REFERENCES as2_inbound (id),
+    url             TEXT NOT NULL,
+    as2_from        TEXT NOT NULL,
+    as2_to          TEXT NOT NULL,
+    mdn_message_id  TEXT NOT NULL,
+    content_type    TEXT NOT NULL,
+    body            BLOB NOT NULL,
+    state           TEXT NOT NULL,
+    attempts        INTEGER NOT NULL,
+    next_attempt_at TEXT NOT NULL,
+    last_error      TEXT NOT NULL,
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL
+) STRICT;
+
+CREATE INDEX as2_mdn_jobs_due ON as2_mdn_jobs (instance, state, next_attempt_at);
+CREATE INDEX as2_mdn_jobs_inbound ON as2_mdn_jobs (inbound_id);
