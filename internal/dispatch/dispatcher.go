@@ -116,7 +116,12 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 	now := d.now().UTC()
 	news := make([]persistence.NewMessage, len(accept))
 	for n, i := range accept {
-		it, id, blob := items[i], first+int64(n), blobs[n]
+		it, id, blob := items[i], first+int64(n), blobs[n][0]
+		payloads := []persistence.Payload{{MessageID: id, Stage: persistence.PayloadUnpacked, Key: blob.Key, Size: blob.Size, SHA256: blob.SHA256, CreatedAt: now}}
+		for k, ex := range it.Extra {
+			b := blobs[n][k+1]
+			payloads = append(payloads, persistence.Payload{MessageID: id, Stage: ex.Stage, Key: b.Key, Size: b.Size, SHA256: b.SHA256, CreatedAt: now})
+		}
 		news[n] = persistence.NewMessage{
 			Message: persistence.Message{
 				ID:               id,
@@ -134,7 +139,7 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 				CreatedAt:        now,
 				UpdatedAt:        now,
 			},
-			Payloads: []persistence.Payload{{MessageID: id, Stage: persistence.PayloadUnpacked, Key: blob.Key, Size: blob.Size, SHA256: blob.SHA256, CreatedAt: now}},
+			Payloads: payloads,
 			Dispatch: true,
 			Targets:  targets[n],
 			Actor:    actorOr(it.Actor, "source:"+string(it.Source)),
@@ -158,41 +163,60 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 }
 
 // deleteBlobs removes the payloads of messages that were not stored.
-func (d *Dispatcher) deleteBlobs(ctx context.Context, blobs []storage.Blob) {
-	for _, b := range blobs {
-		if b.Key == "" {
-			continue
-		}
-		if err := d.blobs.Delete(context.WithoutCancel(ctx), b.Key); err != nil {
-			d.log.Warn("remove payload of a message that was not stored", "key", b.Key, "err", err)
+func (d *Dispatcher) deleteBlobs(ctx context.Context, blobs [][]storage.Blob) {
+	for _, bs := range blobs {
+		for _, b := range bs {
+			if b.Key == "" {
+				continue
+			}
+			if err := d.blobs.Delete(context.WithoutCancel(ctx), b.Key); err != nil {
+				d.log.Warn("remove payload of a message that was not stored", "key", b.Key, "err", err)
+			}
 		}
 	}
 }
 
-// putBlobs writes the batch's payloads in parallel without syncing each, then makes them
-// all durable at once, so a batch pays for one flush rather than two syncs per document.
-// Every blob is durable when it returns without error.
-func (d *Dispatcher) putBlobs(ctx context.Context, items []module.Incoming, accept []int, first int64) ([]storage.Blob, error) {
-	blobs := make([]storage.Blob, len(accept))
-	errs := make([]error, len(accept))
+// putBlobs writes the batch's payloads (each item's document first, then its extra
+// stages) in parallel without syncing each, then makes them all durable at once, so a
+// batch pays for one flush rather than two syncs per blob. Every blob is durable when it
+// returns without error.
+func (d *Dispatcher) putBlobs(ctx context.Context, items []module.Incoming, accept []int, first int64) ([][]storage.Blob, error) {
+	blobs := make([][]storage.Blob, len(accept))
+	var errs []error
+	var mu sync.Mutex
 	sem := make(chan struct{}, putParallelism)
 	var wg sync.WaitGroup
-	for n, i := range accept {
+	put := func(n, k int, stage persistence.PayloadStage, body io.Reader) {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			blobs[n], errs[n] = d.blobs.Put(ctx, first+int64(n), persistence.PayloadUnpacked, items[i].Body, storage.DeferSync())
+			b, err := d.blobs.Put(ctx, first+int64(n), stage, body, storage.DeferSync())
+			mu.Lock()
+			defer mu.Unlock()
+			blobs[n][k] = b
+			if err != nil {
+				errs = append(errs, err)
+			}
 		}()
+	}
+	for n, i := range accept {
+		blobs[n] = make([]storage.Blob, 1+len(items[i].Extra))
+		put(n, 0, persistence.PayloadUnpacked, items[i].Body)
+		for k, ex := range items[i].Extra {
+			put(n, k+1, ex.Stage, ex.Body)
+		}
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return blobs, err
 	}
-	keys := make([]string, len(blobs))
-	for n, b := range blobs {
-		keys[n] = b.Key
+	var keys []string
+	for _, bs := range blobs {
+		for _, b := range bs {
+			keys = append(keys, b.Key)
+		}
 	}
 	if err := d.blobs.Sync(ctx, keys); err != nil {
 		return blobs, err
@@ -212,6 +236,16 @@ func (d *Dispatcher) checkItem(ctx context.Context, it module.Incoming, known ma
 	}
 	if it.Body == nil {
 		return errors.New("no document body")
+	}
+	seen := map[persistence.PayloadStage]bool{persistence.PayloadUnpacked: true}
+	for _, ex := range it.Extra {
+		if _, err := persistence.ParsePayloadStage(string(ex.Stage)); err != nil {
+			return fmt.Errorf("extra payload: %w", err)
+		}
+		if seen[ex.Stage] || ex.Body == nil {
+			return fmt.Errorf("extra payload %s is given twice or has no body", ex.Stage)
+		}
+		seen[ex.Stage] = true
 	}
 	for _, p := range []persistence.PartyName{it.From, it.To} {
 		if known[p] {

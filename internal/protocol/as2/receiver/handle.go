@@ -310,9 +310,7 @@ func (rc *Receiver) store(ctx context.Context, x *exchange, row *inboundRow, tak
 	if results[0].Err != nil {
 		return persistence.Message{}, &refusedItem{results[0].Err}
 	}
-	msg := results[0].Message
-	rc.ensureStages(logging.WithMessageID(ctx, msg.ID), msg.ID, x)
-	return msg, nil
+	return results[0].Message, nil
 }
 
 // findStored finds the message an earlier attempt stored for the row: the instance's
@@ -327,36 +325,6 @@ func (rc *Receiver) findStored(ctx context.Context, row *inboundRow) (persistenc
 		return persistence.Message{}, fmt.Errorf("message of AS2 Message-ID %s from %s: %w", row.AS2MessageID, row.Partner, persistence.ErrNotFound)
 	}
 	return msg, nil
-}
-
-// ensureStages stores the received and headers stages when the ingester did not take
-// them from Incoming.Extra. They only document the exchange, so a failure is logged and
-// the message stands.
-func (rc *Receiver) ensureStages(ctx context.Context, messageID int64, x *exchange) {
-	_, err := rc.deps.Store.GetPayload(ctx, messageID, persistence.PayloadReceived)
-	if err == nil {
-		return
-	}
-	if !errors.Is(err, persistence.ErrNotFound) {
-		rc.log.WarnContext(ctx, "look up the received stage", "err", err)
-		return
-	}
-	for _, p := range []struct {
-		stage persistence.PayloadStage
-		body  []byte
-	}{{persistence.PayloadReceived, x.body}, {persistence.PayloadHeaders, x.headers}} {
-		blob, err := rc.deps.Blobs.Put(ctx, messageID, p.stage, bytes.NewReader(p.body))
-		if err != nil {
-			rc.log.WarnContext(ctx, "store the "+string(p.stage)+" stage", "err", err)
-			return
-		}
-		err = rc.deps.Store.AddPayload(ctx, persistence.Payload{MessageID: messageID, Stage: p.stage, Key: blob.Key,
-			Size: blob.Size, SHA256: blob.SHA256, CreatedAt: rc.now().UTC()})
-		if err != nil && !errors.Is(err, persistence.ErrConflict) {
-			rc.log.WarnContext(ctx, "record the "+string(p.stage)+" stage", "err", err)
-			return
-		}
-	}
 }
 
 // complete writes the MDN of a stored message, keeps it as the receipt stage and

@@ -137,7 +137,6 @@ func setMDNHeaders(h http.Header, contentType, ourID, partnerID, messageID strin
 	h.Set("Message-ID", messageID)
 	h.Set("Date", now.UTC().Format(http.TimeFormat))
 	h.Set("Subject", "Message Disposition Notification")
-	h.Set("EDIINT-Features", "CMS")
 	h.Set("User-Agent", product)
 }
 

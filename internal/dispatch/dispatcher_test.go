@@ -1,0 +1,82 @@
+package dispatch_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"wharf/internal/dispatch"
+	"wharf/internal/module"
+	"wharf/internal/persistence"
+	"wharf/internal/persistence/db"
+	"wharf/internal/persistence/db/dbtest"
+	"wharf/internal/storage"
+)
+
+type noWake struct{}
+
+func (noWake) Wake([]persistence.InstanceName) {}
+
+func TestIngestStoresExtraStages(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		blobs, err := storage.NewLocal(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateParty(ctx, persistence.Party{Kind: persistence.PartyPartner, Name: "acme"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Seed(ctx, persistence.SeedData{Organizations: []persistence.Party{{Kind: persistence.PartyOrganization, Name: "local"}}}); err != nil {
+			t.Fatal(err)
+		}
+		d := dispatch.New(s, blobs, noWake{}, slog.New(slog.DiscardHandler))
+		bodies := map[persistence.PayloadStage]string{
+			persistence.PayloadUnpacked: "the document",
+			persistence.PayloadReceived: "the raw request",
+			persistence.PayloadHeaders:  "AS2-From: ACME\r\n",
+		}
+		good := module.Incoming{Source: "as2_in", From: "acme", To: "local", FileName: "a.edi",
+			Body: strings.NewReader(bodies[persistence.PayloadUnpacked]),
+			Extra: []module.ExtraPayload{
+				{Stage: persistence.PayloadReceived, Body: strings.NewReader(bodies[persistence.PayloadReceived])},
+				{Stage: persistence.PayloadHeaders, Body: strings.NewReader(bodies[persistence.PayloadHeaders])},
+			}}
+		twice := module.Incoming{Source: "as2_in", From: "acme", To: "local", FileName: "b.edi", Body: strings.NewReader("x"),
+			Extra: []module.ExtraPayload{{Stage: persistence.PayloadUnpacked, Body: strings.NewReader("y")}}}
+		res, err := d.Ingest(ctx, []module.Incoming{good, twice})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res[0].Err != nil || res[1].Err == nil || !strings.Contains(res[1].Err.Error(), "given twice") {
+			t.Fatalf("results = %v, %v", res[0].Err, res[1].Err)
+		}
+		ps, err := s.ListPayloads(ctx, res[0].Message.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps) != 3 {
+			t.Fatalf("payloads = %+v, want three stages", ps)
+		}
+		for _, p := range ps {
+			want := bodies[p.Stage]
+			sum := sha256.Sum256([]byte(want))
+			rc, err := blobs.Open(ctx, p.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(rc)
+			rc.Close()
+			if string(got) != want || p.SHA256 != hex.EncodeToString(sum[:]) || p.Size != int64(len(want)) {
+				t.Errorf("stage %s: %q (%s, %d), want %q", p.Stage, got, p.SHA256, p.Size, want)
+			}
+		}
+		if n, _, err := s.ListMessages(ctx, persistence.MessageFilter{}); err != nil || len(n) != 1 {
+			t.Fatalf("messages = %d, %v; the refused item must leave nothing", len(n), err)
+		}
+	})
+}
