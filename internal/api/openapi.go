@@ -16,3 +16,6 @@ func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/yaml")
 	_, _ = w.Write(s.document)
 }
+
+// CoreOpenAPI is the core's document before modules add their fragments.
+func CoreOpenAPI() []byte { return openAPIDocument }

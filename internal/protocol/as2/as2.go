@@ -1,0 +1,202 @@
+// Package as2 is the AS2 module (RFC 4130): it registers the as2-receiver and as2-sender
+// plugin types, the module's tables, its REST routes (profiles, connection check, test
+// message) and its panel of a message's detail. The work is done by its sub-packages:
+// profile (trading profiles), receiver, sender, mime and cms.
+package as2
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"net"
+	"strconv"
+
+	"wharf/internal/delivery"
+	"wharf/internal/module"
+	"wharf/internal/persistence"
+	"wharf/internal/protocol/as2/profile"
+	"wharf/internal/protocol/as2/receiver"
+	"wharf/internal/protocol/as2/sender"
+)
+
+// ModuleName keys the module's runtime and its message panel.
+const ModuleName = "as2"
+
+//go:embed schema
+var schemaFS embed.FS
+
+//go:embed openapi.yaml
+var openAPI []byte
+
+func init() {
+	schema, err := fs.Sub(schemaFS, "schema")
+	if err != nil {
+		panic(err)
+	}
+	module.Register(module.Module{
+		Name: ModuleName,
+		Plugins: []module.Plugin{
+			{
+				Type:      persistence.PluginAS2Receiver,
+				Role:      module.RoleSource,
+				NewConfig: receiver.NewConfig,
+				NewSource: newReceiver,
+			},
+			{
+				Type:      persistence.PluginAS2Sender,
+				Role:      module.RoleTarget,
+				NewConfig: func() module.Config { return sender.NewConfig() },
+				NewTarget: newSender,
+			},
+		},
+		Schema:  schema,
+		OpenAPI: openAPI,
+		Setup:   setup,
+	})
+}
+
+// Runtime is what the module's instances and routes share in one process.
+type Runtime struct {
+	core     module.Core
+	profiles *profile.Store
+	dir      *profile.Dir
+	intake   *sender.Intake
+}
+
+var (
+	_ module.APIProvider   = (*Runtime)(nil)
+	_ module.MessagePanels = (*Runtime)(nil)
+)
+
+func setup(_ context.Context, core module.Core) (any, error) {
+	rt := &Runtime{core: core}
+	rt.profiles = profile.NewStore(core.DB, core.Store)
+	rt.dir = profile.NewDirectory(rt.profiles, core.Certs, core.Store)
+	intake, err := sender.NewIntake(rt.senderDeps())
+	if err != nil {
+		return nil, fmt.Errorf("as2: %w", err)
+	}
+	rt.intake = intake
+	return rt, nil
+}
+
+func runtimeOf(env module.Env) (*Runtime, error) {
+	rt, ok := env.Runtime(ModuleName).(*Runtime)
+	if !ok {
+		return nil, fmt.Errorf("the %s module was not set up", ModuleName)
+	}
+	return rt, nil
+}
+
+func (rt *Runtime) senderDeps() sender.Deps {
+	return sender.Deps{
+		Directory:   rt.dir,
+		DB:          rt.core.DB,
+		Blobs:       rt.core.Blobs,
+		Store:       rt.core.Store,
+		Logger:      rt.core.Logger.With("component", "as2-sender"),
+		BaseURL:     rt.core.BaseURL,
+		AsyncMDNURL: rt.asyncMDNURL,
+	}
+}
+
+// asyncMDNURL is where partners send async MDNs when a remote profile names no URL: the
+// MDN path of the first enabled as2-receiver, at its bind address. An address that only
+// partners on this host can reach is refused (empty), so a profile must name its URL
+// once the receiver listens behind a public name.
+func (rt *Runtime) asyncMDNURL(string) string {
+	ctx := context.Background()
+	cfgs, err := rt.core.Store.ListPluginConfigs(ctx, persistence.PluginAS2Receiver)
+	if err != nil {
+		return ""
+	}
+	for _, rec := range cfgs {
+		if !rec.Enabled {
+			continue
+		}
+		in, err := module.Load(rec, rt.core.Sealer)
+		if err != nil {
+			continue
+		}
+		c, ok := in.Config.(*receiver.Config)
+		if !ok {
+			continue
+		}
+		scheme := "http"
+		if c.TLSCertificateID != nil {
+			scheme = "https"
+		}
+		return scheme + "://" + net.JoinHostPort(c.Bind, strconv.Itoa(c.Port)) + c.MDNPath
+	}
+	return ""
+}
+
+func newReceiver(env module.Env, name persistence.InstanceName, cfg module.Config) (module.Service, error) {
+	rt, err := runtimeOf(env)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := cfg.(*receiver.Config)
+	if !ok {
+		return nil, fmt.Errorf("as2-receiver %s: unexpected config %T", name, cfg)
+	}
+	return receiver.New(receiver.Deps{
+		Directory: rt.dir,
+		DB:        rt.core.DB,
+		Ingest:    env.Ingest,
+		Blobs:     rt.core.Blobs,
+		Store:     rt.core.Store,
+		Certs:     rt.core.Certs,
+		Logger:    env.Logger,
+		MDNIntake: rt.intake,
+		MDNFaults: []error{sender.ErrInvalidMDN},
+		BaseURL:   rt.core.BaseURL,
+	}, name, c)
+}
+
+func newSender(env module.Env, name persistence.InstanceName, cfg module.Config) (delivery.Deliverer, error) {
+	rt, err := runtimeOf(env)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := cfg.(*sender.Config)
+	if !ok {
+		return nil, fmt.Errorf("as2-sender %s: unexpected config %T", name, cfg)
+	}
+	deps := rt.senderDeps()
+	deps.Logger = env.Logger
+	return sender.New(deps, name, c)
+}
+
+// APIRoutes are the profile routes and the operator tools.
+func (rt *Runtime) APIRoutes() []module.APIRoute {
+	return append(rt.profiles.Routes(), rt.toolRoutes()...)
+}
+
+// Panel is the AS2 part of a message's detail: what was received (inbound) or sent
+// (outbound, one entry per attempt with a distinct Message-ID).
+type Panel struct {
+	Direction string                  `json:"direction"` // inbound or outbound
+	Inbound   *receiver.InboundRecord `json:"inbound,omitempty"`
+	Outbound  []sender.OutboundRecord `json:"outbound,omitempty"`
+}
+
+// MessagePanel finds the message's AS2 records.
+func (rt *Runtime) MessagePanel(ctx context.Context, messageID int64) (any, bool, error) {
+	in, err := receiver.FindInbound(ctx, rt.core.DB, messageID)
+	switch {
+	case err == nil:
+		return Panel{Direction: "inbound", Inbound: &in}, true, nil
+	case !isNotFound(err):
+		return nil, false, err
+	}
+	out, err := sender.FindOutbound(ctx, rt.core.DB, messageID)
+	if err != nil && !isNotFound(err) {
+		return nil, false, err
+	}
+	if len(out) == 0 {
+		return nil, false, nil
+	}
+	return Panel{Direction: "outbound", Outbound: out}, true, nil
+}

@@ -1,0 +1,25 @@
+package as2
+
+import (
+	"testing"
+
+	"wharf/internal/api"
+	"wharf/internal/persistence/db/dbtest"
+	"wharf/internal/protocol/as2/profile"
+)
+
+// TestRoutesAreDocumented holds the module's OpenAPI fragment equal to its routes.
+func TestRoutesAreDocumented(t *testing.T) {
+	store := dbtest.SQLite(t)
+	rt := &Runtime{profiles: profile.NewStore(store.ModuleSQL(), store)}
+	missing, extra, err := api.CheckDocumented(rt.APIRoutes(), openAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) > 0 || len(extra) > 0 {
+		t.Fatalf("routes without a description: %v; descriptions without a route: %v", missing, extra)
+	}
+	if _, err := api.MergeOpenAPI(api.CoreOpenAPI(), openAPI); err != nil {
+		t.Fatalf("the fragment does not merge into the core document: %v", err)
+	}
+}
