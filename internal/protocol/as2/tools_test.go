@@ -1,0 +1,130 @@
+package as2_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"wharf/internal/certs/certstest"
+	"wharf/internal/protocol/as2/as2test"
+)
+
+type checkView struct {
+	OK    bool `json:"ok"`
+	Steps []struct {
+		Step   string `json:"step"`
+		OK     bool   `json:"ok"`
+		Detail string `json:"detail"`
+	} `json:"steps"`
+}
+
+// failedAt names the first failed step, or "" when every step passed.
+func (c checkView) failedAt() string {
+	for _, s := range c.Steps {
+		if !s.OK {
+			return s.Step
+		}
+	}
+	return ""
+}
+
+func (p *peer) status(method, path string, body any) (int, []byte) {
+	p.t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(method, "http://"+p.g.Addr()+path, bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+p.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	return resp.StatusCode, buf.Bytes()
+}
+
+func TestConnectionCheckAndTestMessage(t *testing.T) {
+	a := startPeer(t, "WHARF-A", "")
+	idA, idB := as2test.NewIdentity(t, "gateway-a"), as2test.NewIdentity(t, "gateway-b")
+	own := a.upload(append(certstest.CertsPEM(idA.Cert), certstest.KeyPEM(t, idA.Key, "pkcs8")...))
+	partner := a.upload(certstest.CertsPEM(idB.Cert))
+	a.json("POST", "/api/v1/partners", map[string]any{"name": "b"}, nil)
+	a.json("POST", "/api/v1/as2/local-profiles", map[string]any{"organization": "local", "as2_id": "WHARF-A",
+		"signing_certificate_id": own, "decryption_certificate_id": own}, nil)
+
+	tlsServer := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Server", "Partner AS2")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	}))
+	defer tlsServer.Close()
+	closed := fmt.Sprintf("http://127.0.0.1:%d/as2", freePort(t))
+	a.json("POST", "/api/v1/as2/remote-profiles", map[string]any{"partner": "b", "as2_id": "WHARF-B",
+		"endpoint_url": closed, "partner_certificate_ids": []int64{partner}}, nil)
+
+	check := func() checkView {
+		var c checkView
+		a.json("POST", "/api/v1/as2/remote-profiles/b/connection-check", map[string]any{}, &c)
+		return c
+	}
+	setProfile := func(change map[string]any) {
+		var r map[string]any
+		a.do("GET", "/api/v1/as2/remote-profiles/b", "", nil, &r)
+		for k, v := range change {
+			r[k] = v
+		}
+		a.json("PUT", "/api/v1/as2/remote-profiles/b", r, nil)
+	}
+
+	if c := check(); c.OK || c.failedAt() != "tcp" {
+		t.Fatalf("closed port: %+v, want a failed tcp step", c)
+	}
+	setProfile(map[string]any{"endpoint_url": tlsServer.URL + "/as2"})
+	if c := check(); c.OK || c.failedAt() != "tls" {
+		t.Fatalf("untrusted TLS: %+v, want a failed tls step", c)
+	}
+	serverCert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsServer.Certificate().Raw})
+	trust := a.upload(serverCert)
+	setProfile(map[string]any{"tls_trust_certificate_ids": []int64{trust}})
+	c := check()
+	if !c.OK || len(c.Steps) != 4 || c.Steps[3].Detail != "answered 405 Method Not Allowed (server Partner AS2)" {
+		t.Fatalf("trusted TLS: %+v, want four passed steps", c)
+	}
+
+	var m struct {
+		ID         int64  `json:"id"`
+		To         string `json:"to"`
+		Deliveries []struct {
+			Target string `json:"target"`
+		} `json:"deliveries"`
+	}
+	a.json("POST", "/api/v1/as2/remote-profiles/b/test-message", map[string]any{}, &m)
+	var detail struct {
+		To         string `json:"to"`
+		Deliveries []struct {
+			Target string `json:"target"`
+		} `json:"deliveries"`
+	}
+	a.do("GET", fmt.Sprintf("/api/v1/messages/%d", m.ID), "", nil, &detail)
+	if detail.To != "b" || len(detail.Deliveries) != 1 || detail.Deliveries[0].Target != "as2_sender_default" {
+		t.Fatalf("test message = %+v", detail)
+	}
+	for _, tc := range []struct {
+		path string
+		body map[string]any
+		want int
+	}{
+		{"/api/v1/as2/remote-profiles/nobody/test-message", map[string]any{}, http.StatusNotFound},
+		{"/api/v1/as2/remote-profiles/b/test-message", map[string]any{"sender": "file_writer_default"}, http.StatusBadRequest},
+		{"/api/v1/as2/remote-profiles/b/test-message", map[string]any{"colour": "red"}, http.StatusBadRequest},
+		{"/api/v1/as2/remote-profiles/nobody/connection-check", map[string]any{}, http.StatusNotFound},
+	} {
+		if got, body := a.status("POST", tc.path, tc.body); got != tc.want {
+			t.Errorf("POST %s %v = %d %s, want %d", tc.path, tc.body, got, body, tc.want)
+		}
+	}
+}
