@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"strings"
 	"time"
 
 	"wharf/internal/config"
@@ -15,19 +17,41 @@ import (
 func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	n := fs.Int("n", 1000, "number of files")
+	n := fs.Int("n", 1000, "number of files (per profile for as2)")
 	size := fs.Int("size-kib", 4, "size of each file in KiB")
-	dbURL := fs.String("db-url", "", "run against PostgreSQL at this URL (a private schema is created and dropped)")
-	killAfter := fs.Int("kill-after", 0, "kill the gateway with SIGKILL after this many deliveries, then restart it")
+	dbURL := fs.String("db-url", "", "run against PostgreSQL at this URL (a private schema is created and dropped; files only)")
+	killAfter := fs.Int("kill-after", 0, "kill the gateway with SIGKILL after this many deliveries, then restart it (files only)")
 	rate := fs.Float64("rate", 0, "drop this many files per second (0: as fast as possible)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
 	keep := fs.Bool("keep", false, "keep the temporary directory")
+	profiles := fs.String("profiles", "all", "as2: comma-separated protection profiles, each none or a +-joined set of compressed, signed, encrypted, optionally followed by /sync, /async, /signed-mdn or /unsigned-mdn")
+	mdn := fs.String("mdn", "sync", "as2: MDN mode of profiles without /sync or /async: sync or async")
+	signedMDN := fs.Bool("signed-mdn", true, "as2: ask for a signed MDN in profiles without /signed-mdn or /unsigned-mdn (the none profile does not)")
 	pos, err := config.ParseArgs(fs, args)
 	if err != nil {
 		return fmt.Errorf("%w: loadtest: %v", errUsage, err)
 	}
-	if len(pos) != 1 || pos[0] != "files" {
-		return fmt.Errorf("%w: loadtest needs a scenario: files", errUsage)
+	if len(pos) != 1 || (pos[0] != "files" && pos[0] != "as2") {
+		return fmt.Errorf("%w: loadtest needs a scenario: files or as2", errUsage)
+	}
+	scenario := pos[0]
+	var misplaced []string
+	fs.Visit(func(f *flag.Flag) {
+		switch {
+		case scenario == "as2" && (f.Name == "db-url" || f.Name == "kill-after"):
+			misplaced = append(misplaced, "-"+f.Name)
+		case scenario == "files" && (f.Name == "profiles" || f.Name == "mdn" || f.Name == "signed-mdn"):
+			misplaced = append(misplaced, "-"+f.Name)
+		}
+	})
+	if len(misplaced) > 0 {
+		return fmt.Errorf("%w: loadtest %s does not take %s", errUsage, scenario, strings.Join(misplaced, ", "))
+	}
+	var as2Profiles []loadtest.AS2Profile
+	if scenario == "as2" {
+		if as2Profiles, err = loadtest.ParseAS2Profiles(*profiles, *mdn, *signedMDN); err != nil {
+			return fmt.Errorf("%w: loadtest as2: %v", errUsage, err)
+		}
 	}
 	bin, err := os.Executable()
 	if err != nil {
@@ -39,6 +63,11 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if !*keep {
 		defer os.RemoveAll(dir)
+	}
+	if scenario == "as2" {
+		return runLoadtestAS2(ctx, stdout, loadtest.AS2Options{
+			N: *n, SizeKiB: *size, Profiles: as2Profiles, Bin: bin, Dir: dir, Rate: *rate, Timeout: *timeout, Progress: stdout,
+		})
 	}
 	fmt.Fprintf(stdout, "loadtest files: %d files of %d KiB, file poller -> file writer, in %s\n", *n, *size, dir)
 	res, err := loadtest.RunFiles(ctx, loadtest.FilesOptions{
@@ -58,4 +87,79 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintln(stdout, "crash:           killed with SIGKILL mid-run and restarted; nothing lost, nothing doubled")
 	}
 	return nil
+}
+
+// runLoadtestAS2 runs the as2 scenario and prints one row per profile.
+func runLoadtestAS2(ctx context.Context, stdout io.Writer, opt loadtest.AS2Options) error {
+	files := "files"
+	if opt.N == 1 {
+		files = "file"
+	}
+	fmt.Fprintf(stdout, "loadtest as2: %d %s of %d KiB per profile, A: file poller -> as2-sender -> B: as2-receiver -> file writer, in %s\n",
+		opt.N, files, opt.SizeKiB, opt.Dir)
+	// Both gateways share the machine with whatever else runs on it; the load says how
+	// much that was.
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil && len(strings.Fields(string(load))) >= 3 {
+		fmt.Fprintf(stdout, "host: %d CPUs, load average %s at the start\n", runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "))
+	}
+	res, err := loadtest.RunAS2(ctx, opt)
+	if err != nil {
+		return err
+	}
+	rows := [][]string{{"profile", "MDN", "msgs/s", "p50", "p95", "p99", "CPU s/msg A+B", "A", "B", "peak RSS MiB A", "B"}}
+	sinceStart := false
+	for _, r := range res.Rounds {
+		n := time.Duration(r.N)
+		rows = append(rows, []string{
+			r.Profile.Protection(), r.Profile.Receipt(), threeDigits(r.PerSecond),
+			r.P50.Round(time.Millisecond).String(), r.P95.Round(time.Millisecond).String(), r.P99.Round(time.Millisecond).String(),
+			threeDigits(r.CPUPerMessage().Seconds()), threeDigits((r.CPUA / n).Seconds()), threeDigits((r.CPUB / n).Seconds()),
+			fmt.Sprintf("%.0f", float64(r.PeakRSSA)/(1<<20)), fmt.Sprintf("%.0f", float64(r.PeakRSSB)/(1<<20)),
+		})
+		sinceStart = sinceStart || r.PeakSinceStart
+	}
+	printTable(stdout, rows, 2)
+	fmt.Fprintln(stdout, "checked:  every file byte for byte in B's inbox; on A and on B exactly one delivered message per file, each with its MDN stored")
+	fmt.Fprintln(stdout, "latency:  from a file's rename into A's outbox until B has written it to its inbox and A has recorded the delivery (MDN checked) as delivered")
+	fmt.Fprintln(stdout, "CPU:      user+system time of each process during the round (/proc/<pid>/stat), per message")
+	if sinceStart {
+		fmt.Fprintln(stdout, "peak RSS: VmHWM of each process since it started (this kernel refused a reset per round)")
+	} else {
+		fmt.Fprintln(stdout, "peak RSS: VmHWM of each process during the round")
+	}
+	return nil
+}
+
+// threeDigits shows a figure with three significant digits, and whole numbers from 100 up.
+func threeDigits(v float64) string {
+	if v >= 100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+// printTable prints rows in columns: the first left columns aligned left (names), the
+// others right (figures).
+func printTable(w io.Writer, rows [][]string, left int) {
+	widths := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, cell := range row {
+			widths[i] = max(widths[i], len(cell))
+		}
+	}
+	for _, row := range rows {
+		var b strings.Builder
+		for i, cell := range row {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			pad := strings.Repeat(" ", widths[i]-len(cell))
+			if i < left {
+				b.WriteString(cell + pad)
+			} else {
+				b.WriteString(pad + cell)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
 }

@@ -17,6 +17,7 @@ Commands:
   tokens list           list API tokens
   tokens revoke NAME    revoke an API token
   loadtest files        measure file-to-file throughput on a throwaway instance
+  loadtest as2          measure AS2 throughput between two throwaway instances
   version               print the version
 
 Global flags (each also a WHARF_* variable):

@@ -245,6 +245,25 @@ func prepare(ctx context.Context, in *Instance) error {
 	if err := in.API(ctx, "POST", "/api/v1/partners", map[string]any{"name": "acme", "display_name": "ACME Corp"}, nil); err != nil {
 		return err
 	}
+	// The folder pickup's default routes (to the AS2 sender) would give each file a
+	// second delivery; the scenario measures the folders alone.
+	var routes struct {
+		Routes []struct {
+			ID     int64  `json:"id"`
+			Source string `json:"source"`
+		} `json:"routes"`
+	}
+	if err := in.API(ctx, "GET", "/api/v1/routes", nil, &routes); err != nil {
+		return err
+	}
+	for _, r := range routes.Routes {
+		if r.Source != "file_poller_default" {
+			continue
+		}
+		if err := in.API(ctx, "DELETE", fmt.Sprintf("/api/v1/routes/%d", r.ID), nil, nil); err != nil {
+			return err
+		}
+	}
 	route := map[string]any{"source": "file_poller_default", "from": "*", "to": "acme", "target": "file_writer_default", "ordered": false}
 	if err := in.API(ctx, "POST", "/api/v1/routes", route, nil); err != nil {
 		return err

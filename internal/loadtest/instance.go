@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -174,6 +176,132 @@ func (in *Instance) API(ctx context.Context, method, path string, body, out any)
 		if err := json.Unmarshal(data, out); err != nil {
 			return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
 		}
+	}
+	return nil
+}
+
+// Upload posts one file as the multipart field "file", as the certificate upload takes
+// it. A non-2xx answer is an error.
+func (in *Instance) Upload(ctx context.Context, path, fileName string, data []byte, out any) error {
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, err := mw.CreateFormFile("file", fileName)
+	if err != nil {
+		return err
+	}
+	if _, err := fw.Write(data); err != nil {
+		return err
+	}
+	if err := mw.Close(); err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", "http://"+in.Addr+path, &body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+in.Token)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("X-Requested-With", "wharf")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	data, _ = io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(data))
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("POST %s: decode answer: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// Fetch GETs a path with the instance's token and returns the status and body whatever
+// the status, for callers that tell answers apart (a 404 probe, a payload download).
+func (in *Instance) Fetch(ctx context.Context, path string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+in.Addr+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+in.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, nil, fmt.Errorf("GET %s: %w", path, err)
+	}
+	return resp.StatusCode, data, nil
+}
+
+// userHZ is the unit of the CPU times in /proc/<pid>/stat: USER_HZ, which Linux fixes at
+// 100 for user space whatever the kernel's own tick.
+const userHZ = 100
+
+// CPU returns the user and system CPU time the running process used so far, from
+// /proc/<pid>/stat: rusage only tells it once the process has exited.
+func (in *Instance) CPU() (time.Duration, error) {
+	if in.cmd == nil || in.cmd.Process == nil {
+		return 0, errors.New("not started")
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", in.cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("read CPU time: %w", err)
+	}
+	// The command name in parentheses may hold spaces; the fields after it do not.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("read CPU time: unexpected /proc stat format")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, errors.New("read CPU time: unexpected /proc stat format")
+	}
+	// Fields 14 and 15 of stat(5), utime and stime, are the 12th and 13th after the name.
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("read CPU time: %w", err)
+	}
+	return time.Duration(utime+stime) * time.Second / userHZ, nil
+}
+
+// PeakRSS returns the running process's peak resident set size in bytes (VmHWM).
+func (in *Instance) PeakRSS() (int64, error) {
+	if in.cmd == nil || in.cmd.Process == nil {
+		return 0, errors.New("not started")
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", in.cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("read peak RSS: %w", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		v, ok := strings.CutPrefix(line, "VmHWM:")
+		if !ok {
+			continue
+		}
+		kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read peak RSS: %w", err)
+		}
+		return kib << 10, nil
+	}
+	return 0, errors.New("read peak RSS: no VmHWM in /proc status")
+}
+
+// ResetPeakRSS starts a new peak RSS measurement from the current RSS, so a peak can be
+// told per phase of a run (clear_refs, Linux 4.0 and later).
+func (in *Instance) ResetPeakRSS() error {
+	if in.cmd == nil || in.cmd.Process == nil {
+		return errors.New("not started")
+	}
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", in.cmd.Process.Pid), []byte("5"), 0); err != nil {
+		return fmt.Errorf("reset peak RSS: %w", err)
 	}
 	return nil
 }
