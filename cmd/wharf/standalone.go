@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -45,6 +47,7 @@ func runStandalone(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("%w: standalone takes no arguments, got %q", errUsage, pos)
 	}
 	log := logging.New(stderr, cfg.LogLevel)
+	setMemoryLimit(log)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
@@ -75,6 +78,21 @@ func runStandalone(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	log.Info("stopped")
 	return serveErr
+}
+
+// defaultMemoryLimit is the Go heap's soft limit when GOMEMLIMIT is not set. Large AS2
+// messages are held a few times over while their layers are built or opened; with the
+// runtime's default the heap may grow to twice what is live before it is collected, so
+// the limit makes the collector work harder instead, near the limit only. Small messages
+// never come close to it.
+const defaultMemoryLimit = 448 << 20
+
+func setMemoryLimit(log *slog.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return // the runtime has applied the operator's value
+	}
+	debug.SetMemoryLimit(defaultMemoryLimit)
+	log.Debug("Go heap soft limit set", "bytes", defaultMemoryLimit)
 }
 
 func ensureDir(dir string) error {
