@@ -20,6 +20,8 @@ type ModuleAPI struct {
 	Routes  []module.APIRoute
 	OpenAPI []byte
 	Panels  module.MessagePanels
+	// Parties keeps parties its records name from being deleted; nil when none.
+	Parties module.PartyReferences
 }
 
 // moduleRoutes turns the modules' routes into table entries; the core's middleware and

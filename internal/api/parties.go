@@ -1,7 +1,9 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"wharf/internal/persistence"
@@ -117,10 +119,31 @@ func (s *Server) deleteParty(res partyResource) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
+		if err := s.partyReferenced(r, res.kind, name); err != nil {
+			s.fail(w, r, withCode(err, persistence.ErrInUse, "PARTY_IN_USE"))
+			return
+		}
 		if err := s.store.DeleteParty(r.Context(), res.kind, name); err != nil {
 			s.fail(w, r, withCode(err, persistence.ErrInUse, "PARTY_IN_USE"))
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}
+}
+
+// partyReferenced refuses with ErrInUse while a module's record names the party.
+func (s *Server) partyReferenced(r *http.Request, kind persistence.PartyKind, name persistence.PartyName) error {
+	for _, m := range s.modules {
+		if m.Parties == nil {
+			continue
+		}
+		refs, err := m.Parties.PartyReferences(r.Context(), kind, name)
+		if err != nil {
+			return err
+		}
+		if len(refs) > 0 {
+			return fmt.Errorf("%s %s is named by %s: %w", kind, name, strings.Join(refs, ", "), persistence.ErrInUse)
+		}
+	}
+	return nil
 }

@@ -51,6 +51,35 @@ type Dispatcher struct {
 	log    *slog.Logger
 	routes routeCache
 	now    func() time.Time
+	ids    idPool
+}
+
+// idPool hands out message ids from a block reserved in one commit, so a source that
+// ingests one document at a time (a receiver answering each request) does not pay a
+// commit for its id. Ids of a block not used before the process stops are skipped.
+type idPool struct {
+	mu        sync.Mutex
+	next, end int64
+}
+
+// idBlock is how many ids one reservation takes.
+const idBlock = 64
+
+// allocate returns the first of n consecutive message ids.
+func (d *Dispatcher) allocate(ctx context.Context, n int) (int64, error) {
+	d.ids.mu.Lock()
+	defer d.ids.mu.Unlock()
+	if d.ids.end-d.ids.next < int64(n) {
+		block := max(n, idBlock)
+		first, err := d.store.AllocateMessageIDs(ctx, block)
+		if err != nil {
+			return 0, err
+		}
+		d.ids.next, d.ids.end = first, first+int64(block)
+	}
+	first := d.ids.next
+	d.ids.next += int64(n)
+	return first, nil
 }
 
 // New returns a dispatcher.
@@ -104,7 +133,7 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 		}
 		targets[n] = t
 	}
-	first, err := d.store.AllocateMessageIDs(ctx, len(accept))
+	first, err := d.allocate(ctx, len(accept))
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}

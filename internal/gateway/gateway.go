@@ -305,7 +305,10 @@ func (g *Gateway) moduleAPIs() []api.ModuleAPI {
 		if p, ok := rt.(module.MessagePanels); ok {
 			ma.Panels = p
 		}
-		if len(ma.Routes) > 0 || len(ma.OpenAPI) > 0 || ma.Panels != nil {
+		if p, ok := rt.(module.PartyReferences); ok {
+			ma.Parties = p
+		}
+		if len(ma.Routes) > 0 || len(ma.OpenAPI) > 0 || ma.Panels != nil || ma.Parties != nil {
 			out = append(out, ma)
 		}
 	}

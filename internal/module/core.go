@@ -133,3 +133,11 @@ type SchemaFS = fs.FS
 type Row interface {
 	Scan(dest ...any) error
 }
+
+// PartyReferences is implemented by a module runtime whose records name parties (an AS2
+// profile names its partner): a party they name is not deleted.
+type PartyReferences interface {
+	// PartyReferences describes the module's records that name the party ("AS2 remote
+	// profile acme"), none when it is free.
+	PartyReferences(ctx context.Context, kind persistence.PartyKind, name persistence.PartyName) ([]string, error)
+}
