@@ -65,8 +65,9 @@ type Runtime struct {
 }
 
 var (
-	_ module.APIProvider   = (*Runtime)(nil)
-	_ module.MessagePanels = (*Runtime)(nil)
+	_ module.APIProvider     = (*Runtime)(nil)
+	_ module.MessagePanels   = (*Runtime)(nil)
+	_ module.PartyReferences = (*Runtime)(nil)
 )
 
 func setup(_ context.Context, core module.Core) (any, error) {
@@ -199,4 +200,29 @@ func (rt *Runtime) MessagePanel(ctx context.Context, messageID int64) (any, bool
 		return nil, false, nil
 	}
 	return Panel{Direction: "outbound", Outbound: out}, true, nil
+}
+
+// PartyReferences names the profile that names the party, so the party is not deleted
+// under it.
+func (rt *Runtime) PartyReferences(ctx context.Context, kind persistence.PartyKind, name persistence.PartyName) ([]string, error) {
+	var err error
+	var what string
+	switch kind {
+	case persistence.PartyOrganization:
+		_, err = rt.profiles.GetLocal(ctx, name)
+		what = "the AS2 local profile of " + string(name)
+	case persistence.PartyPartner:
+		_, err = rt.profiles.GetRemote(ctx, name)
+		what = "the AS2 remote profile of " + string(name)
+	default:
+		return nil, nil
+	}
+	switch {
+	case err == nil:
+		return []string{what}, nil
+	case isNotFound(err):
+		return nil, nil
+	default:
+		return nil, err
+	}
 }

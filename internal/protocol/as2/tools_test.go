@@ -127,4 +127,12 @@ func TestConnectionCheckAndTestMessage(t *testing.T) {
 			t.Errorf("POST %s %v = %d %s, want %d", tc.path, tc.body, got, body, tc.want)
 		}
 	}
+	// A party its profile names is not deleted under it.
+	if got, body := a.status("DELETE", "/api/v1/partners/b", nil); got != http.StatusConflict || !bytes.Contains(body, []byte("PARTY_IN_USE")) {
+		t.Errorf("DELETE partner with a profile = %d %s, want 409 PARTY_IN_USE", got, body)
+	}
+	a.do("DELETE", "/api/v1/as2/remote-profiles/b", "", nil, nil)
+	if got, body := a.status("DELETE", "/api/v1/partners/b", nil); got != http.StatusNoContent {
+		t.Errorf("DELETE partner without a profile = %d %s, want 204", got, body)
+	}
 }
