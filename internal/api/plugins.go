@@ -134,6 +134,9 @@ func (s *Server) deletePluginConfig(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, withCode(err, persistence.ErrInUse, "INSTANCE_IN_USE"))
 		return
 	}
+	if err := records.ReleaseCertificates(r.Context(), s.store, stored.Name); err != nil {
+		s.log.WarnContext(r.Context(), "release the certificates of a deleted instance", "instance", string(stored.Name), "err", err)
+	}
 	s.ops.RoutesChanged(r.Context())
 	w.WriteHeader(http.StatusNoContent)
 }

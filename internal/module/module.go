@@ -36,6 +36,13 @@ type WriteOnly interface {
 	WriteOnlyFields() []string
 }
 
+// CertificateUser is implemented by configs that name stored certificates (a TLS
+// certificate): the certificates are marked as used by the instance, so they are not
+// deleted under it. The map is JSON field → certificate id.
+type CertificateUser interface {
+	CertificateFields() map[string]int64
+}
+
 // Service is a running source instance.
 type Service interface {
 	Start(ctx context.Context) error

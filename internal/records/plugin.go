@@ -2,7 +2,9 @@ package records
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	"wharf/internal/module"
 	"wharf/internal/persistence"
@@ -40,9 +42,91 @@ func SavePluginConfig(ctx context.Context, st Store, s module.Sealer, typ persis
 	if err != nil {
 		return persistence.PluginConfig{}, err
 	}
-	if stored == nil {
-		return st.CreatePluginConfig(ctx, rec)
+	var old []int64
+	if stored != nil {
+		prev, err := module.Load(*stored, s)
+		if err != nil {
+			return persistence.PluginConfig{}, err
+		}
+		old = certificateIDs(prev.Config)
 	}
-	rec.CreatedAt = stored.CreatedAt
-	return st.UpdatePluginConfig(ctx, rec)
+	return withCertificateUses(ctx, st, in.Name, in.Config, old, func() (persistence.PluginConfig, error) {
+		if stored == nil {
+			return st.CreatePluginConfig(ctx, rec)
+		}
+		rec.CreatedAt = stored.CreatedAt
+		return st.UpdatePluginConfig(ctx, rec)
+	})
+}
+
+// PluginCertificateUse is the kind of certificate use a plugin instance records.
+const PluginCertificateUse = "plugin_instance"
+
+// withCertificateUses runs write with the certificates cfg names marked as used by the
+// instance: before the write (the old and the new ones, so neither can be deleted in
+// between) and after it (the new ones only). A failed write puts back the uses the
+// stored record has.
+func withCertificateUses(ctx context.Context, st Store, name persistence.InstanceName, cfg module.Config, old []int64, write func() (persistence.PluginConfig, error)) (persistence.PluginConfig, error) {
+	var ids []int64
+	if cu, ok := cfg.(module.CertificateUser); ok {
+		fields := cu.CertificateFields()
+		keys := make([]string, 0, len(fields))
+		for f := range fields {
+			keys = append(keys, f)
+		}
+		slices.Sort(keys)
+		for _, f := range keys {
+			id := fields[f]
+			if _, err := st.GetCertificate(ctx, id); err != nil {
+				if errors.Is(err, persistence.ErrNotFound) {
+					return persistence.PluginConfig{}, fieldError(f, fmt.Sprintf("certificate %d does not exist", id))
+				}
+				return persistence.PluginConfig{}, err
+			}
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 && len(old) == 0 {
+		return write()
+	}
+	if err := st.SetCertificateUses(ctx, PluginCertificateUse, string(name), union(old, ids)); err != nil {
+		return persistence.PluginConfig{}, err
+	}
+	rec, err := write()
+	final := ids
+	if err != nil {
+		final = old
+	}
+	if uerr := st.SetCertificateUses(context.WithoutCancel(ctx), PluginCertificateUse, string(name), final); uerr != nil && err == nil {
+		err = uerr
+	}
+	return rec, err
+}
+
+// certificateIDs lists the certificates a config names.
+func certificateIDs(cfg module.Config) []int64 {
+	cu, ok := cfg.(module.CertificateUser)
+	if !ok {
+		return nil
+	}
+	var out []int64
+	for _, id := range cu.CertificateFields() {
+		out = append(out, id)
+	}
+	return out
+}
+
+func union(a, b []int64) []int64 {
+	out := slices.Clone(a)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// ReleaseCertificates clears the certificate uses of a deleted instance.
+func ReleaseCertificates(ctx context.Context, st Store, name persistence.InstanceName) error {
+	return st.SetCertificateUses(ctx, PluginCertificateUse, string(name), nil)
 }

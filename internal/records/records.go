@@ -23,6 +23,8 @@ type Store interface {
 	CreatePluginConfig(ctx context.Context, c persistence.PluginConfig) (persistence.PluginConfig, error)
 	GetPluginConfig(ctx context.Context, name persistence.InstanceName) (persistence.PluginConfig, error)
 	UpdatePluginConfig(ctx context.Context, c persistence.PluginConfig) (persistence.PluginConfig, error)
+	GetCertificate(ctx context.Context, id int64) (persistence.Certificate, error)
+	SetCertificateUses(ctx context.Context, kind, name string, ids []int64) error
 
 	CreateRoute(ctx context.Context, r persistence.Route) (persistence.Route, error)
 	ListRoutes(ctx context.Context) ([]persistence.Route, error)

@@ -136,3 +136,30 @@ func TestConnectionCheckAndTestMessage(t *testing.T) {
 		t.Errorf("DELETE partner without a profile = %d %s, want 204", got, body)
 	}
 }
+
+// TestReceiverCertificateInUse holds a certificate the receiver serves HTTPS with
+// against deletion, and lets it go once the receiver no longer names it.
+func TestReceiverCertificateInUse(t *testing.T) {
+	a := startPeer(t, "WHARF-A", "")
+	id := as2test.NewIdentity(t, "gateway-a")
+	cert := a.upload(append(certstest.CertsPEM(id.Cert), certstest.KeyPEM(t, id.Key, "pkcs8")...))
+	const path = "/api/v1/plugins/configs/as2-receiver/as2_receiver_default"
+	var cfg map[string]any
+	a.do("GET", path, "", nil, &cfg)
+
+	cfg["tls_certificate_id"] = 99999
+	if got, body := a.status("PUT", path, cfg); got != http.StatusBadRequest || !bytes.Contains(body, []byte("tls_certificate_id")) {
+		t.Fatalf("unknown certificate = %d %s, want 400 naming tls_certificate_id", got, body)
+	}
+	cfg["tls_certificate_id"] = cert
+	a.json("PUT", path, cfg, nil)
+	certPath := fmt.Sprintf("/api/v1/certificates/%d", cert)
+	if got, body := a.status("DELETE", certPath, nil); got != http.StatusConflict || !bytes.Contains(body, []byte("CERTIFICATE_IN_USE")) {
+		t.Fatalf("delete a certificate the receiver uses = %d %s, want 409 CERTIFICATE_IN_USE", got, body)
+	}
+	delete(cfg, "tls_certificate_id")
+	a.json("PUT", path, cfg, nil)
+	if got, body := a.status("DELETE", certPath, nil); got != http.StatusNoContent {
+		t.Fatalf("delete a certificate nobody uses = %d %s, want 204", got, body)
+	}
+}
