@@ -8,28 +8,80 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // Compress builds a DER CompressedData ContentInfo (RFC 3274, zlib) of
 // content.
 func Compress(content []byte) ([]byte, error) {
 	var z bytes.Buffer
-	zw, err := zlib.NewWriterLevel(&z, zlib.DefaultCompression)
+	c := NewCompressor(&z)
+	if _, err := c.Write(content); err != nil {
+		return nil, err
+	}
+	head, err := c.Close()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := zw.Write(content); err != nil {
+	return append(head, z.Bytes()...), nil
+}
+
+// Compressor writes a CompressedData ContentInfo of content whose length is
+// not known in advance. The zlib stream goes to the writer as it is
+// produced; its DER header depends on the stream's length, so Close returns
+// it, for the caller to put before the stream.
+type Compressor struct {
+	zw *zlib.Writer
+	n  countWriter
+}
+
+// zlibWriters keeps zlib writers between messages: each holds about a megabyte of
+// compressor state, which would otherwise be allocated per message.
+var zlibWriters sync.Pool
+
+// NewCompressor compresses into w.
+func NewCompressor(w io.Writer) *Compressor {
+	c := &Compressor{n: countWriter{w: w}}
+	if zw, ok := zlibWriters.Get().(*zlib.Writer); ok {
+		zw.Reset(&c.n)
+		c.zw = zw
+	} else {
+		c.zw, _ = zlib.NewWriterLevel(&c.n, zlib.DefaultCompression) // fails only for an invalid level
+	}
+	return c
+}
+
+// Write compresses p.
+func (c *Compressor) Write(p []byte) (int, error) { return c.zw.Write(p) }
+
+// Close ends the zlib stream and returns the DER that precedes it.
+func (c *Compressor) Close() ([]byte, error) {
+	err := c.zw.Close()
+	c.n.w = nil // the pooled writer must not keep the caller's buffer alive
+	zlibWriters.Put(c.zw)
+	c.zw = nil
+	if err != nil {
 		return nil, err
 	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	cd := derSequence(
-		mustMarshal(0),
-		derSequence(mustMarshal(oidZlibCompress)),
-		derSequence(mustMarshal(oidData), derExplicit(0, derOctets(z.Bytes()))),
-	)
-	return contentInfo(oidCompressedData, cd), nil
+	return derHead(c.n.n,
+		headLevel{tag: tagSequence, constructed: true, before: mustMarshal(oidCompressedData)},
+		headLevel{class: classContext, tag: 0, constructed: true},
+		headLevel{tag: tagSequence, constructed: true, before: append(mustMarshal(0), derSequence(mustMarshal(oidZlibCompress))...)},
+		headLevel{tag: tagSequence, constructed: true, before: mustMarshal(oidData)},
+		headLevel{class: classContext, tag: 0, constructed: true},
+		headLevel{tag: tagOctetString},
+	), nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // Decompress inflates a CompressedData ContentInfo held in memory; see

@@ -29,11 +29,14 @@
 //     through zlib, never holding more than a buffer of either side, and stops
 //     with a *DecompressionLimitError once the output passes the limit.
 //   - EncryptTo streams CBC encryption for content of known size; the output
-//     is DER with definite lengths computed in advance. GCM collects the
-//     content first.
-//   - Compress and the signature functions work on byte slices: a signature
-//     needs the whole content hashed before anything can be written and the
-//     compressed size is not known until the end.
+//     is DER with definite lengths computed in advance, and EncryptedSize
+//     tells its length before a byte is written (an HTTP Content-Length). GCM
+//     collects the content first.
+//   - A Compressor deflates into the caller's buffer and returns the DER
+//     header to put in front once the compressed size is known.
+//   - Signatures need the whole content hashed before anything can be
+//     written. SignDigest signs RSA-PSS from a digest the caller computed on
+//     the way; PKCS #1 v1.5 signatures go through pkcs7 with the content.
 //
 // # Errors
 //

@@ -44,54 +44,70 @@ func (o EncryptOptions) withDefaults() (EncryptOptions, error) {
 // Encrypt builds a DER EnvelopedData (or AuthEnvelopedData for GCM)
 // ContentInfo of content for the recipients.
 func Encrypt(content []byte, recipients []*x509.Certificate, opts EncryptOptions) ([]byte, error) {
+	size, err := EncryptedSize(int64(len(content)), recipients, opts)
+	if err != nil {
+		return nil, err
+	}
 	var out bytes.Buffer
-	out.Grow(len(content) + 1024)
+	out.Grow(int(size))
 	if err := EncryptTo(&out, bytes.NewReader(content), int64(len(content)), recipients, opts); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil
 }
 
+// GCM parameters as cipher.NewGCM uses them.
+const (
+	gcmNonceSize = 12
+	gcmTagSize   = 16
+)
+
+// EncryptedSize is the length of what EncryptTo writes for size bytes of
+// content, so that a caller can announce it (as an HTTP Content-Length)
+// before encrypting. The recipients' encrypted keys are as long as their RSA
+// moduli, so the length does not depend on the random key.
+func EncryptedSize(size int64, recipients []*x509.Certificate, opts EncryptOptions) (int64, error) {
+	opts, err := checkEncrypt(size, recipients, opts)
+	if err != nil {
+		return 0, err
+	}
+	riSet, version, err := recipientInfos(recipients, nil, opts)
+	if err != nil {
+		return 0, err
+	}
+	if opts.Cipher.AEAD() {
+		tag := derOctets(make([]byte, gcmTagSize))
+		head := aeadHead(riSet, opts.Cipher, make([]byte, gcmNonceSize), size, len(tag))
+		return int64(len(head)) + size + int64(len(tag)), nil
+	}
+	bs := cbcBlockSize(opts.Cipher)
+	ctLen := cbcLen(size, bs)
+	return int64(len(cbcHead(riSet, version, opts.Cipher, make([]byte, bs), ctLen))) + ctLen, nil
+}
+
 // EncryptTo writes a DER EnvelopedData of exactly size bytes read from
-// content to w. CBC content is encrypted as it is read; GCM content is read
-// whole first.
+// content to w; EncryptedSize tells its length. CBC content is encrypted as
+// it is read; GCM content is read whole first, because the tag follows it.
 func EncryptTo(w io.Writer, content io.Reader, size int64, recipients []*x509.Certificate, opts EncryptOptions) error {
-	opts, err := opts.withDefaults()
+	opts, err := checkEncrypt(size, recipients, opts)
 	if err != nil {
 		return err
-	}
-	if len(recipients) == 0 {
-		return errors.New("encrypt: no recipient certificate")
-	}
-	if size < 0 {
-		return errors.New("encrypt: negative content size")
 	}
 	cek := make([]byte, opts.Cipher.keyLen())
 	if _, err := rand.Read(cek); err != nil {
 		return err
 	}
-	version := 0
-	var infos [][]byte
-	for _, cert := range recipients {
-		ri, v, err := keyTransRecipient(cert, cek, opts)
-		if err != nil {
-			return err
-		}
-		version = max(version, v)
-		infos = append(infos, ri)
+	riSet, version, err := recipientInfos(recipients, cek, opts)
+	if err != nil {
+		return err
 	}
-	riSet := derSet(infos...)
 	block, err := newBlock(opts.Cipher, cek)
 	if err != nil {
 		return err
 	}
 
 	if opts.Cipher.AEAD() {
-		plain := make([]byte, size)
-		if _, err := io.ReadFull(content, plain); err != nil {
-			return fmt.Errorf("encrypt: reading content: %w", err)
-		}
-		nonce := make([]byte, 12)
+		nonce := make([]byte, gcmNonceSize)
 		if _, err := rand.Read(nonce); err != nil {
 			return err
 		}
@@ -99,49 +115,128 @@ func EncryptTo(w io.Writer, content io.Reader, size int64, recipients []*x509.Ce
 		if err != nil {
 			return err
 		}
-		sealed := aead.Seal(nil, nonce, plain, nil)
-		ct, tag := sealed[:len(sealed)-aead.Overhead()], sealed[len(sealed)-aead.Overhead():]
-		alg := derSequence(mustMarshal(opts.Cipher.oid()),
-			derSequence(derOctets(nonce), mustMarshal(aead.Overhead())))
-		eci := derSequence(mustMarshal(oidData), alg, derTLV(classContext, 0, false, ct))
-		env := derSequence(mustMarshal(0), riSet, eci, derOctets(tag))
-		_, err = w.Write(contentInfo(oidAuthEnvelopedData, env))
-		return err
+		// Sealed in place: the content is held once.
+		plain := make([]byte, size, size+gcmTagSize)
+		if _, err := io.ReadFull(content, plain); err != nil {
+			return fmt.Errorf("encrypt: reading content: %w", err)
+		}
+		sealed := aead.Seal(plain[:0], nonce, plain, nil)
+		ct, tag := sealed[:size], derOctets(sealed[size:])
+		for _, b := range [][]byte{aeadHead(riSet, opts.Cipher, nonce, size, len(tag)), ct, tag} {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 
-	bs := int64(block.BlockSize())
+	bs := block.BlockSize()
 	iv := make([]byte, bs)
 	if _, err := rand.Read(iv); err != nil {
 		return err
 	}
-	ctLen := (size/bs + 1) * bs
-	alg := derSequence(mustMarshal(opts.Cipher.oid()), derOctets(iv))
-	ctHeader := appendHeader(nil, classContext, 0, false, int(ctLen))
-	eciPrefix := append(mustMarshal(oidData), alg...)
-	eciPrefix = append(eciPrefix, ctHeader...)
-	eciLen := len(eciPrefix) + int(ctLen)
-	envPrefix := append(mustMarshal(version), riSet...)
-	envPrefix = appendHeader(envPrefix, classUniversal, tagSequence, true, eciLen)
-	envLen := len(envPrefix) + len(eciPrefix) + int(ctLen)
-	oid := mustMarshal(oidEnvelopedData)
-	explicitHdr := appendHeader(nil, classContext, 0, true, envLen+headerLen(envLen))
-	ciLen := len(oid) + len(explicitHdr) + envLen + headerLen(envLen)
-
-	var head []byte
-	head = appendHeader(head, classUniversal, tagSequence, true, ciLen)
-	head = append(head, oid...)
-	head = append(head, explicitHdr...)
-	head = appendHeader(head, classUniversal, tagSequence, true, envLen)
-	head = append(head, envPrefix...)
-	head = append(head, eciPrefix...)
-	if _, err := w.Write(head); err != nil {
+	if _, err := w.Write(cbcHead(riSet, version, opts.Cipher, iv, cbcLen(size, bs))); err != nil {
 		return err
 	}
 	return cbcEncryptTo(w, io.LimitReader(content, size), size, block, iv)
 }
 
-// headerLen is the size of a SEQUENCE header for n content bytes.
-func headerLen(n int) int { return len(appendHeader(nil, classUniversal, tagSequence, true, n)) }
+func checkEncrypt(size int64, recipients []*x509.Certificate, opts EncryptOptions) (EncryptOptions, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return opts, err
+	}
+	if len(recipients) == 0 {
+		return opts, errors.New("encrypt: no recipient certificate")
+	}
+	if size < 0 {
+		return opts, errors.New("encrypt: negative content size")
+	}
+	return opts, nil
+}
+
+// recipientInfos builds the RecipientInfos SET and returns the EnvelopedData
+// version it implies. A nil cek stands in zeros for the encrypted keys, for
+// EncryptedSize.
+func recipientInfos(recipients []*x509.Certificate, cek []byte, opts EncryptOptions) ([]byte, int, error) {
+	version := 0
+	var infos [][]byte
+	for _, cert := range recipients {
+		ri, v, err := keyTransRecipient(cert, cek, opts)
+		if err != nil {
+			return nil, 0, err
+		}
+		version = max(version, v)
+		infos = append(infos, ri)
+	}
+	return derSet(infos...), version, nil
+}
+
+// cbcLen is the ciphertext length of size bytes with PKCS #7 padding.
+func cbcLen(size int64, bs int) int64 { return (size/int64(bs) + 1) * int64(bs) }
+
+func cbcBlockSize(c ContentCipher) int {
+	block, err := newBlock(c, make([]byte, c.keyLen()))
+	if err != nil {
+		panic(err) // the options were checked: an outbound cipher takes a key of its length
+	}
+	return block.BlockSize()
+}
+
+// cbcHead is the EnvelopedData ContentInfo up to its ciphertext of ctLen
+// bytes.
+func cbcHead(riSet []byte, version int, c ContentCipher, iv []byte, ctLen int64) []byte {
+	alg := derSequence(mustMarshal(c.oid()), derOctets(iv))
+	return derHead(ctLen,
+		headLevel{tag: tagSequence, constructed: true, before: mustMarshal(oidEnvelopedData)},
+		headLevel{class: classContext, tag: 0, constructed: true},
+		headLevel{tag: tagSequence, constructed: true, before: append(mustMarshal(version), riSet...)},
+		headLevel{tag: tagSequence, constructed: true, before: append(mustMarshal(oidData), alg...)},
+		headLevel{class: classContext, tag: 0},
+	)
+}
+
+// aeadHead is the AuthEnvelopedData ContentInfo up to its ciphertext of
+// size bytes; the tag, tagLen bytes of DER, follows the ciphertext.
+func aeadHead(riSet []byte, c ContentCipher, nonce []byte, size int64, tagLen int) []byte {
+	alg := derSequence(mustMarshal(c.oid()), derSequence(derOctets(nonce), mustMarshal(gcmTagSize)))
+	return derHead(size,
+		headLevel{tag: tagSequence, constructed: true, before: mustMarshal(oidAuthEnvelopedData)},
+		headLevel{class: classContext, tag: 0, constructed: true},
+		headLevel{tag: tagSequence, constructed: true, before: append(mustMarshal(0), riSet...), afterLen: tagLen},
+		headLevel{tag: tagSequence, constructed: true, before: append(mustMarshal(oidData), alg...)},
+		headLevel{class: classContext, tag: 0},
+	)
+}
+
+// headLevel is one value that encloses a large content: its identifier, the
+// fields before the enclosed value and the length of those after it.
+type headLevel struct {
+	class, tag  int
+	constructed bool
+	before      []byte
+	afterLen    int
+}
+
+// derHead returns the DER before n bytes of content enclosed in levels,
+// outermost first. The definite lengths follow from n alone, so the content
+// can be written (or encrypted) where it lies instead of being copied into
+// its encoding.
+func derHead(n int64, levels ...headLevel) []byte {
+	lens := make([]int, len(levels))
+	inner := int(n)
+	for i := len(levels) - 1; i >= 0; i-- {
+		l := levels[i]
+		lens[i] = len(l.before) + inner + l.afterLen
+		inner = len(appendHeader(nil, l.class, l.tag, l.constructed, lens[i])) + lens[i]
+	}
+	var head []byte
+	for i, l := range levels {
+		head = appendHeader(head, l.class, l.tag, l.constructed, lens[i])
+		head = append(head, l.before...)
+	}
+	return head
+}
 
 func cbcEncryptTo(w io.Writer, r io.Reader, size int64, block cipher.Block, iv []byte) error {
 	bs := block.BlockSize()
@@ -176,7 +271,8 @@ func cbcEncryptTo(w io.Writer, r io.Reader, size int64, block cipher.Block, iv [
 }
 
 // keyTransRecipient builds a KeyTransRecipientInfo and returns the
-// EnvelopedData version it implies.
+// EnvelopedData version it implies. A nil cek leaves the encrypted key zero,
+// at its length (the modulus size).
 func keyTransRecipient(cert *x509.Certificate, cek []byte, opts EncryptOptions) ([]byte, int, error) {
 	pub, ok := cert.PublicKey.(*rsa.PublicKey)
 	if !ok {
@@ -196,11 +292,15 @@ func keyTransRecipient(cert *x509.Certificate, cek []byte, opts EncryptOptions) 
 	switch opts.KeyTransport {
 	case RSAPKCS1v15:
 		alg = derSequence(mustMarshal(oidRSAEncryption), []byte{tagNull, 0})
-		ek, err = rsa.EncryptPKCS1v15(rand.Reader, pub, cek)
+		if cek != nil {
+			ek, err = rsa.EncryptPKCS1v15(rand.Reader, pub, cek)
+		}
 	case RSAOAEPSHA1:
 		// All parameters at their SHA-1 defaults: an empty SEQUENCE.
 		alg = derSequence(mustMarshal(oidRSAESOAEP), derSequence())
-		ek, err = rsa.EncryptOAEP(sha1.New(), rand.Reader, pub, cek, nil)
+		if cek != nil {
+			ek, err = rsa.EncryptOAEP(sha1.New(), rand.Reader, pub, cek, nil)
+		}
 	case RSAOAEPSHA256:
 		sha256Alg := derSequence(mustMarshal(oidSHA256))
 		params := derSequence(
@@ -208,7 +308,12 @@ func keyTransRecipient(cert *x509.Certificate, cek []byte, opts EncryptOptions) 
 			derExplicit(1, derSequence(mustMarshal(oidMGF1), sha256Alg)),
 		)
 		alg = derSequence(mustMarshal(oidRSAESOAEP), params)
-		ek, err = rsa.EncryptOAEP(sha256.New(), rand.Reader, pub, cek, nil)
+		if cek != nil {
+			ek, err = rsa.EncryptOAEP(sha256.New(), rand.Reader, pub, cek, nil)
+		}
+	}
+	if cek == nil {
+		ek = make([]byte, pub.Size())
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("encrypt: wrapping the content key: %w", err)

@@ -89,46 +89,91 @@ func SignDetached(content []byte, cert *x509.Certificate, key crypto.Signer, cha
 // SignDetachedPSS is SignDetached with RSASSA-PSS (RFC 4056): MGF1 with the
 // same digest and a salt as long as the digest.
 func SignDetachedPSS(content []byte, cert *x509.Certificate, key crypto.Signer, chain []*x509.Certificate, digest DigestAlgorithm) ([]byte, error) {
+	return signContent(content, cert, key, chain, digest, true)
+}
+
+func signContent(content []byte, cert *x509.Certificate, key crypto.Signer, chain []*x509.Certificate, digest DigestAlgorithm, pss bool) ([]byte, error) {
 	h := digest.Hash()
 	if h == 0 {
 		return nil, fmt.Errorf("%w: digest %q", ErrUnsupportedAlgorithm, digest)
 	}
+	md := h.New()
+	md.Write(content)
+	return SignDigest(md.Sum(nil), cert, key, chain, digest, pss)
+}
+
+// SignDigest makes the signature SignDetachedPSS makes from the content's
+// digest, md, instead of the content: a caller that hashes the content anyway,
+// for a MIC, need not read it twice. With pss false it writes a PKCS #1 v1.5
+// signature the way pkcs7 does; SignDetached, which goes through pkcs7, is the
+// one the gateway uses for those.
+func SignDigest(md []byte, cert *x509.Certificate, key crypto.Signer, chain []*x509.Certificate, digest DigestAlgorithm, pss bool) ([]byte, error) {
+	return signDigest(md, cert, key, chain, digest, pss, time.Now())
+}
+
+// signDigest builds the SignedData by hand rather than through pkcs7, whose
+// SignedData takes the content and copies it whole into an OCTET STRING only
+// to drop it for a detached signature.
+func signDigest(md []byte, cert *x509.Certificate, key crypto.Signer, chain []*x509.Certificate, digest DigestAlgorithm, pss bool, at time.Time) ([]byte, error) {
+	h := digest.Hash()
+	if h == 0 {
+		return nil, fmt.Errorf("%w: digest %q", ErrUnsupportedAlgorithm, digest)
+	}
+	if len(md) != h.Size() {
+		return nil, fmt.Errorf("sign: a %s digest of %d bytes", digest, len(md))
+	}
 	if cert == nil || key == nil {
 		return nil, errors.New("sign: certificate and key are required")
 	}
-	if _, ok := key.Public().(*rsa.PublicKey); !ok {
-		return nil, fmt.Errorf("%w: RSA-PSS needs an RSA key", ErrUnsupportedAlgorithm)
-	}
-	hashAlg := derSequence(mustMarshal(digest.oid()), []byte{tagNull, 0})
-	pssParams := derSequence(
-		derExplicit(0, hashAlg),
-		derExplicit(1, derSequence(mustMarshal(oidMGF1), hashAlg)),
-		derExplicit(2, mustMarshal(h.Size())),
+	var (
+		sigAlg []byte
+		opts   crypto.SignerOpts = h
 	)
-	sigAlg := derSequence(mustMarshal(oidRSASSAPSS), pssParams)
+	if pss {
+		if _, ok := key.Public().(*rsa.PublicKey); !ok {
+			return nil, fmt.Errorf("%w: RSA-PSS needs an RSA key", ErrUnsupportedAlgorithm)
+		}
+		hashAlg := derSequence(mustMarshal(digest.oid()), []byte{tagNull, 0})
+		pssParams := derSequence(
+			derExplicit(0, hashAlg),
+			derExplicit(1, derSequence(mustMarshal(oidMGF1), hashAlg)),
+			derExplicit(2, mustMarshal(h.Size())),
+		)
+		sigAlg = derSequence(mustMarshal(oidRSASSAPSS), pssParams)
+		opts = &rsa.PSSOptions{SaltLength: h.Size(), Hash: h}
+	} else {
+		oid, err := pkcs1SignatureOID(key.Public(), digest)
+		if err != nil {
+			return nil, err
+		}
+		sigAlg = derSequence(mustMarshal(oid))
+	}
+	// Each certificate of the chain must have issued the one before it.
+	for i, issued := 0, cert; i < len(chain); i, issued = i+1, chain[i] {
+		if err := issued.CheckSignatureFrom(chain[i]); err != nil {
+			return nil, fmt.Errorf("sign: certificate %q is not issued by the next one of the chain: %w", issued.Subject.CommonName, err)
+		}
+	}
 	digestAlg := derSequence(mustMarshal(digest.oid()))
 
-	md := h.New()
-	md.Write(content)
 	attrs := [][]byte{
 		attribute(oidAttrContentType, mustMarshal(oidData)),
-		attribute(oidAttrSigningTime, mustMarshal(time.Now().UTC())),
-		attribute(oidAttrMessageDigest, derOctets(md.Sum(nil))),
+		attribute(oidAttrSigningTime, mustMarshal(at.UTC())),
+		attribute(oidAttrMessageDigest, derOctets(md)),
 		attribute(oidAttrAlgorithmProtec, algorithmProtection(digest, sigAlg)),
 	}
 	slices.SortFunc(attrs, bytes.Compare) // DER orders a SET OF by encoding
 	signedAttrs := derSet(attrs...)
 	ad := h.New()
 	ad.Write(signedAttrs)
-	sig, err := key.Sign(rand.Reader, ad.Sum(nil), &rsa.PSSOptions{SaltLength: h.Size(), Hash: h})
+	sig, err := key.Sign(rand.Reader, ad.Sum(nil), opts)
 	if err != nil {
 		return nil, fmt.Errorf("sign: %w", err)
 	}
 	_, attrContent, _ := splitDER(signedAttrs)
-	issuer := cert.RawIssuer
 	signerInfo := derSequence(
 		mustMarshal(1),
-		derSequence(issuer, mustMarshal(cert.SerialNumber)),
+		derSequence(cert.RawIssuer, mustMarshal(cert.SerialNumber)),
 		digestAlg,
 		derTLV(classContext, 0, true, attrContent),
 		sigAlg,
@@ -159,7 +204,8 @@ func algorithmProtection(digest DigestAlgorithm, sigAlg []byte) []byte {
 	return derSequence(derSequence(mustMarshal(digest.oid())), derTLV(classContext, 1, true, content))
 }
 
-// pkcs1SignatureOID is the signatureAlgorithm pkcs7 writes for the key.
+// pkcs1SignatureOID is the signatureAlgorithm for the key, as pkcs7 writes
+// it too.
 func pkcs1SignatureOID(pub crypto.PublicKey, d DigestAlgorithm) (asn1.ObjectIdentifier, error) {
 	switch pub.(type) {
 	case *rsa.PublicKey:

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"crypto/x509"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"wharf/internal/protocol/as2/cms"
 )
@@ -248,5 +252,103 @@ func TestMICFormat(t *testing.T) {
 		if _, err := ParseMIC(bad); err == nil {
 			t.Errorf("ParseMIC(%q) accepted", bad)
 		}
+	}
+}
+
+// BuildFrom reads the payload in whatever pieces the reader gives and whatever length the
+// caller guessed, and builds what Build builds, with the MICs for every algorithm asked
+// for, although it keeps neither the MIC content nor a CBC envelope.
+func TestBuildFromMatchesBuild(t *testing.T) {
+	ours, partner := testIdentity(t, "ours"), testIdentity(t, "partner")
+	payload := bytes.Repeat([]byte("UNB+UNOC:3+SENDER+RECEIVER'\r\n"), 7000)
+	payload = append(payload, make([]byte, 3333)...)
+	enc := &Encryption{Recipients: []*x509.Certificate{ours.cert}}
+	tests := []struct {
+		name string
+		opts BuildOptions
+	}{
+		{"plain", BuildOptions{}},
+		{"compressed", BuildOptions{Compress: true}},
+		{"signed", BuildOptions{Sign: partner.signer(cms.SHA256)}},
+		{"encrypted", BuildOptions{Encrypt: enc}},
+		{"compressed encrypted", BuildOptions{Compress: true, Encrypt: enc, MICAlgorithm: cms.SHA512}},
+		{"signed encrypted", BuildOptions{Sign: partner.signer(cms.SHA384), Encrypt: enc}},
+		{"everything", BuildOptions{Compress: true, Sign: partner.signer(cms.SHA512), Encrypt: enc, MICAlgorithm: cms.SHA256}},
+		{"gcm", BuildOptions{Sign: partner.signer(cms.SHA256), Encrypt: &Encryption{Recipients: enc.Recipients, EncryptOptions: cms.EncryptOptions{Cipher: cms.AES128GCM}}}},
+	}
+	for _, tt := range tests {
+		for _, hint := range []int64{int64(len(payload)), 0, 1000, 3 * int64(len(payload))} {
+			t.Run(fmt.Sprintf("%s/size %d", tt.name, hint), func(t *testing.T) {
+				opts := tt.opts
+				opts.newBoundary = fixedBoundary()
+				want, err := Build(payload, "x.edi", opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts.newBoundary = fixedBoundary()
+				opts.MICAlgorithms = cms.DigestAlgorithms
+				got, err := BuildFrom(iotest.HalfReader(bytes.NewReader(payload)), hint, "x.edi", opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.ContentType != want.ContentType || !reflect.DeepEqual(got.Header, want.Header) {
+					t.Errorf("Content-Type %q, header %v; want %q, %v", got.ContentType, got.Header, want.ContentType, want.Header)
+				}
+				streamed := opts.Encrypt != nil && !opts.Encrypt.Cipher.AEAD()
+				if (got.Body == nil) != streamed || got.MICContent != nil {
+					t.Errorf("body held: %v, MIC content held: %v", got.Body != nil, got.MICContent != nil)
+				}
+				if !got.MIC.Equal(want.MIC) || len(got.ExpectedMICs) != len(want.ExpectedMICs) {
+					t.Errorf("MIC %s, expected %v; want %s, %v", got.MIC, got.ExpectedMICs, want.MIC, want.ExpectedMICs)
+				}
+				for _, alg := range cms.DigestAlgorithms {
+					if m, ok := got.MICWith(alg); !ok || !m.Equal(ComputeMIC(want.MICContent, alg)) {
+						t.Errorf("%s MIC %s (%v), want one over Build's MIC content", alg, m, ok)
+					}
+				}
+				var body bytes.Buffer
+				if err := got.WriteBody(&body); err != nil {
+					t.Fatal(err)
+				}
+				if int64(body.Len()) != got.BodySize() {
+					t.Errorf("wrote %d bytes, announced %d", body.Len(), got.BodySize())
+				}
+				header := got.Header.Clone()
+				header.Set("Disposition-Notification-Options", "signed-receipt-protocol=optional, pkcs7-signature; signed-receipt-micalg=optional, "+got.MIC.Algorithm.MICName())
+				res, err := Unpack(got.ContentType, header, body.Bytes(), UnpackOptions{
+					Decryption:          []cms.Recipient{ours.recipient()},
+					PartnerCertificates: []*x509.Certificate{partner.cert},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(res.Payload, payload) || !res.MIC.Equal(got.MIC) {
+					t.Errorf("payload %d bytes, MIC %s; want %d bytes, %s", len(res.Payload), res.MIC, len(payload), got.MIC)
+				}
+			})
+		}
+	}
+}
+
+func TestLayerBuf(t *testing.T) {
+	l := newLayerBuf(4, 3, 2)
+	l.write([]byte("abc"))
+	l.prepend([]byte("12"))
+	l.write([]byte("de"))
+	l.prepend([]byte("long header ")) // more than the room before
+	l.write([]byte(strings.Repeat("x", 100)))
+	if want := "long header 12abcde" + strings.Repeat("x", 100); string(l.bytes()) != want {
+		t.Fatalf("%q, want %q", l.bytes(), want)
+	}
+	var seen bytes.Buffer
+	l = newLayerBuf(0, 0, 0)
+	if err := l.readFrom(iotest.OneByteReader(strings.NewReader("grows from nothing")), &seen); err != nil {
+		t.Fatal(err)
+	}
+	if string(l.bytes()) != "grows from nothing" || seen.String() != "grows from nothing" {
+		t.Errorf("read %q, hashed %q", l.bytes(), seen.String())
+	}
+	if err := newLayerBuf(0, 10, 0).readFrom(iotest.ErrReader(errors.New("disk gone")), io.Discard); err == nil {
+		t.Error("a read error was not reported")
 	}
 }

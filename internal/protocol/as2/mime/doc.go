@@ -29,12 +29,13 @@
 //
 // # Memory
 //
-// Unpack and Build hold each layer in memory (the body, the decrypted
-// entity, the payload), so a message costs a few times its size at peak.
-// The limits that bound this are the receiver's body limit and
-// UnpackOptions.MaxDecompressedSize. A receiver that must not hold a large
-// message can stream the outer layer with cms.DecryptTo or
-// cms.DecompressTo itself.
+// BuildFrom reads the payload once into a buffer with room before and after
+// it, so each layer's header fields and the signature part are written
+// around the content rather than copying it; the MICs are computed as the
+// content goes by, and a CBC-encrypted message is not held at all: WriteBody
+// encrypts it on the way out. Unpack holds each layer in memory (the body,
+// the decrypted entity, the payload), bounded by the receiver's body limit
+// and UnpackOptions.MaxDecompressedSize.
 //
 // # Trust
 //

@@ -289,3 +289,16 @@ func (b *corpusBundle) runCase(t *testing.T, dir string, c corpusCase) {
 		t.Error("the receipt stage does not hold the MDN as received")
 	}
 }
+
+// micsFor computes the MICs a receipt for content may return, with the algorithms the
+// sender computes them with while it builds a message.
+func micsFor(content []byte, requested []cms.DigestAlgorithm, signDigest cms.DigestAlgorithm, allowSHA1 bool) (expected, fallback []mime.MIC) {
+	exp, fb := micAlgorithms(requested, signDigest, allowSHA1)
+	for _, a := range exp {
+		expected = append(expected, mime.ComputeMIC(content, a))
+	}
+	for _, a := range fb {
+		fallback = append(fallback, mime.ComputeMIC(content, a))
+	}
+	return expected, fallback
+}

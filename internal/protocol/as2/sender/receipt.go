@@ -138,28 +138,24 @@ func sameMessageID(a, b string) bool {
 	return a != "" && trim(a) == trim(b)
 }
 
-// micsFor computes the MICs a receipt for content may return. requested are the
+// micAlgorithms are the algorithms of the MICs a receipt may return. requested are the
 // algorithms named in signed-receipt-micalg, signDigest is our signature's digest ("" when
 // unsigned). Without a requested algorithm the partner chooses one itself, so the other
-// algorithms are computed as fallbacks (SHA-1 only when the profile allows it).
-func micsFor(content []byte, requested []cms.DigestAlgorithm, signDigest cms.DigestAlgorithm, allowSHA1 bool) (expected, fallback []mime.MIC) {
-	var algs []cms.DigestAlgorithm
+// algorithms are fallbacks (SHA-1 only when the profile allows it).
+func micAlgorithms(requested []cms.DigestAlgorithm, signDigest cms.DigestAlgorithm, allowSHA1 bool) (expected, fallback []cms.DigestAlgorithm) {
 	for _, a := range append(slices.Clone(requested), signDigest) {
-		if a != "" && !slices.Contains(algs, a) {
-			algs = append(algs, a)
+		if a != "" && !slices.Contains(expected, a) {
+			expected = append(expected, a)
 		}
-	}
-	for _, a := range algs {
-		expected = append(expected, mime.ComputeMIC(content, a))
 	}
 	if len(requested) > 0 {
 		return expected, nil
 	}
 	for _, a := range cms.DigestAlgorithms {
-		if slices.Contains(algs, a) || (a.Weak() && !allowSHA1) {
+		if slices.Contains(expected, a) || (a.Weak() && !allowSHA1) {
 			continue
 		}
-		fallback = append(fallback, mime.ComputeMIC(content, a))
+		fallback = append(fallback, a)
 	}
 	return expected, fallback
 }

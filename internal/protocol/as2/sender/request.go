@@ -1,13 +1,16 @@
 package sender
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	gomime "mime"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"wharf/internal/protocol/as2/cms"
@@ -71,6 +74,89 @@ func requestHeader(b *mime.Built, p headerParams) http.Header {
 		}
 	}
 	return h
+}
+
+// setBody gives req the built message as its body, with its length, and a GetBody that
+// makes it again for the transport to resend on a fresh connection. A body the message
+// left to be encrypted is encrypted as the transport reads it, each copy by a goroutine of
+// its own; stop closes every copy and waits for its goroutine, so none outlives the
+// attempt.
+func setBody(req *http.Request, b *mime.Built) (stop func()) {
+	req.ContentLength = b.BodySize()
+	if b.Body != nil {
+		open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b.Body)), nil }
+		if len(b.Body) == 0 {
+			open = func() (io.ReadCloser, error) { return http.NoBody, nil }
+		}
+		req.Body, _ = open()
+		req.GetBody = open
+		return func() {}
+	}
+	var (
+		mu     sync.Mutex
+		bodies []*pipeBody
+	)
+	open := func() (io.ReadCloser, error) {
+		body := newPipeBody(b.WriteBody)
+		mu.Lock()
+		defer mu.Unlock()
+		bodies = append(bodies, body)
+		return body, nil
+	}
+	req.Body, _ = open()
+	req.GetBody = open
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, body := range bodies {
+			body.Close()
+		}
+	}
+}
+
+// pipeBody is a request body that fill writes, in a goroutine started by the first Read,
+// as the transport reads it. Close ends the goroutine and waits for it; the transport
+// closes every body it is given.
+type pipeBody struct {
+	fill func(io.Writer) error
+	pr   *io.PipeReader
+	pw   *io.PipeWriter
+	done chan struct{}
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+}
+
+func newPipeBody(fill func(io.Writer) error) *pipeBody {
+	pr, pw := io.Pipe()
+	return &pipeBody{fill: fill, pr: pr, pw: pw, done: make(chan struct{})}
+}
+
+func (p *pipeBody) Read(b []byte) (int, error) {
+	p.mu.Lock()
+	if !p.started && !p.closed {
+		p.started = true
+		go func() {
+			defer close(p.done)
+			p.pw.CloseWithError(p.fill(p.pw))
+		}()
+	}
+	p.mu.Unlock()
+	return p.pr.Read(b)
+}
+
+// Close fails fill's next write, which ends it, and waits for it.
+func (p *pipeBody) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	started := p.started
+	p.mu.Unlock()
+	p.pr.Close()
+	if started {
+		<-p.done
+	}
+	return nil
 }
 
 // headerValue keeps a value on one line.

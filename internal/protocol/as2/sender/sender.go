@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"time"
 
 	"wharf/internal/delivery"
@@ -127,9 +128,11 @@ func (c *core) keepReceipt(ctx context.Context, rec OutboundRecord, contentType 
 // Sender is a running as2-sender instance: a delivery.Deliverer that sends each message
 // to its partner as the partner's remote profile says.
 //
-// The message is held in memory while it is built and sent (the document, its
-// compressed, signed and encrypted forms), so one attempt costs a few times the
-// document's size; the partner profile's max_message_size_mib bounds it.
+// An attempt holds the message in memory about once while it builds and sends it: the
+// document is read into the buffer that becomes the (compressed, signed) entity, and a
+// CBC envelope is encrypted as the request is written. A GCM envelope is held whole
+// besides, as GCM's tag covers all of it. The partner profile's max_message_size_mib
+// bounds the size.
 type Sender struct {
 	*core
 	name     persistence.InstanceName
@@ -329,26 +332,37 @@ func (s *Sender) prepare(ctx context.Context, a delivery.Attempt, out profile.Ou
 		}
 	}
 
+	// The MICs a receipt may return are computed while the message is built, because
+	// the content they cover is not kept.
+	var expected, fallback []cms.DigestAlgorithm
+	if rem.MDNMode != profile.MDNNone {
+		var requested []cms.DigestAlgorithm
+		if rem.SignedMDN {
+			requested = []cms.DigestAlgorithm{opts.MICAlgorithm}
+		}
+		expected, fallback = micAlgorithms(requested, rem.SigningAlgorithm.Digest(), rem.AllowSHA1)
+		opts.MICAlgorithms = append(slices.Clone(expected), fallback...)
+	}
+
 	doc, err := a.Open(ctx)
 	if err != nil {
 		s.log.WarnContext(ctx, "open the document", "error", err)
 		return outgoing{}, delivery.Transient(delivery.ClassTransport, errors.New("cannot read the document")), false
 	}
 	defer doc.Close()
-	src := io.Reader(doc)
+	src := &countingReader{r: doc}
+	var r io.Reader = src
 	if limit > 0 {
-		src = io.LimitReader(doc, limit+1)
+		r = io.LimitReader(src, limit+1)
 	}
-	payload, err := io.ReadAll(src)
-	if err != nil {
-		s.log.WarnContext(ctx, "read the document", "error", err)
+	built, err := mime.BuildFrom(r, a.Message.Size, string(a.Message.OriginalFileName), opts)
+	switch {
+	case src.err != nil:
+		s.log.WarnContext(ctx, "read the document", "error", src.err)
 		return outgoing{}, delivery.Transient(delivery.ClassTransport, errors.New("cannot read the document")), false
-	}
-	if limit > 0 && int64(len(payload)) > limit {
+	case limit > 0 && src.n > limit:
 		return fail("the document exceeds the partner's limit of %d MiB", rem.MaxMessageSizeMiB)
-	}
-	built, err := mime.Build(payload, string(a.Message.OriginalFileName), opts)
-	if err != nil {
+	case err != nil:
 		return fail("cannot build the AS2 message: %v", err)
 	}
 
@@ -370,12 +384,7 @@ func (s *Sender) prepare(ctx context.Context, a delivery.Attempt, out profile.Ou
 		fallbackMICs:        []string{},
 	}
 	if rem.MDNMode != profile.MDNNone {
-		var requested []cms.DigestAlgorithm
-		if rec.SignedMDN {
-			requested = []cms.DigestAlgorithm{opts.MICAlgorithm}
-		}
-		expected, fallback := micsFor(built.MICContent, requested, rem.SigningAlgorithm.Digest(), rem.AllowSHA1)
-		rec.ExpectedMICs, rec.fallbackMICs = splitLines(micLines(expected)), splitLines(micLines(fallback))
+		rec.ExpectedMICs, rec.fallbackMICs = builtMICs(built, expected), builtMICs(built, fallback)
 	}
 	// Partners only look for the field's presence; the AS2 id stands in when the local
 	// profile names no address.
@@ -401,6 +410,34 @@ func (s *Sender) prepare(ctx context.Context, a delivery.Attempt, out profile.Ou
 	}, delivery.Result{}, true
 }
 
+// countingReader counts what the document yields and keeps its read error, which is
+// the storage's fault rather than the message's.
+type countingReader struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if err != nil && err != io.EOF {
+		c.err = err
+	}
+	return n, err
+}
+
+// builtMICs are the message's MICs with algs, as the record keeps them.
+func builtMICs(b *mime.Built, algs []cms.DigestAlgorithm) []string {
+	var mics []mime.MIC
+	for _, a := range algs {
+		if m, ok := b.MICWith(a); ok {
+			mics = append(mics, m)
+		}
+	}
+	return splitLines(micLines(mics))
+}
+
 // checkOutboundChoices refuses a profile value outside its domain (the directory hands
 // out validated profiles; this guards the record's columns).
 func checkOutboundChoices(r profile.Remote) error {
@@ -423,14 +460,16 @@ func checkOutboundChoices(r profile.Remote) error {
 // send POSTs the message and turns the answer into the attempt's result.
 func (s *Sender) send(ctx context.Context, rec *OutboundRecord, out profile.Outbound, msg outgoing) delivery.Result {
 	rem := out.Remote
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, msg.endpoint, bytes.NewReader(msg.built.Body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, msg.endpoint, nil)
 	if err != nil {
 		return s.fail(ctx, rec, errors.New("the endpoint URL cannot be used"), 0, "")
 	}
+	stop := setBody(req, msg.built)
+	defer stop()
 	req.Header = requestHeader(msg.built, msg.header)
 	req.Header.Set("User-Agent", "Wharf")
 	client := s.clients.get(rec.Partner, rem, out.Roots)
-	s.log.DebugContext(ctx, "sending AS2 message", "as2_message_id", rec.AS2MessageID, "attempt", rec.Attempts, "bytes", len(msg.built.Body))
+	s.log.DebugContext(ctx, "sending AS2 message", "as2_message_id", rec.AS2MessageID, "attempt", rec.Attempts, "bytes", req.ContentLength)
 
 	resp, err := client.Do(req)
 	if err != nil {
