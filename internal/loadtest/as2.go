@@ -576,6 +576,22 @@ func runAS2Round(ctx context.Context, a, b *as2Peer, opt AS2Options, round int, 
 		return res, err
 	}
 
+	// B records its file writer's outcomes in batches, a moment after the files are in
+	// place; its messages are checked once that has happened.
+	for {
+		deliveredB, err := countMessages(ctx, b.Instance, tag, since, "delivered")
+		if err != nil {
+			return res, err
+		}
+		if deliveredB >= opt.N {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return res, fmt.Errorf("B: %d of %d messages delivered before the time-out", deliveredB, opt.N)
+		case <-tick.C:
+		}
+	}
 	if res.FilesVerified, err = verifyRoundInbox(inbox, outbox, tag, docs); err != nil {
 		return res, err
 	}
