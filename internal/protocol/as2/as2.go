@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"path/filepath"
 	"strconv"
 
 	"wharf/internal/delivery"
@@ -153,6 +154,7 @@ func newReceiver(env module.Env, name persistence.InstanceName, cfg module.Confi
 		MDNIntake: rt.intake,
 		MDNFaults: []error{sender.ErrInvalidMDN},
 		BaseURL:   rt.core.BaseURL,
+		TempDir:   filepath.Join(rt.core.DataDir, "tmp"),
 	}, name, c)
 }
 

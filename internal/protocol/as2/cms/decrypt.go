@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 )
 
@@ -37,13 +38,36 @@ type DecryptInfo struct {
 // Decrypt opens an EnvelopedData or AuthEnvelopedData ContentInfo held in
 // memory. See DecryptTo.
 func Decrypt(data []byte, candidates []Recipient) ([]byte, *DecryptInfo, error) {
-	var out bytes.Buffer
-	out.Grow(len(data))
-	info, err := DecryptTo(&out, bytes.NewReader(data), candidates)
+	return DecryptReader(bytes.NewReader(data), int64(len(data)), candidates)
+}
+
+// DecryptReader reads an EnvelopedData or AuthEnvelopedData ContentInfo (BER or
+// DER) of size bytes from r and returns the plaintext. The plaintext is the
+// one buffer it allocates, sized from size (the plaintext is never longer
+// than its encoding): CBC content is decrypted into it while it is read, GCM
+// ciphertext is read into it and opened in place. A size of zero or less
+// means unknown; the buffer then grows as it fills.
+func DecryptReader(r io.Reader, size int64, candidates []Recipient) ([]byte, *DecryptInfo, error) {
+	env, info, err := openEnvelope(r, candidates)
 	if err != nil {
 		return nil, info, err
 	}
-	return out.Bytes(), info, nil
+	var buf []byte
+	if size > 0 && size <= math.MaxInt {
+		buf = make([]byte, 0, size)
+	}
+	if !env.authenticated {
+		out := bytes.NewBuffer(buf)
+		if err := env.decryptCBC(out); err != nil {
+			return nil, info, err
+		}
+		return out.Bytes(), info, nil
+	}
+	plain, err := env.openGCM(buf)
+	if err != nil {
+		return nil, info, err
+	}
+	return plain, info, nil
 }
 
 // DecryptTo reads an EnvelopedData or AuthEnvelopedData ContentInfo (BER or
@@ -52,104 +76,14 @@ func Decrypt(data []byte, candidates []Recipient) ([]byte, *DecryptInfo, error) 
 // that plaintext must be discarded. GCM content is written only after its tag
 // verified.
 func DecryptTo(w io.Writer, r io.Reader, candidates []Recipient) (*DecryptInfo, error) {
-	b := newBERReader(r)
-	oid, err := openContentInfo(b)
-	if err != nil {
-		return nil, malformed(ErrDecryption, "%v", err)
-	}
-	var authenticated bool
-	switch {
-	case oid.Equal(oidEnvelopedData):
-	case oid.Equal(oidAuthEnvelopedData):
-		authenticated = true
-	default:
-		return nil, fmt.Errorf("%w: content type %s is not enveloped data", ErrDecryption, oid)
-	}
-	recipientInfos, err := readEnvelopeHead(b)
-	if err != nil {
-		return nil, malformed(ErrDecryption, "%v", err)
-	}
-
-	// EncryptedContentInfo: contentType, contentEncryptionAlgorithm, [0] content.
-	h, err := expect(b, classUniversal, tagSequence, true)
-	if err != nil {
-		return nil, malformed(ErrDecryption, "encrypted content info: %v", err)
-	}
-	eci := b.enter(h)
-	if _, err := readOID(b); err != nil {
-		return nil, malformed(ErrDecryption, "encrypted content type: %v", err)
-	}
-	_, algDER, err := b.readElement(1024)
-	if err != nil {
-		return nil, malformed(ErrDecryption, "content encryption algorithm: %v", err)
-	}
-	var alg pkix.AlgorithmIdentifier
-	if rest, err := asn1.Unmarshal(algDER, &alg); err != nil || len(rest) > 0 {
-		return nil, malformed(ErrDecryption, "content encryption algorithm: %v", err)
-	}
-	cc, err := cipherForOID(alg.Algorithm)
-	if err != nil {
-		return nil, err
-	}
-	if cc.AEAD() != authenticated {
-		return nil, fmt.Errorf("%w: %s in the wrong envelope type", ErrUnsupportedAlgorithm, cc)
-	}
-	info := &DecryptInfo{Cipher: cc, Recipient: -1}
-
-	key, kt, idx, err := unwrapContentKey(recipientInfos, candidates, cc.keyLen())
+	env, info, err := openEnvelope(r, candidates)
 	if err != nil {
 		return info, err
 	}
-	info.KeyTransport, info.Recipient = kt, idx
-
-	ok, err := b.more(eci)
-	if err != nil {
-		return info, malformed(ErrDecryption, "%v", err)
+	if !env.authenticated {
+		return info, env.decryptCBC(w)
 	}
-	if !ok {
-		return info, fmt.Errorf("%w: the encrypted content is detached", ErrDecryption)
-	}
-	h, err = b.readHeader()
-	if err != nil || !h.is(classContext, 0) {
-		return info, malformed(ErrDecryption, "encrypted content: %v", err)
-	}
-	content := newOctetReader(b, h)
-
-	if !authenticated {
-		block, iv, err := cbcParams(cc, key, alg)
-		if err != nil {
-			return info, err
-		}
-		return info, cbcDecryptTo(w, content, block, iv)
-	}
-
-	ciphertext, err := io.ReadAll(content)
-	if err != nil {
-		return info, malformed(ErrDecryption, "encrypted content: %v", err)
-	}
-	if err := b.close(eci); err != nil {
-		return info, malformed(ErrDecryption, "%v", err)
-	}
-	// authAttrs [1] (optional), then mac OCTET STRING.
-	var aad []byte
-	h, der, err := b.readElement(maxHeaderElement)
-	if err != nil {
-		return info, malformed(ErrDecryption, "after the encrypted content: %v", err)
-	}
-	if h.is(classContext, 1) {
-		// The tag is authenticated as a universal SET (RFC 5083, 2.2).
-		_, body, _ := splitDER(der)
-		aad = derSet(body)
-		h, der, err = b.readElement(1024)
-		if err != nil {
-			return info, malformed(ErrDecryption, "mac: %v", err)
-		}
-	}
-	if !h.is(classUniversal, tagOctetString) {
-		return info, malformed(ErrDecryption, "mac missing")
-	}
-	_, mac, _ := splitDER(der)
-	plain, err := gcmOpen(key, alg, ciphertext, mac, aad)
+	plain, err := env.openGCM(nil)
 	if err != nil {
 		return info, err
 	}
@@ -157,6 +91,150 @@ func DecryptTo(w io.Writer, r io.Reader, candidates []Recipient) (*DecryptInfo, 
 		return info, err
 	}
 	return info, nil
+}
+
+// envelope is an EnvelopedData or AuthEnvelopedData whose content key was
+// unwrapped, read up to its encrypted content.
+type envelope struct {
+	b             *berReader
+	eci           berFrame // the EncryptedContentInfo
+	authenticated bool
+	cc            ContentCipher
+	alg           pkix.AlgorithmIdentifier
+	key           []byte
+	content       io.Reader
+}
+
+// openEnvelope reads the ContentInfo up to the encrypted content and unwraps
+// the content key with one of the candidates.
+func openEnvelope(r io.Reader, candidates []Recipient) (*envelope, *DecryptInfo, error) {
+	b := newBERReader(r)
+	oid, err := openContentInfo(b)
+	if err != nil {
+		return nil, nil, malformed(ErrDecryption, "%v", err)
+	}
+	var authenticated bool
+	switch {
+	case oid.Equal(oidEnvelopedData):
+	case oid.Equal(oidAuthEnvelopedData):
+		authenticated = true
+	default:
+		return nil, nil, fmt.Errorf("%w: content type %s is not enveloped data", ErrDecryption, oid)
+	}
+	recipientInfos, err := readEnvelopeHead(b)
+	if err != nil {
+		return nil, nil, malformed(ErrDecryption, "%v", err)
+	}
+
+	// EncryptedContentInfo: contentType, contentEncryptionAlgorithm, [0] content.
+	h, err := expect(b, classUniversal, tagSequence, true)
+	if err != nil {
+		return nil, nil, malformed(ErrDecryption, "encrypted content info: %v", err)
+	}
+	eci := b.enter(h)
+	if _, err := readOID(b); err != nil {
+		return nil, nil, malformed(ErrDecryption, "encrypted content type: %v", err)
+	}
+	_, algDER, err := b.readElement(1024)
+	if err != nil {
+		return nil, nil, malformed(ErrDecryption, "content encryption algorithm: %v", err)
+	}
+	var alg pkix.AlgorithmIdentifier
+	if rest, err := asn1.Unmarshal(algDER, &alg); err != nil || len(rest) > 0 {
+		return nil, nil, malformed(ErrDecryption, "content encryption algorithm: %v", err)
+	}
+	cc, err := cipherForOID(alg.Algorithm)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cc.AEAD() != authenticated {
+		return nil, nil, fmt.Errorf("%w: %s in the wrong envelope type", ErrUnsupportedAlgorithm, cc)
+	}
+	info := &DecryptInfo{Cipher: cc, Recipient: -1}
+
+	key, kt, idx, err := unwrapContentKey(recipientInfos, candidates, cc.keyLen())
+	if err != nil {
+		return nil, info, err
+	}
+	info.KeyTransport, info.Recipient = kt, idx
+
+	ok, err := b.more(eci)
+	if err != nil {
+		return nil, info, malformed(ErrDecryption, "%v", err)
+	}
+	if !ok {
+		return nil, info, fmt.Errorf("%w: the encrypted content is detached", ErrDecryption)
+	}
+	h, err = b.readHeader()
+	if err != nil || !h.is(classContext, 0) {
+		return nil, info, malformed(ErrDecryption, "encrypted content: %v", err)
+	}
+	return &envelope{b: b, eci: eci, authenticated: authenticated, cc: cc, alg: alg, key: key,
+		content: newOctetReader(b, h)}, info, nil
+}
+
+// decryptCBC writes the plaintext of CBC content to w as it is read.
+func (e *envelope) decryptCBC(w io.Writer) error {
+	block, iv, err := cbcParams(e.cc, e.key, e.alg)
+	if err != nil {
+		return err
+	}
+	return cbcDecryptTo(w, e.content, block, iv)
+}
+
+// openGCM reads the GCM ciphertext into buf, then the tag, and opens the
+// ciphertext in place: the plaintext is returned in buf's storage (grown
+// when buf was too small).
+func (e *envelope) openGCM(buf []byte) ([]byte, error) {
+	b := e.b
+	ciphertext, err := readAllInto(buf, e.content)
+	if err != nil {
+		return nil, malformed(ErrDecryption, "encrypted content: %v", err)
+	}
+	if err := b.close(e.eci); err != nil {
+		return nil, malformed(ErrDecryption, "%v", err)
+	}
+	// authAttrs [1] (optional), then mac OCTET STRING.
+	var aad []byte
+	h, der, err := b.readElement(maxHeaderElement)
+	if err != nil {
+		return nil, malformed(ErrDecryption, "after the encrypted content: %v", err)
+	}
+	if h.is(classContext, 1) {
+		// The tag is authenticated as a universal SET (RFC 5083, 2.2).
+		_, body, _ := splitDER(der)
+		aad = derSet(body)
+		h, der, err = b.readElement(1024)
+		if err != nil {
+			return nil, malformed(ErrDecryption, "mac: %v", err)
+		}
+	}
+	if !h.is(classUniversal, tagOctetString) {
+		return nil, malformed(ErrDecryption, "mac missing")
+	}
+	_, mac, _ := splitDER(der)
+	return gcmOpen(e.key, e.alg, ciphertext, mac, aad)
+}
+
+// readAllInto is io.ReadAll appending to buf, so a caller that knows the size
+// reads without the buffer growing.
+func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, 512)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // readEnvelopeHead reads the EnvelopedData or AuthEnvelopedData SEQUENCE
@@ -468,8 +546,9 @@ func gcmOpen(key []byte, alg pkix.AlgorithmIdentifier, ciphertext, mac, aad []by
 	if len(mac) != p.ICVLen {
 		return nil, malformed(ErrDecryption, "GCM tag of %d bytes, parameters say %d", len(mac), p.ICVLen)
 	}
-	sealed := make([]byte, 0, len(ciphertext)+len(mac))
-	sealed = append(append(sealed, ciphertext...), mac...)
+	// Opened in place: the tag is appended to the ciphertext (within its
+	// capacity when the caller sized it) and the plaintext overwrites both.
+	sealed := append(ciphertext, mac...)
 	plain, err := aead.Open(sealed[:0], p.Nonce, sealed, aad)
 	if err != nil {
 		return nil, fmt.Errorf("%w: GCM tag does not match (wrong key or altered content)", ErrDecryption)

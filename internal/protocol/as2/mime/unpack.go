@@ -1,12 +1,15 @@
 package mime
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/textproto"
+	"os"
 	"path"
 	"strings"
 	"time"
@@ -49,6 +52,10 @@ type UnpackOptions struct {
 	// MICPreference chooses between the requested MIC algorithm and the
 	// signature's digest when they differ.
 	MICPreference MICPreference
+	// TempDir is where a decompressed layer larger than a megabyte is
+	// collected before it is read back at its exact size; empty means
+	// os.TempDir().
+	TempDir string
 }
 
 // Result is an unpacked AS2 message.
@@ -93,11 +100,55 @@ func (r *Result) MICWith(alg cms.DigestAlgorithm) MIC { return ComputeMIC(r.MICC
 // signature and compression are peeled in whatever order the sender layered
 // them. On error the partial result (layers seen so far, the signer's digest
 // once known) is returned with it, so a receiver can still compose its MDN.
+//
+// The layers are sub-slices of body or of the layer that held them where the
+// transfer encoding allows it; a decrypted layer takes one buffer of its size,
+// a decompressed one too (a large one is collected in a temporary file first,
+// see UnpackOptions.TempDir; a failure to use that file is ErrIO).
 func Unpack(contentType string, header http.Header, body []byte, opts UnpackOptions) (*Result, error) {
-	limit := opts.MaxDecompressedSize
-	if limit <= 0 {
-		limit = DefaultMaxDecompressedSize
+	res, top := newResult(contentType, header)
+	return res, peel(res, &Entity{Header: top, Body: body, Raw: body}, nil, 0, opts)
+}
+
+// UnpackReader is Unpack for a body of size bytes read from r, such as a
+// request body spooled to a file. A body that is itself encrypted or
+// compressed, with an identity transfer encoding, is opened as it is read, so
+// it is never held in memory: CBC decryption and decompression stream, while
+// AES-GCM collects its ciphertext in the plaintext's buffer and opens it in
+// place (no plaintext may be released before the tag is checked). Any other
+// body is read whole into a buffer of its size first. A failure to read r is
+// ErrIO, not a fault of the message.
+func UnpackReader(contentType string, header http.Header, r io.Reader, size int64, opts UnpackOptions) (*Result, error) {
+	res, top := newResult(contentType, header)
+	src := &trackingReader{r: r}
+	entity := &Entity{Header: top}
+	inner, opened, err := openStream(res, entity, src, size, opts)
+	if src.err != nil {
+		return res, fmt.Errorf("%w: read the body: %w", ErrIO, src.err)
 	}
+	if err != nil {
+		return res, err
+	}
+	if !opened {
+		body, err := readSized(src, size)
+		if err != nil {
+			return res, fmt.Errorf("%w: read the body: %w", ErrIO, err)
+		}
+		entity.Body, entity.Raw = body, body
+		return res, peel(res, entity, nil, 0, opts)
+	}
+	if entity, err = ParseEntity(inner); err != nil {
+		return res, err
+	}
+	return res, peel(res, entity, inner, 1, opts)
+}
+
+// ErrIO reports that the body could not be read or a layer could not be kept
+// in the temporary directory: a failure of the receiving side, not of the
+// message.
+var ErrIO = errors.New("mime: I/O error")
+
+func newResult(contentType string, header http.Header) (*Result, textproto.MIMEHeader) {
 	res := &Result{DispositionOptions: ParseDispositionOptions(header.Get("Disposition-Notification-Options"))}
 	top := textproto.MIMEHeader{"Content-Type": {contentType}}
 	for _, k := range []string{"Content-Transfer-Encoding", "Content-Disposition"} {
@@ -105,22 +156,63 @@ func Unpack(contentType string, header http.Header, body []byte, opts UnpackOpti
 			top.Set(k, v)
 		}
 	}
-	entity := &Entity{Header: top, Body: body, Raw: body}
-	var unwrapped []byte // the last decrypted or decompressed entity
-	for depth := 0; ; depth++ {
+	return res, top
+}
+
+// openStream opens the outermost layer from r when it is encrypted or
+// compressed and not transfer-encoded, returning its content; opened is false
+// when the body must be read whole instead.
+func openStream(res *Result, top *Entity, r io.Reader, size int64, opts UnpackOptions) ([]byte, bool, error) {
+	mt, params, err := top.MediaType()
+	if err != nil || (mt != "application/pkcs7-mime" && mt != "application/x-pkcs7-mime") {
+		return nil, false, nil
+	}
+	switch strings.ToLower(strings.TrimSpace(top.Header.Get("Content-Transfer-Encoding"))) {
+	case "", "7bit", "8bit", "binary":
+	default:
+		return nil, false, nil
+	}
+	br := bufio.NewReaderSize(r, 32<<10)
+	// smimeKind needs no more than the ContentInfo's first few bytes when the
+	// parameter is missing.
+	head, _ := br.Peek(512)
+	kind, err := smimeKind(params["smime-type"], head)
+	if err != nil {
+		return nil, true, err
+	}
+	switch kind {
+	case cms.KindEnvelopedData, cms.KindAuthEnvelopedData:
+		res.Layers = append(res.Layers, LayerEncrypted)
+		res.Encrypted = true
+		plain, info, err := cms.DecryptReader(br, size, opts.Decryption)
+		res.Decryption = info
+		return plain, true, err
+	case cms.KindCompressedData:
+		res.Layers = append(res.Layers, LayerCompressed)
+		res.Compressed = true
+		plain, err := decompress(br, opts)
+		return plain, true, err
+	}
+	return nil, true, fmt.Errorf("%w: application/pkcs7-mime with %s", ErrUnsupportedLayer, kind)
+}
+
+// peel opens entity and the layers within it, depth layers having been opened
+// already; unwrapped is the last decrypted or decompressed entity.
+func peel(res *Result, entity *Entity, unwrapped []byte, depth int, opts UnpackOptions) error {
+	for ; ; depth++ {
 		if depth > maxLayers {
-			return res, fmt.Errorf("%w: more than %d layers", ErrMalformed, maxLayers)
+			return fmt.Errorf("%w: more than %d layers", ErrMalformed, maxLayers)
 		}
 		mt, params, err := entity.MediaType()
 		if err != nil {
-			return res, err
+			return err
 		}
 		var inner []byte
 		switch {
 		case mt == "multipart/signed":
 			signed, sig, err := signedParts(entity, params)
 			if err != nil {
-				return res, err
+				return err
 			}
 			res.Layers = append(res.Layers, LayerSigned)
 			res.Signed = true
@@ -129,7 +221,7 @@ func Unpack(contentType string, header http.Header, body []byte, opts UnpackOpti
 				res.Signer = info
 			}
 			if err != nil {
-				return res, err
+				return err
 			}
 			if res.SignedContent == nil {
 				res.SignedContent = signedBytes
@@ -138,11 +230,11 @@ func Unpack(contentType string, header http.Header, body []byte, opts UnpackOpti
 		case mt == "application/pkcs7-mime" || mt == "application/x-pkcs7-mime":
 			data, err := entity.Content()
 			if err != nil {
-				return res, err
+				return err
 			}
 			kind, err := smimeKind(params["smime-type"], data)
 			if err != nil {
-				return res, err
+				return err
 			}
 			switch kind {
 			case cms.KindEnvelopedData, cms.KindAuthEnvelopedData:
@@ -153,27 +245,150 @@ func Unpack(contentType string, header http.Header, body []byte, opts UnpackOpti
 					res.Decryption = info
 				}
 				if err != nil {
-					return res, err
+					return err
 				}
 				inner = plain
 			case cms.KindCompressedData:
 				res.Layers = append(res.Layers, LayerCompressed)
 				res.Compressed = true
-				plain, err := cms.Decompress(data, limit)
+				plain, err := decompress(bytes.NewReader(data), opts)
 				if err != nil {
-					return res, err
+					return err
 				}
 				inner = plain
 			default:
-				return res, fmt.Errorf("%w: application/pkcs7-mime with %s", ErrUnsupportedLayer, kind)
+				return fmt.Errorf("%w: application/pkcs7-mime with %s", ErrUnsupportedLayer, kind)
 			}
 			unwrapped = inner
 		default:
-			return res, finish(res, entity, unwrapped, opts)
+			return finish(res, entity, unwrapped, opts)
 		}
 		if entity, err = ParseEntity(inner); err != nil {
-			return res, err
+			return err
 		}
+	}
+}
+
+// readSized reads r to its end into a buffer of size bytes, grown only should
+// r hold more. (bytes.Buffer.ReadFrom would double a buffer of the exact size
+// before it saw the end.)
+func readSized(r io.Reader, size int64) ([]byte, error) {
+	buf := make([]byte, 0, max(size, 0)+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// trackingReader keeps the first error of r other than EOF, so a failure to
+// read the body is told from a message that does not decode.
+type trackingReader struct {
+	r   io.Reader
+	err error
+}
+
+func (t *trackingReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err != nil && err != io.EOF && t.err == nil {
+		t.err = err
+	}
+	return n, err
+}
+
+// spoolAbove is the size past which a decompressed layer goes to a temporary
+// file. Below it a growing buffer costs little; above it, the old and the new
+// backing arrays of a growing buffer would together take up to three times
+// the layer's size.
+const spoolAbove = 1 << 20
+
+// decompress inflates a CompressedData from r into a buffer of the exact size
+// of its content: a small layer is collected in memory, a large one in a
+// temporary file that is then read back.
+func decompress(r io.Reader, opts UnpackOptions) ([]byte, error) {
+	limit := opts.MaxDecompressedSize
+	if limit <= 0 {
+		limit = DefaultMaxDecompressedSize
+	}
+	s := &spool{dir: opts.TempDir}
+	defer s.discard()
+	if err := cms.DecompressTo(s, r, limit); err != nil {
+		if s.err != nil {
+			return nil, fmt.Errorf("%w: decompressed layer: %w", ErrIO, s.err)
+		}
+		return nil, err
+	}
+	out, err := s.contents()
+	if err != nil {
+		return nil, fmt.Errorf("%w: decompressed layer: %w", ErrIO, err)
+	}
+	return out, nil
+}
+
+// spool collects a layer of unknown size: in memory up to spoolAbove bytes,
+// then in a temporary file.
+type spool struct {
+	dir  string
+	mem  bytes.Buffer
+	file *os.File
+	size int64
+	err  error // the first failure to write the file
+}
+
+func (s *spool) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	if s.file == nil && s.size+int64(len(p)) <= spoolAbove {
+		s.size += int64(len(p))
+		return s.mem.Write(p)
+	}
+	if s.file == nil {
+		f, err := os.CreateTemp(s.dir, "as2-layer-*")
+		if err != nil {
+			s.err = err
+			return 0, err
+		}
+		s.file = f
+		if _, err := f.Write(s.mem.Bytes()); err != nil {
+			s.err = err
+			return 0, err
+		}
+		s.mem = bytes.Buffer{}
+	}
+	n, err := s.file.Write(p)
+	s.size += int64(n)
+	if err != nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// contents returns what was written, in a buffer of its size.
+func (s *spool) contents() ([]byte, error) {
+	if s.file == nil {
+		return s.mem.Bytes(), nil
+	}
+	out := make([]byte, s.size)
+	if _, err := s.file.ReadAt(out, 0); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// discard closes and removes the file, if any.
+func (s *spool) discard() {
+	if s.file != nil {
+		s.file.Close()
+		os.Remove(s.file.Name())
 	}
 }
 

@@ -3,6 +3,7 @@ package receiver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"wharf/internal/logging"
@@ -30,8 +31,9 @@ func (rc *Receiver) background(ctx context.Context) {
 
 // reconcile finishes reservations untouched for longer than any request may take: the
 // request that made them was interrupted (a crash, a lost database connection). A
-// message that was stored gets its MDN written, kept and, when asynchronous, queued; a
-// message that was not is forgotten, so the partner's resend is taken afresh.
+// message that was stored gets the MDN stored with it (written now and kept when there
+// is none) recorded and, when asynchronous, queued; a message that was not is
+// forgotten, so the partner's resend is taken afresh.
 func (rc *Receiver) reconcile(ctx context.Context) {
 	rows, err := staleReservations(ctx, rc.deps.DB, rc.name, rc.now().Add(-rc.staleAfter), 50)
 	if err != nil {
@@ -71,17 +73,14 @@ func (rc *Receiver) finishInterrupted(ctx context.Context, row inboundRow) {
 	}
 	ctx = logging.WithMessageID(ctx, msg.ID)
 	row.MessageID = msg.ID
-	var signer *mime.Signer
-	if row.MDNSigned {
+	signer := func(ctx context.Context) (*mime.Signer, error) {
 		in, err := rc.deps.Directory.Inbound(ctx, profile.AS2ID(row.AS2From), profile.AS2ID(row.AS2To))
 		if err != nil {
-			log.ErrorContext(ctx, "resolve AS2 profiles for an interrupted message's MDN", "err", err)
-			return
+			return nil, fmt.Errorf("resolve AS2 profiles for the MDN: %w", err)
 		}
-		signer = in.Signer
-		row.MDNSigned = signer != nil
+		return in.Signer, nil
 	}
-	if err := rc.complete(ctx, &row, signer); err != nil {
+	if err := rc.completeStored(ctx, &row, signer); err != nil {
 		log.ErrorContext(ctx, "finish interrupted AS2 message", "err", err)
 		return
 	}

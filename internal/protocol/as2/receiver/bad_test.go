@@ -98,6 +98,15 @@ func randomBytes(t testing.TB, n int) []byte {
 	return b
 }
 
+type refusalTest struct {
+	name string
+	req  func(t testing.TB) request
+	// raw, when set, sends the request itself and returns the answer.
+	raw         func(t testing.TB, rc *Receiver, r request) reply
+	status      int
+	disposition string // the MDN's error description; "" for an HTTP refusal
+}
+
 // Bad requests and bad messages are refused with the right status or disposition, and
 // nothing of them is stored.
 func TestRefusals(t *testing.T) {
@@ -117,14 +126,7 @@ func TestRefusals(t *testing.T) {
 		return r
 	}
 
-	tests := []struct {
-		name string
-		req  func(t testing.TB) request
-		// raw, when set, sends the request itself and returns the answer.
-		raw         func(t testing.TB, rc *Receiver, r request) reply
-		status      int
-		disposition string // the MDN's error description; "" for an HTTP refusal
-	}{
+	tests := []refusalTest{
 		{name: "missing AS2-From", req: func(t testing.TB) request { return withHeader(valid(t), "AS2-From", "") }, status: 400},
 		{name: "missing AS2-To", req: func(t testing.TB) request { return withHeader(valid(t), "AS2-To", "") }, status: 400},
 		{name: "missing Message-ID", req: func(t testing.TB) request { return withHeader(valid(t), "Message-ID", "") }, status: 400},
@@ -241,11 +243,17 @@ func TestRefusals(t *testing.T) {
 		}, status: 400},
 	}
 
+	for _, mode := range bodyModes {
+		t.Run(mode.name, func(t *testing.T) { testRefusals(t, org, partner, stranger, mode.tune, tests) })
+	}
+}
+
+func testRefusals(t *testing.T, org, partner, stranger party, tune func(*Receiver), tests []refusalTest) {
 	forEachDB(t, func(t *testing.T, s *db.Store) {
 		b := newBench(t, s, []party{org}, []party{partner, stranger})
 		dir := newDirectory()
 		dir.add(inbound(org, partner, func(r *profile.Remote) { r.MaxMessageSizeMiB = 1 }))
-		rc := b.start("as2_in", dir, nil)
+		rc := b.start("as2_in", dir, nil, tune)
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				r := tt.req(t)

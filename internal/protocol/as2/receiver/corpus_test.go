@@ -227,11 +227,18 @@ func checkMDN(t *testing.T, c corpusCase, a reply, org *x509.Certificate, signed
 	}
 }
 
-// Every inbound case of the interop corpus, replayed over HTTP: the payload lands as the
-// unpacked stage with its file name, and the MDN carries the expected MIC. With the
-// secure defaults the weak cases are refused, with a relaxed profile they are taken. A
-// second replay is a duplicate: the same MDN, no second message.
+// Every inbound case of the interop corpus, replayed over HTTP with the body held in
+// memory and in a file: the payload lands as the unpacked stage with its file name, and
+// the MDN carries the expected MIC. With the secure defaults the weak cases are
+// refused, with a relaxed profile they are taken. A second replay is a duplicate: the
+// same MDN, no second message.
 func TestCorpusInbound(t *testing.T) {
+	for _, mode := range bodyModes {
+		t.Run(mode.name, func(t *testing.T) { testCorpusInbound(t, mode.tune) })
+	}
+}
+
+func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 	dir, cases := loadCorpus(t)
 	gogw := party{id: "gogw", name: "gogw", cert: pemCert(t, readFile(t, dir, "keys/gogw.crt")), key: pemKey(t, readFile(t, dir, "keys/gogw.key"))}
 	peera := party{id: "peera", name: "peera", cert: pemCert(t, readFile(t, dir, "keys/peera.crt"))}
@@ -247,8 +254,8 @@ func TestCorpusInbound(t *testing.T) {
 		secureDir.add(inbound(gogw, peerb, preferSignature))
 		relaxedDir.add(inbound(gogw, peera, relaxed))
 		relaxedDir.add(inbound(gogw, peerb, func(r *profile.Remote) { relaxed(r); preferSignature(r) }))
-		secure := b.start("as2_secure", secureDir, nil)
-		lax := b.start("as2_relaxed", relaxedDir, nil)
+		secure := b.start("as2_secure", secureDir, nil, tune)
+		lax := b.start("as2_relaxed", relaxedDir, nil, tune)
 		listener := newMDNListener(t)
 
 		n := 0

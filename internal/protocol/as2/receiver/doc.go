@@ -16,9 +16,10 @@
 //     body is read, store nothing, write no MDN (the caller may not be a partner at all)
 //     and log one line.
 //  3. The body is read up to the limit, one byte more telling an oversized chunked body
-//     (then 413), and unpacked in whatever order the partner layered it (mime.Unpack),
-//     with the decompressed size bounded by the same limit. The profile's
-//     require_signed and require_encrypted are enforced.
+//     (then 413), and unpacked in whatever order the partner layered it (mime.Unpack,
+//     or mime.UnpackReader for a body kept in a file), with the decompressed size
+//     bounded by the same limit. The profile's require_signed and require_encrypted are
+//     enforced.
 //  4. A failure is answered with the MDN the partner asked for, carrying the disposition
 //     the one table in disposition.go gives its class (processed/error:
 //     decryption-failed, authentication-failed, integrity-check-failed,
@@ -26,15 +27,21 @@
 //     duplicate-filename, else unexpected-processing-error), and no MIC. An asynchronous
 //     request gets it queued; a request without an MDN gets a 400 naming the
 //     disposition. Nothing of the message is stored; one line is logged.
-//  5. The message is reserved in as2_inbound (see below), stored with Ingest (the
-//     document as the unpacked stage, the raw body as received, the request line and
-//     header fields as headers), and only once that has committed is the MDN written:
-//     signed when the partner asked for a signed receipt and the organization has a
-//     signing key, with the MIC of RFC 4130 7.3.1 (mime.Result.MIC, its algorithm
-//     chosen by the profile's mic_preference). The MDN is kept as the receipt stage and
-//     on the row. Sync: it is the answer. Async: the answer is 200 and the MDN is queued
-//     in as2_mdn_jobs in the same transaction that records it. None: 200 with a short
-//     text.
+//  5. The message is reserved in as2_inbound (see below) and its MDN written: signed
+//     when the partner asked for a signed receipt and the organization has a signing
+//     key, with the MIC of RFC 4130 7.3.1 (mime.Result.MIC, its algorithm chosen by the
+//     profile's mic_preference). It depends on nothing the store decides, so the
+//     message is then stored with one Ingest (the document as the unpacked stage, the
+//     raw body as received, the request line and header fields as headers, the MDN as
+//     receipt): one flush of the payloads, one transaction. Once that has committed, one
+//     more transaction records the stored message and the MDN on the row. Concurrent
+//     requests share the transactions of their reservations and records (group commit),
+//     so a busy receiver commits fewer than two of its own per message. Sync: the MDN
+//     is the answer. Async: the answer is 200 and the MDN is queued in as2_mdn_jobs in
+//     the transaction that records it. None: 200 with a short text. When the message
+//     cannot be stored, the MDN written for it is dropped and the failure answered as
+//     in step 4 or below; when the MDN cannot be written, the message is stored without
+//     it and answered 500, and the background loop writes it later (see Crashes).
 //
 // Failures of our own (database, storage) are answered 503 with Retry-After: nothing was
 // promised, and the partner sends again.
@@ -69,10 +76,12 @@
 // arriving then takes the row over (a conditional update of the claim token) and
 // finishes it; before, it is answered 503 (being processed). The background loop does
 // the same for rows nobody resends: a message that was stored (found with
-// persistence.Store.FindMessageByOrigin) gets its MDN written, kept and queued if
-// asynchronous; one that was not is forgotten, so a resend is taken afresh. An ingest
-// error after which the message turns out to be stored is treated as success, so a lost
-// commit acknowledgement never stores a message twice.
+// persistence.Store.FindMessageByOrigin) has the MDN stored with it as its receipt read
+// back, recorded and queued if asynchronous, so every copy of the MDN carries the same
+// bytes (a message stored without one gets it written and kept now); one that was not
+// stored is forgotten, so a resend is taken afresh. An ingest error after which the
+// message turns out to be stored is treated as success, so a lost commit
+// acknowledgement never stores a message twice.
 //
 // # Asynchronous MDNs
 //
@@ -85,11 +94,17 @@
 //
 // # Memory
 //
-// A request holds its body (at most the size limit), the layers mime.Unpack peels (a
-// decrypted entity no larger than the body, a decompressed one at most the size limit;
-// the payload is a part of the innermost), the header text and the MDN. Peak use per
-// request is thus a few times the size limit, and max_concurrent_requests bounds the
-// requests held at once: past it a request is answered 503 with Retry-After before its
-// body is read. An asynchronous MDN (a few kilobytes) is held while it is sent; MDNs
-// posted to mdn_path are read up to 1 MiB.
+// A body of up to a megabyte is read into memory; a larger one goes to a file in
+// Deps.TempDir, unlinked at once where the system allows, so a crash leaves nothing
+// behind. An encrypted or compressed body in a file is opened as it is read (CBC and
+// decompression stream; AES-GCM collects its ciphertext in the plaintext's own buffer),
+// any other is read into a buffer of its size. Every decrypted layer takes one buffer
+// of its size; a decompressed layer larger than a megabyte is collected in a temporary
+// file first and read back at its exact size; signed parts and payloads are parts of
+// the layer that holds them unless base64 or quoted-printable encoded. The received stage is stored from the file, the unpacked
+// stage from the payload. A request thus holds at most the decrypted entity and the
+// decompressed one (each no larger than the size limit), the header text and the MDN,
+// and max_concurrent_requests bounds the requests held at once: past it a request is
+// answered 503 with Retry-After before its body is read. An asynchronous MDN (a few
+// kilobytes) is held while it is sent; MDNs posted to mdn_path are read up to 1 MiB.
 package receiver

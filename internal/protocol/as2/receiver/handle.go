@@ -25,7 +25,7 @@ type exchange struct {
 	r       *http.Request
 	env     envelope
 	in      profile.Inbound
-	body    []byte
+	body    *requestBody
 	headers []byte
 	res     *mime.Result
 }
@@ -63,25 +63,43 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	x.body, err = readBody(r.Body, r.ContentLength, limit)
+	x.body, err = spoolBody(r.Body, r.ContentLength, limit, rc.spoolAbove, rc.tempDir)
+	var storageErr *bodyStorageError
 	switch {
 	case errors.Is(err, errBodyTooLarge):
 		rc.refuseRequest(ctx, w, x, http.StatusRequestEntityTooLarge,
 			fmt.Sprintf("the message is larger than the %d bytes accepted from this partner", limit), nil)
 		return
+	case errors.As(err, &storageErr):
+		rc.unavailable(ctx, w, x, "keep the request body", err)
+		return
 	case err != nil:
 		rc.refuseRequest(ctx, w, x, http.StatusBadRequest, "the request body could not be read to its end", err)
 		return
 	}
+	defer func() {
+		large := x.body.size > freeAbove || x.res != nil && int64(len(x.res.Payload)) > freeAbove
+		x.body.close()
+		// Dropped before freeMemory is told, so its collection finds them garbage.
+		x.body, x.res = nil, nil
+		if large {
+			rc.largeDone()
+		}
+	}()
 	x.headers = headerText(r)
-	x.res, err = mime.Unpack(r.Header.Get("Content-Type"), r.Header, x.body, mime.UnpackOptions{
+	x.res, err = x.body.unpack(r.Header.Get("Content-Type"), r.Header, mime.UnpackOptions{
 		Decryption:          x.in.Decryption,
 		PartnerCertificates: x.in.PartnerCertificates,
 		AllowSHA1:           x.in.Remote.AllowSHA1,
 		VerifyTime:          rc.now(),
 		MaxDecompressedSize: limit,
 		MICPreference:       micPreference(x.in.Remote.MICPreference),
+		TempDir:             rc.tempDir,
 	})
+	if errors.Is(err, mime.ErrIO) {
+		rc.unavailable(ctx, w, x, "open the AS2 message", err)
+		return
+	}
 	if err == nil {
 		err = checkRequirements(x.in.Remote, x.res)
 	}
@@ -94,7 +112,7 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	row := rc.newRow(x)
-	outcome, existing, err := reserve(ctx, rc.deps.DB, &row, duplicateFilenameCheck{
+	outcome, existing, err := reserve(ctx, rc.rows, &row, duplicateFilenameCheck{
 		refuse: x.in.Remote.DuplicateFilename == profile.DuplicateRefuse,
 		warn:   x.in.Remote.DuplicateFilename == profile.DuplicateWarn,
 		window: time.Duration(x.in.Remote.DuplicateFilenameWindowH) * time.Hour,
@@ -229,10 +247,39 @@ func fileNameFromMessageID(id string) persistence.FileName {
 	return persistence.FileName(s)
 }
 
-// take stores a message whose row we own, answers its MDN and records both. takeover is
-// set when an earlier attempt may have stored the message before it was interrupted.
+// take stores a message whose row we own together with its MDN, answers the MDN and
+// records both on the row. takeover is set when an earlier attempt may have stored the
+// message before it was interrupted.
 func (rc *Receiver) take(ctx context.Context, w http.ResponseWriter, x *exchange, row *inboundRow, takeover bool) {
-	msg, err := rc.store(ctx, x, row, takeover)
+	var (
+		msg    persistence.Message
+		mdn    builtMDN
+		mdnErr error
+		found  bool // stored by an earlier attempt, with the MDN it wrote
+		err    error
+	)
+	if takeover {
+		msg, err = rc.findStored(ctx, row)
+		switch {
+		case err == nil:
+			found = true
+		case errors.Is(err, persistence.ErrNotFound):
+			err = nil
+		default:
+			err = fmt.Errorf("look up message: %w", err)
+		}
+	}
+	if err == nil && !found {
+		// The MDN depends on nothing the store decides, so it is written first and
+		// stored with the message, in the same flush and transaction.
+		var receipt []byte
+		if row.MDNMode != MDNNone {
+			if mdn, mdnErr = rc.rowMDN(row, mdnSigner(row, x.in.Signer)); mdnErr == nil {
+				receipt = receiptEntity(mdn)
+			}
+		}
+		msg, err = rc.store(ctx, x, row, receipt)
+	}
 	if err != nil {
 		if rerr := release(context.WithoutCancel(ctx), rc.deps.DB, *row); rerr != nil {
 			rc.log.ErrorContext(ctx, "release AS2 reservation", "as2_message_id", row.AS2MessageID, "err", rerr)
@@ -250,7 +297,15 @@ func (rc *Receiver) take(ctx context.Context, w http.ResponseWriter, x *exchange
 	ctx, cancel := context.WithTimeout(logging.WithMessageID(context.WithoutCancel(ctx), msg.ID), finishTimeout)
 	defer cancel()
 	row.MessageID = msg.ID
-	if err := rc.complete(ctx, row, x.in.Signer); err != nil {
+	switch {
+	case found:
+		err = rc.completeStored(ctx, row, func(context.Context) (*mime.Signer, error) { return x.in.Signer, nil })
+	case mdnErr != nil:
+		err = mdnErr
+	default:
+		err = rc.record(ctx, row, mdn)
+	}
+	if err != nil {
 		// The message is stored; the background loop writes its MDN once the
 		// reservation is stale, and a resend of the message gets it.
 		rc.log.ErrorContext(ctx, "AS2 message stored but its MDN could not be written", "as2_message_id", row.AS2MessageID, "err", err)
@@ -262,7 +317,7 @@ func (rc *Receiver) take(ctx context.Context, w http.ResponseWriter, x *exchange
 	rc.respond(ctx, w, x, row, true)
 }
 
-// finishTimeout bounds writing and recording the MDN of a stored message.
+// finishTimeout bounds recording the MDN of a stored message.
 const finishTimeout = 2 * time.Minute
 
 // refusedItem is a message the core would not take (a party the profile names is gone).
@@ -271,17 +326,15 @@ type refusedItem struct{ err error }
 func (e *refusedItem) Error() string { return "the gateway refused the message: " + e.err.Error() }
 func (e *refusedItem) Unwrap() error { return e.err }
 
-// store ingests the message, or after a takeover finds the one an interrupted attempt
-// stored. It returns when the message is durable.
-func (rc *Receiver) store(ctx context.Context, x *exchange, row *inboundRow, takeover bool) (persistence.Message, error) {
-	if takeover {
-		msg, err := rc.findStored(ctx, row)
-		if err == nil {
-			return msg, nil
-		}
-		if !errors.Is(err, persistence.ErrNotFound) {
-			return persistence.Message{}, fmt.Errorf("look up message: %w", err)
-		}
+// store ingests the message with its receipt stage (nil when there is no MDN to keep).
+// It returns when the message is durable.
+func (rc *Receiver) store(ctx context.Context, x *exchange, row *inboundRow, receipt []byte) (persistence.Message, error) {
+	extra := []module.ExtraPayload{
+		{Stage: persistence.PayloadReceived, Body: x.body.reader()},
+		{Stage: persistence.PayloadHeaders, Body: bytes.NewReader(x.headers)},
+	}
+	if receipt != nil {
+		extra = append(extra, module.ExtraPayload{Stage: persistence.PayloadReceipt, Body: bytes.NewReader(receipt)})
 	}
 	results, err := rc.deps.Ingest.Ingest(ctx, []module.Incoming{{
 		Source:        row.Instance,
@@ -291,10 +344,7 @@ func (rc *Receiver) store(ctx context.Context, x *exchange, row *inboundRow, tak
 		Body:          bytes.NewReader(x.res.Payload),
 		CorrelationID: row.AS2MessageID,
 		OriginEventID: row.AS2MessageID,
-		Extra: []module.ExtraPayload{
-			{Stage: persistence.PayloadReceived, Body: bytes.NewReader(x.body)},
-			{Stage: persistence.PayloadHeaders, Body: bytes.NewReader(x.headers)},
-		},
+		Extra:         extra,
 	}})
 	if err != nil {
 		// The batch may have committed before the error reached us (a lost
@@ -327,25 +377,20 @@ func (rc *Receiver) findStored(ctx context.Context, row *inboundRow) (persistenc
 	return msg, nil
 }
 
-// complete writes the MDN of a stored message, keeps it as the receipt stage and
-// records it on the row (queuing its job when asynchronous).
-func (rc *Receiver) complete(ctx context.Context, row *inboundRow, signer *mime.Signer) error {
+// mdnSigner is the signer of a row's MDN: ours when the partner asked for a signed one.
+func mdnSigner(row *inboundRow, signer *mime.Signer) *mime.Signer {
+	if row.MDNSigned {
+		return signer
+	}
+	return nil
+}
+
+// record marks a reserved row we own answered, naming its stored message and the MDN
+// (queuing the MDN's job when asynchronous), in one transaction.
+func (rc *Receiver) record(ctx context.Context, row *inboundRow, mdn builtMDN) error {
 	var job *mdnJob
 	if row.MDNMode != MDNNone {
-		var sign *mime.Signer
-		if row.MDNSigned {
-			sign = signer
-		}
-		mdn, err := rc.rowMDN(row, sign)
-		if err != nil {
-			return err
-		}
 		row.MDNMessageID, row.MDNContentType, row.MDNBody = mdn.messageID, mdn.contentType, mdn.body
-		if err := rc.storeReceipt(ctx, row); err != nil {
-			// The MDN is still answered: the message is durable, and the MDN stays
-			// on the row for duplicates.
-			rc.log.WarnContext(ctx, "MDN not kept as the receipt stage", "as2_message_id", row.AS2MessageID, "err", err)
-		}
 		if row.MDNMode == MDNAsync {
 			job = &mdnJob{
 				Instance:     row.Instance,
@@ -358,7 +403,7 @@ func (rc *Receiver) complete(ctx context.Context, row *inboundRow, signer *mime.
 			}
 		}
 	}
-	ok, err := answer(ctx, rc.deps.DB, row, job)
+	ok, err := answer(ctx, rc.rows, row, job)
 	if err != nil {
 		return err
 	}
@@ -369,6 +414,38 @@ func (rc *Receiver) complete(ctx context.Context, row *inboundRow, signer *mime.
 		rc.kick()
 	}
 	return nil
+}
+
+// completeStored records a row whose message an interrupted attempt stored. Its MDN is
+// the receipt stored with the message, so the row and every resend carry the same
+// bytes; when the attempt stored none (writing it failed), one is written now and kept
+// as the receipt. signer is asked for only then.
+func (rc *Receiver) completeStored(ctx context.Context, row *inboundRow, signer func(context.Context) (*mime.Signer, error)) error {
+	var mdn builtMDN
+	if row.MDNMode != MDNNone {
+		var err error
+		mdn, err = rc.storedReceipt(ctx, row.MessageID)
+		switch {
+		case errors.Is(err, persistence.ErrNotFound):
+			var sign *mime.Signer
+			if row.MDNSigned {
+				if sign, err = signer(ctx); err != nil {
+					return err
+				}
+			}
+			if mdn, err = rc.rowMDN(row, sign); err != nil {
+				return err
+			}
+			if err := rc.storeReceipt(ctx, row.MessageID, mdn); err != nil {
+				// The MDN is still answered: the message is durable, and the MDN
+				// stays on the row for duplicates.
+				rc.log.WarnContext(ctx, "MDN not kept as the receipt stage", "as2_message_id", row.AS2MessageID, "err", err)
+			}
+		case err != nil:
+			return err
+		}
+	}
+	return rc.record(ctx, row, mdn)
 }
 
 // respond answers the request x for a stored message: its MDN in the mode x asks for.

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -183,10 +184,18 @@ func (b *bench) start(name string, dir profile.Directory, change func(*Config, *
 		Store:     b.store,
 		Logger:    b.log,
 		BaseURL:   "http://127.0.0.1:8080",
+		TempDir:   filepath.Join(b.t.TempDir(), "tmp"),
 	}
 	if change != nil {
 		change(cfg, &deps)
 	}
+	// Registered before the receiver's Stop, so it runs after it: nothing a request
+	// spooled is left behind.
+	b.t.Cleanup(func() {
+		if left, err := os.ReadDir(deps.TempDir); err == nil && len(left) > 0 {
+			b.t.Errorf("%d files left in the temporary directory, e.g. %s", len(left), left[0].Name())
+		}
+	})
 	rc, err := newReceiver(deps, persistence.InstanceName(name), cfg)
 	if err != nil {
 		b.t.Fatal(err)
@@ -208,6 +217,19 @@ func (b *bench) start(name string, dir profile.Directory, change func(*Config, *
 }
 
 func (rc *Receiver) url() string { return "http://" + rc.Addr().String() + rc.cfg.Path }
+
+// bodyModes are the two ways a receiver holds a request body: in memory (the default
+// for small bodies), and in a temporary file, every body however small.
+var bodyModes = []struct {
+	name string
+	tune func(*Receiver)
+}{
+	{"memory", func(*Receiver) {}},
+	{"file", spoolAll},
+}
+
+// spoolAll makes a receiver keep every request body in a file.
+func spoolAll(rc *Receiver) { rc.spoolAbove = 0 }
 
 // messageCount is how many messages the database holds.
 func (b *bench) messageCount() int {

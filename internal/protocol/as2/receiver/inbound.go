@@ -98,14 +98,16 @@ type duplicateFilenameCheck struct {
 // Message-ID) or signature exists, or the file name policy refuses it. The unique
 // constraints decide races between concurrent requests: a losing insert is looked up
 // again in a fresh transaction. On a warning the row's disposition is set before the
-// insert.
-func reserve(ctx context.Context, db module.SQL, row *inboundRow, check duplicateFilenameCheck) (reserveOutcome, inboundRow, error) {
+// insert. The transaction may be shared with other requests' writes (rowWriter).
+func reserve(ctx context.Context, rows *rowWriter, row *inboundRow, check duplicateFilenameCheck) (reserveOutcome, inboundRow, error) {
+	disposition := row.Disposition
 	for attempt := 0; ; attempt++ {
 		var outcome reserveOutcome
 		var existing inboundRow
 		raced := false
-		err := db.Write(ctx, func(tx module.Tx) error {
-			raced = false
+		err := rows.write(ctx, func(ctx context.Context, tx module.Tx) error {
+			outcome, existing, raced = reserved, inboundRow{}, false
+			row.Disposition = disposition
 			found, err := tx.Query(ctx, `SELECT `+inboundCols+` FROM as2_inbound
 				WHERE (as2_from = ? AND as2_message_id = ?) OR signature_digest = ?`,
 				row.AS2From, row.AS2MessageID, nullString(row.SignatureDigest))
@@ -205,10 +207,11 @@ func takeOver(ctx context.Context, db module.SQL, id int64, oldToken, newToken s
 // answer records the stored message and its MDN on a reserved row we own and, for an
 // asynchronous MDN, queues its job, in one transaction. It reports false when the
 // reservation was taken over meanwhile.
-func answer(ctx context.Context, db module.SQL, row *inboundRow, job *mdnJob) (bool, error) {
+func answer(ctx context.Context, rows *rowWriter, row *inboundRow, job *mdnJob) (bool, error) {
 	var ok bool
-	err := db.Write(ctx, func(tx module.Tx) error {
-		now := tx.Now()
+	var now time.Time
+	err := rows.write(ctx, func(ctx context.Context, tx module.Tx) error {
+		ok, now = false, tx.Now()
 		res, err := tx.Exec(ctx, `UPDATE as2_inbound SET state = ?, message_id = ?, mdn_message_id = ?,
 			mdn_content_type = ?, mdn_body = ?, updated_at = ?
 			WHERE id = ? AND state = ? AND claim_token = ?`,
@@ -224,13 +227,15 @@ func answer(ctx context.Context, db module.SQL, row *inboundRow, job *mdnJob) (b
 		if ok = n == 1; !ok {
 			return nil
 		}
-		row.State, row.UpdatedAt = stateAnswered, now
 		if job != nil {
 			job.InboundID = row.ID
 			return insertJob(ctx, tx, job)
 		}
 		return nil
 	})
+	if err == nil && ok {
+		row.State, row.UpdatedAt = stateAnswered, now
+	}
 	return ok, err
 }
 

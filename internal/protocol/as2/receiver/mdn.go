@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -148,25 +149,56 @@ func writeMDN(w http.ResponseWriter, row *inboundRow, now time.Time) {
 	_, _ = w.Write(row.MDNBody)
 }
 
-// storeReceipt keeps the MDN as the message's receipt stage: the MIME entity, its
-// Content-Type included, so the stored receipt opens as it was sent. A receipt already
-// stored (an earlier attempt that crashed before recording it) is left as it is.
-func (rc *Receiver) storeReceipt(ctx context.Context, row *inboundRow) error {
-	if _, err := rc.deps.Store.GetPayload(ctx, row.MessageID, persistence.PayloadReceipt); err == nil {
-		return nil
-	} else if !errors.Is(err, persistence.ErrNotFound) {
-		return fmt.Errorf("look up receipt: %w", err)
-	}
+// receiptEntity is an MDN as the receipt stage keeps it: the MIME entity, its
+// Content-Type and Message-ID included, so the stored receipt opens as it was sent and
+// the MDN can be read back from it byte for byte.
+func receiptEntity(mdn builtMDN) []byte {
 	var entity bytes.Buffer
-	entity.Grow(len(row.MDNBody) + 128)
-	fmt.Fprintf(&entity, "Content-Type: %s\r\nMessage-ID: %s\r\n\r\n", row.MDNContentType, row.MDNMessageID)
-	entity.Write(row.MDNBody)
-	blob, err := rc.deps.Blobs.Put(ctx, row.MessageID, persistence.PayloadReceipt, &entity)
+	entity.Grow(len(mdn.body) + len(mdn.contentType) + len(mdn.messageID) + 32)
+	fmt.Fprintf(&entity, "Content-Type: %s\r\nMessage-ID: %s\r\n\r\n", mdn.contentType, mdn.messageID)
+	entity.Write(mdn.body)
+	return entity.Bytes()
+}
+
+// maxReceipt bounds a stored receipt read back: an MDN is a report and a signature.
+const maxReceipt = 1 << 20
+
+// storedReceipt reads back the MDN stored with a message as its receipt stage; an error
+// wrapping persistence.ErrNotFound when it has none.
+func (rc *Receiver) storedReceipt(ctx context.Context, messageID int64) (builtMDN, error) {
+	p, err := rc.deps.Store.GetPayload(ctx, messageID, persistence.PayloadReceipt)
+	if err != nil {
+		return builtMDN{}, fmt.Errorf("look up receipt: %w", err)
+	}
+	r, err := rc.deps.Blobs.Open(ctx, p.Key)
+	if err != nil {
+		return builtMDN{}, fmt.Errorf("open receipt: %w", err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, maxReceipt))
+	if err != nil {
+		return builtMDN{}, fmt.Errorf("read receipt: %w", err)
+	}
+	e, err := mime.ParseEntity(data)
+	if err != nil {
+		return builtMDN{}, fmt.Errorf("read receipt: %w", err)
+	}
+	mdn := builtMDN{messageID: e.Header.Get("Message-Id"), contentType: e.Header.Get("Content-Type"), body: e.Body}
+	if mdn.messageID == "" || mdn.contentType == "" {
+		return builtMDN{}, errors.New("read receipt: no Content-Type or Message-ID")
+	}
+	return mdn, nil
+}
+
+// storeReceipt keeps the MDN of a message stored without one as its receipt stage. A
+// receipt stored meanwhile is left as it is.
+func (rc *Receiver) storeReceipt(ctx context.Context, messageID int64, mdn builtMDN) error {
+	blob, err := rc.deps.Blobs.Put(ctx, messageID, persistence.PayloadReceipt, bytes.NewReader(receiptEntity(mdn)))
 	if err != nil {
 		return fmt.Errorf("store receipt: %w", err)
 	}
 	err = rc.deps.Store.AddPayload(ctx, persistence.Payload{
-		MessageID: row.MessageID,
+		MessageID: messageID,
 		Stage:     persistence.PayloadReceipt,
 		Key:       blob.Key,
 		Size:      blob.Size,

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -49,6 +51,9 @@ type Deps struct {
 	Now func() time.Time
 	// HTTPClient posts asynchronous MDNs; nil means a client that follows no redirects.
 	HTTPClient *http.Client
+	// TempDir holds the bodies and decompressed layers of large messages while they are
+	// handled; empty means os.TempDir(). Start creates it when missing.
+	TempDir string
 }
 
 // Receiver is a running as2-receiver instance: an HTTP(S) listener for AS2 messages and
@@ -67,6 +72,9 @@ type Receiver struct {
 	// staleAfter is how long a reserved row may stay unfinished before another request
 	// or the background loop takes it over: longer than any request may run.
 	staleAfter time.Duration
+	// rows runs the reservations and answers of concurrent requests in shared
+	// transactions.
+	rows *rowWriter
 	// backoff is the delay after the n-th failed attempt to send an asynchronous MDN.
 	backoff     func(attempt int) time.Duration
 	maxAttempts int
@@ -74,8 +82,14 @@ type Receiver struct {
 	tick time.Duration
 	// host is the gateway's public host name (from Deps.BaseURL), naming us in MDNs.
 	host string
+	// tempDir holds large bodies and layers; a body larger than spoolAbove bytes goes
+	// there rather than into memory.
+	tempDir    string
+	spoolAbove int64
 
 	wake chan struct{}
+	// large is signalled when a large message's request is over (see freeMemory).
+	large chan struct{}
 
 	mu      sync.Mutex
 	started bool
@@ -131,20 +145,28 @@ func newReceiver(deps Deps, name persistence.InstanceName, cfg *Config) (*Receiv
 	if u, err := url.Parse(deps.BaseURL); err == nil {
 		host = u.Hostname()
 	}
+	tempDir := deps.TempDir
+	if tempDir == "" {
+		tempDir = os.TempDir()
+	}
 	return &Receiver{
 		host:        host,
+		tempDir:     tempDir,
+		spoolAbove:  defaultSpoolAbove,
 		name:        name,
 		cfg:         *cfg,
 		deps:        deps,
 		log:         log.With("instance", string(name), "plugin", string(persistence.PluginAS2Receiver)),
 		now:         now,
 		slots:       make(chan struct{}, cfg.MaxConcurrentRequests),
+		rows:        newRowWriter(deps.DB),
 		client:      client,
 		staleAfter:  time.Duration(cfg.ReadTimeout) + time.Duration(cfg.WriteTimeout) + time.Minute,
 		backoff:     defaultBackoff,
 		maxAttempts: defaultMaxAttempts,
 		tick:        5 * time.Second,
 		wake:        make(chan struct{}, 1),
+		large:       make(chan struct{}, 1),
 	}, nil
 }
 
@@ -190,6 +212,9 @@ func (rc *Receiver) Start(ctx context.Context) error {
 	if rc.started {
 		return fmt.Errorf("as2-receiver %s: already started", rc.name)
 	}
+	if err := os.MkdirAll(rc.tempDir, 0o700); err != nil {
+		return fmt.Errorf("as2-receiver %s: temporary directory: %w", rc.name, err)
+	}
 	var tlsConfig *tls.Config
 	if id := rc.cfg.TLSCertificateID; id != nil {
 		cert, key, err := rc.deps.Certs.Signer(ctx, *id)
@@ -223,7 +248,7 @@ func (rc *Receiver) Start(ctx context.Context) error {
 	rc.stop = stop
 	rc.started = true
 	srv := rc.srv
-	rc.loop.Add(2)
+	rc.loop.Add(3)
 	go func() {
 		defer rc.loop.Done()
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -233,6 +258,10 @@ func (rc *Receiver) Start(ctx context.Context) error {
 	go func() {
 		defer rc.loop.Done()
 		rc.background(bg)
+	}()
+	go func() {
+		defer rc.loop.Done()
+		rc.freeMemory(bg)
 	}()
 	scheme := "http"
 	if tlsConfig != nil {
@@ -288,5 +317,32 @@ func (rc *Receiver) kick() {
 	select {
 	case rc.wake <- struct{}{}:
 	default:
+	}
+}
+
+// freeAbove is the size of a body or payload past which the memory a request held is
+// given back to the system once it is over.
+const freeAbove = 32 << 20
+
+// largeDone tells freeMemory that a large message's request is over.
+func (rc *Receiver) largeDone() {
+	select {
+	case rc.large <- struct{}{}:
+	default:
+	}
+}
+
+// freeMemory collects the garbage a large message leaves and returns it to the system.
+// The collector paces itself by the heap's peak: after a message of a hundred megabytes
+// it would keep that much garbage for a long while, and the next large message would
+// add to it rather than reuse it.
+func (rc *Receiver) freeMemory(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-rc.large:
+			debug.FreeOSMemory()
+		}
 	}
 }

@@ -28,20 +28,22 @@ func reserveRow(t *testing.T, b *bench, rc *Receiver, in profile.Inbound, r requ
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := rc.newRow(&exchange{env: env, in: in, body: r.body, res: res})
-	outcome, _, err := reserve(b.ctx, b.sql, &row, duplicateFilenameCheck{})
+	row := rc.newRow(&exchange{env: env, in: in, res: res})
+	outcome, _, err := reserve(b.ctx, rc.rows, &row, duplicateFilenameCheck{})
 	if err != nil || outcome != reserved {
 		t.Fatalf("reserve: %v, %v", outcome, err)
 	}
 	return row
 }
 
-// ingestAs stores the document of r as the receiver would have before a crash.
-func ingestAs(t *testing.T, b *bench, source string, org, partner party, r request, payload []byte) persistence.Message {
+// ingestAs stores the document of r, with the extra stages given, as the receiver would
+// have before a crash.
+func ingestAs(t *testing.T, b *bench, source string, org, partner party, r request, payload []byte, extra ...module.ExtraPayload) persistence.Message {
 	t.Helper()
 	res, err := b.disp.Ingest(b.ctx, []module.Incoming{{
 		Source: persistence.InstanceName(source), From: partner.name, To: org.name, FileName: "doc.txt",
 		Body: bytes.NewReader(payload), OriginEventID: r.header.Get("Message-ID"), CorrelationID: r.header.Get("Message-ID"),
+		Extra: extra,
 	}})
 	if err != nil || res[0].Err != nil {
 		t.Fatalf("ingest: %v %v", err, res)
@@ -104,6 +106,47 @@ func TestInterruptedMessages(t *testing.T) {
 			}
 			if _, err := FindInbound(b.ctx, b.sql, msg.ID); err != nil {
 				t.Errorf("the row does not name the stored message: %v", err)
+			}
+		})
+
+		// The MDN stored with the message is the one answered: the row and every copy
+		// carry the same bytes.
+		t.Run("crashed after storing with its MDN", func(t *testing.T) {
+			for _, finish := range []string{"resend", "background"} {
+				t.Run(finish, func(t *testing.T) {
+					r, payload := doc()
+					r.header.Set("Receipt-Delivery-Option", listener.url("/stored-"+finish))
+					row := reserveRow(t, b, stale, in, r)
+					mdn, err := stale.rowMDN(&row, in.Signer)
+					if err != nil {
+						t.Fatal(err)
+					}
+					msg := ingestAs(t, b, "as2_in", org, partner, r, payload,
+						module.ExtraPayload{Stage: persistence.PayloadReceipt, Body: bytes.NewReader(receiptEntity(mdn))})
+					before := b.messageCount()
+					if finish == "resend" {
+						r.header.Del("Receipt-Delivery-Option") // the resend asks for a synchronous MDN
+						a := post(t, stale.url(), r.contentType, r.header, r.body)
+						if a.status != http.StatusOK || !bytes.Equal(a.body, mdn.body) || a.header.Get("Message-ID") != mdn.messageID {
+							t.Errorf("HTTP %d with MDN %s, want the stored MDN %s", a.status, a.header.Get("Message-ID"), mdn.messageID)
+						}
+					} else {
+						stale.reconcile(b.ctx)
+					}
+					// The first attempt asked for an asynchronous MDN, queued now.
+					if a := listener.wait(t, "/stored-"+finish, 1); !bytes.Equal(a.body, mdn.body) || a.header.Get("Message-ID") != mdn.messageID {
+						t.Errorf("asynchronous MDN %s, want the stored MDN %s", a.header.Get("Message-ID"), mdn.messageID)
+					}
+					if b.messageCount() != before {
+						t.Errorf("stored again: %d messages, want %d", b.messageCount(), before)
+					}
+					if state, id, body := b.inboundMDN(r.header.Get("Message-ID")); state != stateAnswered || id != mdn.messageID || !bytes.Equal(body, mdn.body) {
+						t.Errorf("row %s records MDN %s, want the stored MDN %s", state, id, mdn.messageID)
+					}
+					if rec, err := FindInbound(b.ctx, b.sql, msg.ID); err != nil || rec.MDNMessageID != mdn.messageID {
+						t.Errorf("record %+v, %v", rec, err)
+					}
+				})
 			}
 		})
 

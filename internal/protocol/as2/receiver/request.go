@@ -2,7 +2,6 @@ package receiver
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -199,15 +198,13 @@ func checkAsyncURL(raw string, remote profile.Remote) (string, error) {
 	return u.String(), nil
 }
 
-// errBodyTooLarge reports a body past the size limit.
-var errBodyTooLarge = errors.New("body larger than the size limit")
-
-// readBody reads the whole body, at most limit bytes: one more byte tells a body that
-// is too large from one that is exactly at the limit.
+// readBody reads a whole body (an MDN) into memory, at most limit bytes: one more byte
+// tells a body that is too large from one that is exactly at the limit.
 func readBody(r io.Reader, contentLength, limit int64) ([]byte, error) {
 	var buf bytes.Buffer
 	if contentLength > 0 && contentLength <= limit {
-		buf.Grow(int(contentLength))
+		// ReadFrom wants MinRead bytes free before it sees the end.
+		buf.Grow(int(contentLength) + bytes.MinRead)
 	}
 	n, err := buf.ReadFrom(io.LimitReader(r, limit+1))
 	if err != nil {

@@ -5,8 +5,10 @@
 -- One row per AS2 message taken from a partner. The row is reserved (state 'reserved',
 -- claim_token naming the request that owns it) before the message is stored, so a
 -- second copy of the same (as2_from, as2_message_id) or of the same signature meets the
--- unique constraints; it becomes 'answered' once the message is stored and its MDN
--- written. Messages refused for their content leave no row.
+-- unique constraints; it becomes 'answered', naming the message and holding its MDN, in
+-- one transaction once the message is stored (the MDN, written before, is stored with
+-- the message as its receipt stage, from which an interrupted request's row is
+-- completed). Messages refused for their content leave no row.
 CREATE TABLE as2_inbound (
     id                  INTEGER PRIMARY KEY AUTOINCREMENT,
     instance            TEXT NOT NULL,
