@@ -52,7 +52,14 @@ type Dispatcher struct {
 	routes routeCache
 	now    func() time.Time
 	ids    idPool
+
+	partiesMu sync.Mutex
+	parties   map[persistence.PartyName]time.Time // known to exist, with when that was seen
 }
+
+// partyTTL bounds how long a party seen to exist is taken on trust: a source that sends
+// one document per request (a receiver) would otherwise read the parties for each.
+const partyTTL = 2 * time.Second
 
 // idPool hands out message ids from a block reserved in one commit, so a source that
 // ingests one document at a time (a receiver answering each request) does not pay a
@@ -296,9 +303,22 @@ func (d *Dispatcher) partyExists(ctx context.Context, name persistence.PartyName
 	if _, err := persistence.ParsePartyName(string(name)); err != nil {
 		return false, nil
 	}
+	now := d.now()
+	d.partiesMu.Lock()
+	seen, ok := d.parties[name]
+	d.partiesMu.Unlock()
+	if ok && now.Sub(seen) < partyTTL {
+		return true, nil
+	}
 	for _, k := range persistence.AllPartyKinds {
 		_, err := d.store.GetParty(ctx, k, name)
 		if err == nil {
+			d.partiesMu.Lock()
+			if d.parties == nil || len(d.parties) > 4096 {
+				d.parties = map[persistence.PartyName]time.Time{}
+			}
+			d.parties[name] = now
+			d.partiesMu.Unlock()
 			return true, nil
 		}
 		if !errors.Is(err, persistence.ErrNotFound) {
