@@ -78,7 +78,7 @@ func (in *Intake) AcceptMDN(ctx context.Context, contentType string, header http
 		res.Outcome, res.Reason = OutcomeFailed, v.Reason
 	}
 	m := mdnRecord(v, profile.MDNAsync, header.Get("Message-ID"), in.now())
-	recorded, err := recordMDN(ctx, in.db, rec.ID, m, res)
+	recorded, _, err := recordMDN(ctx, in.db, rec.ID, rec.MessageID, m, res, false)
 	if err != nil {
 		return err
 	}

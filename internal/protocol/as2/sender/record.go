@@ -328,8 +328,12 @@ func finishSend(ctx context.Context, db module.SQL, id int64, res sendResult) er
 
 // recordMDN stores what an authentic MDN said, with the outcome it decides. The first
 // authentic MDN of a Message-ID stands; a later one changes nothing and recorded is false.
-func recordMDN(ctx context.Context, db module.SQL, id int64, m MDNRecord, res sendResult) (recorded bool, err error) {
+// With claim, the same write also makes the record the one whose MDN becomes the
+// message's receipt stage when no other record of the message is (see claimReceipt), and
+// claimed says whether it did.
+func recordMDN(ctx context.Context, db module.SQL, id, messageID int64, m MDNRecord, res sendResult, claim bool) (recorded, claimed bool, err error) {
 	err = db.Write(ctx, func(tx module.Tx) error {
+		recorded, claimed = false, false
 		status := "http_status"
 		args := []any{}
 		if res.HTTPStatus != 0 {
@@ -344,24 +348,41 @@ func recordMDN(ctx context.Context, db module.SQL, id int64, m MDNRecord, res se
 		args = append(args, string(m.Verdict), tx.Time(m.ReceivedAt), string(m.Transport), clip(m.MessageID, maxFieldLength),
 			clip(m.Disposition, maxFieldLength), m.Signed, clip(m.Signer, maxFieldLength), m.SignatureDigest,
 			clip(m.MIC, maxFieldLength), m.MICMatched, clip(m.ReportingUA, maxFieldLength),
-			string(res.Outcome), persistence.SanitizeReason(res.Reason), id)
-		result, err := tx.Exec(ctx, `UPDATE as2_outbound SET http_status = `+status+`, partner_software = `+software+`,
+			string(res.Outcome), persistence.SanitizeReason(res.Reason),
+			claim, messageID, true, true, id)
+		err := tx.QueryRow(ctx, `UPDATE as2_outbound SET http_status = `+status+`, partner_software = `+software+`,
 				mdn_verdict = ?, mdn_received_at = ?, mdn_transport = ?, mdn_message_id = ?, mdn_disposition = ?,
 				mdn_signed = ?, mdn_signer = ?, mdn_signature_digest = ?, mdn_mic = ?, mdn_mic_matched = ?,
-				mdn_reporting_ua = ?, outcome = ?, outcome_reason = ?, ack_deadline = NULL
-			WHERE id = ? AND mdn_verdict = ''`, args...)
+				mdn_reporting_ua = ?, outcome = ?, outcome_reason = ?, ack_deadline = NULL,
+				receipt_stored = CASE WHEN ? AND NOT EXISTS (
+						SELECT 1 FROM as2_outbound o WHERE o.message_id = ? AND o.receipt_stored = ?)
+					THEN ? ELSE receipt_stored END
+			WHERE id = ? AND mdn_verdict = ''
+			RETURNING receipt_stored`, args...).Scan(&claimed)
+		if tx.IsUniqueViolation(err) {
+			return errUniqueReceipt
+		}
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		n, err := result.RowsAffected()
-		recorded = n == 1
-		return err
+		recorded = true
+		return nil
 	})
-	if err != nil {
-		return false, fmt.Errorf("record the MDN of AS2 message %d: %w", id, err)
+	if claim && err != nil && errors.Is(err, errUniqueReceipt) {
+		// Another record of the message claimed the receipt meanwhile: record without it.
+		return recordMDN(ctx, db, id, messageID, m, res, false)
 	}
-	return recorded, nil
+	if err != nil {
+		return false, false, fmt.Errorf("record the MDN of AS2 message %d: %w", id, err)
+	}
+	return recorded, claimed, nil
 }
+
+// errUniqueReceipt ends a write whose claim on the receipt stage met another record's.
+var errUniqueReceipt = errors.New("another record of the message claimed its receipt")
 
 // errReceiptTaken ends a write whose claim on the receipt stage lost to another record.
 var errReceiptTaken = errors.New("the message's receipt is another record's")

@@ -87,19 +87,28 @@ func (c *core) expectation(rec OutboundRecord, out profile.Outbound) expectation
 }
 
 // keepReceipt stores an MDN as the message's receipt stage unless the message has one:
-// the first receipt stands. The blob is a MIME entity (its Content-Type, then the body as
-// received), so it can be verified again later. It reports whether it stored one.
+// the first receipt stands. It reports whether it stored one.
 func (c *core) keepReceipt(ctx context.Context, rec OutboundRecord, contentType string, body []byte) (bool, error) {
-	_, err := c.store.GetPayload(ctx, rec.MessageID, persistence.PayloadReceipt)
-	if err == nil {
-		return false, nil
-	}
-	if !errors.Is(err, persistence.ErrNotFound) {
-		return false, fmt.Errorf("look for a receipt of message %d: %w", rec.MessageID, err)
-	}
 	ok, err := claimReceipt(ctx, c.db, rec.ID, rec.MessageID)
 	if err != nil || !ok {
 		return false, err
+	}
+	if err := c.storeReceipt(ctx, rec, contentType, body); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// storeReceipt stores the MDN of a record that holds the message's receipt claim. The
+// blob is a MIME entity (its Content-Type, then the body as received), so it can be
+// verified again later. On failure the claim is given back.
+func (c *core) storeReceipt(ctx context.Context, rec OutboundRecord, contentType string, body []byte) error {
+	// A message relayed from an inbound exchange already has a receipt (the MDN we
+	// answered); its blob must not be overwritten.
+	if _, err := c.store.GetPayload(ctx, rec.MessageID, persistence.PayloadReceipt); err == nil {
+		return nil
+	} else if !errors.Is(err, persistence.ErrNotFound) {
+		return fmt.Errorf("look for a receipt of message %d: %w", rec.MessageID, err)
 	}
 	var entity bytes.Buffer
 	entity.Grow(len(body) + len(contentType) + 48)
@@ -116,13 +125,13 @@ func (c *core) keepReceipt(ctx context.Context, rec OutboundRecord, contentType 
 			}
 		}
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, persistence.ErrConflict) {
 		if rerr := releaseReceipt(ctx, c.db, rec.ID); rerr != nil {
 			c.log.WarnContext(ctx, "release the receipt claim", "error", rerr)
 		}
-		return false, fmt.Errorf("store the receipt of message %d: %w", rec.MessageID, err)
+		return fmt.Errorf("store the receipt of message %d: %w", rec.MessageID, err)
 	}
-	return true, nil
+	return nil
 }
 
 // Sender is a running as2-sender instance: a delivery.Deliverer that sends each message
@@ -545,18 +554,22 @@ func (s *Sender) syncReceipt(ctx context.Context, rec *OutboundRecord, out profi
 		s.log.WarnContext(ctx, "synchronous MDN not taken", "as2_message_id", rec.AS2MessageID, "reason", v.Reason)
 		return s.fail(ctx, rec, errors.New(v.Reason), code, software)
 	}
-	if _, err := s.keepReceipt(ctx, *rec, contentType, body); err != nil {
-		// The receipt's fields are still recorded and the outcome stands: the partner has
-		// the message whether or not its receipt could be kept.
-		s.log.ErrorContext(ctx, "keep the MDN as the message's receipt", "error", err)
-	}
 	res := sendResult{Outcome: OutcomeDelivered, HTTPStatus: code, PartnerSoftware: software}
 	if !v.Accepted {
 		res.Outcome, res.Reason = OutcomeFailed, v.Reason
 	}
 	m := mdnRecord(v, profile.MDNSync, resp.Header.Get("Message-ID"), s.now())
-	if _, err := recordMDN(ctx, s.db, rec.ID, m, res); err != nil {
+	// One write records the MDN and claims the message's receipt stage; the receipt is
+	// then stored. The outcome stands either way: the partner has the message whether or
+	// not its receipt could be kept.
+	_, claimed, err := recordMDN(ctx, s.db, rec.ID, rec.MessageID, m, res, true)
+	if err != nil {
 		s.log.ErrorContext(ctx, "record the MDN", "error", err)
+	}
+	if claimed {
+		if err := s.storeReceipt(ctx, *rec, contentType, body); err != nil {
+			s.log.ErrorContext(ctx, "keep the MDN as the message's receipt", "error", err)
+		}
 	}
 	if !v.Accepted {
 		s.log.WarnContext(ctx, "partner's MDN refuses the message", "as2_message_id", rec.AS2MessageID, "reason", v.Reason)
