@@ -81,7 +81,12 @@ type PutOption func(*putConfig)
 type putConfig struct {
 	deferDirSync bool
 	deferSync    bool
+	noReplace    bool
 }
+
+// NoReplace refuses to replace a blob stored before under the same key: the Put fails
+// with an error wrapping fs.ErrExist and the stored blob is left as it is.
+func NoReplace() PutOption { return func(c *putConfig) { c.noReplace = true } }
 
 // DeferDirSync skips the directory sync of a Put; the caller promises to call SyncDirs
 // with the returned key before relying on the blob (see the package documentation).
@@ -219,7 +224,13 @@ func (l *Local) put(ctx context.Context, messageID int64, stage persistence.Payl
 		return Blob{}, fmt.Errorf("put payload %s: %w", key, err)
 	}
 	final := filepath.Join(l.root, filepath.FromSlash(key))
-	if err := os.Rename(tmpName, final); err != nil {
+	if cfg.noReplace {
+		// A hard link fails when the name exists, where a rename would replace it.
+		if err := os.Link(tmpName, final); err != nil {
+			return Blob{}, fmt.Errorf("put payload %s: %w", key, err)
+		}
+		os.Remove(tmpName)
+	} else if err := os.Rename(tmpName, final); err != nil {
 		return Blob{}, fmt.Errorf("put payload %s: %w", key, err)
 	}
 	committed = true

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -476,4 +477,22 @@ func BenchmarkPut4KiB(b *testing.B) {
 			}
 		})
 	})
+}
+
+func TestPutNoReplace(t *testing.T) {
+	l := newStore(t)
+	ctx := context.Background()
+	if _, err := l.Put(ctx, 8, persistence.PayloadReceipt, strings.NewReader("the first receipt"), NoReplace()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l.Put(ctx, 8, persistence.PayloadReceipt, strings.NewReader("another"), NoReplace())
+	if !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("second Put = %v, want fs.ErrExist", err)
+	}
+	if got := readAll(t, l, "0/000/8.receipt"); string(got) != "the first receipt" {
+		t.Fatalf("stored blob = %q, want it unchanged", got)
+	}
+	if left, _ := os.ReadDir(l.tmp); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
 }

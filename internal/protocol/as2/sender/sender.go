@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"wharf/internal/protocol/as2/cms"
 	"wharf/internal/protocol/as2/mime"
 	"wharf/internal/protocol/as2/profile"
+	"wharf/internal/storage"
 )
 
 // Deps is what the sender and the MDN intake need of the gateway; the AS2 module's
@@ -103,18 +105,16 @@ func (c *core) keepReceipt(ctx context.Context, rec OutboundRecord, contentType 
 // blob is a MIME entity (its Content-Type, then the body as received), so it can be
 // verified again later. On failure the claim is given back.
 func (c *core) storeReceipt(ctx context.Context, rec OutboundRecord, contentType string, body []byte) error {
-	// A message relayed from an inbound exchange already has a receipt (the MDN we
-	// answered); its blob must not be overwritten.
-	if _, err := c.store.GetPayload(ctx, rec.MessageID, persistence.PayloadReceipt); err == nil {
-		return nil
-	} else if !errors.Is(err, persistence.ErrNotFound) {
-		return fmt.Errorf("look for a receipt of message %d: %w", rec.MessageID, err)
-	}
 	var entity bytes.Buffer
 	entity.Grow(len(body) + len(contentType) + 48)
 	entity.WriteString("MIME-Version: 1.0\r\nContent-Type: " + headerValue(contentType) + "\r\n\r\n")
 	entity.Write(body)
-	blob, err := c.blobs.Put(ctx, rec.MessageID, persistence.PayloadReceipt, &entity)
+	// A message relayed from an inbound exchange already has a receipt (the MDN we
+	// answered); its blob is not replaced.
+	blob, err := c.blobs.Put(ctx, rec.MessageID, persistence.PayloadReceipt, &entity, storage.NoReplace())
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
 	if err == nil {
 		err = c.store.AddPayload(ctx, persistence.Payload{MessageID: rec.MessageID, Stage: persistence.PayloadReceipt,
 			Key: blob.Key, Size: blob.Size, SHA256: blob.SHA256, CreatedAt: c.now().UTC()})
