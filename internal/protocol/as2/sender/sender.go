@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -134,6 +135,9 @@ func (c *core) storeReceipt(ctx context.Context, rec OutboundRecord, contentType
 	return nil
 }
 
+// largeMessage is the size above which an attempt hands its memory back when it ends.
+const largeMessage = 32 << 20
+
 // Sender is a running as2-sender instance: a delivery.Deliverer that sends each message
 // to its partner as the partner's remote profile says.
 //
@@ -181,6 +185,11 @@ func (s *Sender) Close() { s.clients.closeAll() }
 // Deliver sends the message once, or reports an outcome an earlier attempt already
 // settled (see plan).
 func (s *Sender) Deliver(ctx context.Context, a delivery.Attempt) delivery.Result {
+	if a.Message.Size > largeMessage {
+		// The runtime would keep the garbage of a large message for a long while; the
+		// next large one then comes on top of it.
+		defer debug.FreeOSMemory()
+	}
 	org, partner := string(a.Message.From), string(a.Message.To)
 	out, err := s.dir.Outbound(ctx, org, partner)
 	if errors.Is(err, persistence.ErrNotFound) {
