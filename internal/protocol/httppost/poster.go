@@ -69,9 +69,6 @@ const (
 	HeaderIdempotencyKey = "Idempotency-Key"
 )
 
-// maxRetryAfter caps how far a receiver's Retry-After can push the next attempt.
-const maxRetryAfter = 24 * time.Hour
-
 // Poster is a running http-poster instance.
 type Poster struct {
 	url     string
@@ -200,47 +197,15 @@ func (p *Poster) classify(resp *http.Response) delivery.Result {
 	case code >= 500 && code < 600:
 		return p.retry(resp, delivery.ClassHTTP5xx)
 	}
-	return delivery.Permanent(statusError(code))
+	return delivery.Permanent(delivery.HTTPStatusError(code))
 }
 
 func (p *Poster) retry(resp *http.Response, class delivery.ErrorClass) delivery.Result {
-	err := statusError(resp.StatusCode)
-	if at, ok := retryAfter(resp.Header.Get("Retry-After"), p.now()); ok {
+	err := delivery.HTTPStatusError(resp.StatusCode)
+	if at, ok := delivery.RetryAfter(resp.Header.Get("Retry-After"), p.now()); ok {
 		return delivery.RetryAt(at, class, err)
 	}
 	return delivery.Transient(class, err)
-}
-
-func statusError(code int) error {
-	if text := http.StatusText(code); text != "" {
-		return fmt.Errorf("HTTP %d %s", code, text)
-	}
-	return fmt.Errorf("HTTP %d", code)
-}
-
-// retryAfter reads a Retry-After header: delay seconds or an HTTP date, capped.
-func retryAfter(v string, now time.Time) (time.Time, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return time.Time{}, false
-	}
-	if secs, err := strconv.ParseUint(v, 10, 64); err == nil {
-		if secs > uint64(maxRetryAfter/time.Second) {
-			return now.Add(maxRetryAfter), true
-		}
-		return now.Add(time.Duration(secs) * time.Second), true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return time.Time{}, false
-	}
-	switch {
-	case t.Before(now):
-		return now, true
-	case t.Sub(now) > maxRetryAfter:
-		return now.Add(maxRetryAfter), true
-	}
-	return t, true
 }
 
 // errPayloadRead marks a failure to read the document while sending it.

@@ -184,7 +184,7 @@ func TestPosterStatuses(t *testing.T) {
 		{"too many requests, seconds", 429, "120", persistence.OutcomeRetry, delivery.ClassHTTP4xx, "HTTP 429 Too Many Requests", now.Add(2 * time.Minute)},
 		{"too many requests, date", 429, now.Add(time.Hour).Format(http.TimeFormat), persistence.OutcomeRetry, delivery.ClassHTTP4xx, "HTTP 429 Too Many Requests", now.Add(time.Hour)},
 		{"unavailable, date in the past", 503, now.Add(-time.Hour).Format(http.TimeFormat), persistence.OutcomeRetry, delivery.ClassHTTP5xx, "HTTP 503 Service Unavailable", now},
-		{"unavailable, far away", 503, "99999999", persistence.OutcomeRetry, delivery.ClassHTTP5xx, "HTTP 503 Service Unavailable", now.Add(maxRetryAfter)},
+		{"unavailable, far away", 503, "99999999", persistence.OutcomeRetry, delivery.ClassHTTP5xx, "HTTP 503 Service Unavailable", now.Add(delivery.MaxRetryAfter)},
 		{"unavailable, garbage", 503, "soon", persistence.OutcomeRetry, delivery.ClassHTTP5xx, "HTTP 503 Service Unavailable", time.Time{}},
 		{"internal error", 500, "", persistence.OutcomeRetry, delivery.ClassHTTP5xx, "HTTP 500 Internal Server Error", time.Time{}},
 		{"unknown status", 599, "", persistence.OutcomeRetry, delivery.ClassHTTP5xx, "HTTP 599", time.Time{}},

@@ -512,13 +512,13 @@ func (s *Sender) send(ctx context.Context, rec *OutboundRecord, out profile.Outb
 	case code >= 300 && code < 400:
 		return s.fail(ctx, rec, fmt.Errorf("redirect refused (HTTP %d)", code), code, software)
 	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests:
-		at, _ := retryAfter(resp.Header.Get("Retry-After"), s.now())
-		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP4xx, statusError(code), at, code, software)
+		at, _ := delivery.RetryAfter(resp.Header.Get("Retry-After"), s.now())
+		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP4xx, delivery.HTTPStatusError(code), at, code, software)
 	case code >= 500 && code < 600:
-		at, _ := retryAfter(resp.Header.Get("Retry-After"), s.now())
-		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP5xx, statusError(code), at, code, software)
+		at, _ := delivery.RetryAfter(resp.Header.Get("Retry-After"), s.now())
+		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP5xx, delivery.HTTPStatusError(code), at, code, software)
 	default:
-		return s.fail(ctx, rec, statusError(code), code, software)
+		return s.fail(ctx, rec, delivery.HTTPStatusError(code), code, software)
 	}
 
 	switch rem.MDNMode {

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -81,41 +80,6 @@ func (c *clients) closeAll() {
 	for _, e := range c.m {
 		e.client.CloseIdleConnections()
 	}
-}
-
-// maxRetryAfter caps how far a partner's Retry-After can push the next attempt.
-const maxRetryAfter = 24 * time.Hour
-
-// retryAfter reads a Retry-After header: delay seconds or an HTTP date, capped.
-func retryAfter(v string, now time.Time) (time.Time, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return time.Time{}, false
-	}
-	if secs, err := strconv.ParseUint(v, 10, 64); err == nil {
-		if secs > uint64(maxRetryAfter/time.Second) {
-			return now.Add(maxRetryAfter), true
-		}
-		return now.Add(time.Duration(secs) * time.Second), true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return time.Time{}, false
-	}
-	switch {
-	case t.Before(now):
-		return now, true
-	case t.Sub(now) > maxRetryAfter:
-		return now.Add(maxRetryAfter), true
-	}
-	return t, true
-}
-
-func statusError(code int) error {
-	if text := http.StatusText(code); text != "" {
-		return fmt.Errorf("HTTP %d %s", code, text)
-	}
-	return fmt.Errorf("HTTP %d", code)
 }
 
 // transportReason words an error of Client.Do without the URL, host or address, which do
