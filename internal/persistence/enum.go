@@ -73,3 +73,28 @@ func unmarshalInto[T ~string](dst *T, b []byte, parse func(string) (T, error)) e
 	*dst = v
 	return nil
 }
+
+// The exported forms serve the domain types of modules (AS2 algorithms, …) the same way.
+
+// ParseEnum finds s in the canonical list all; the error names what and the list.
+func ParseEnum[T ~string](what, s string, all []T) (T, error) { return parseEnum(what, s, all) }
+
+// ScanDomain is a domain type's sql.Scanner: scan, then parse.
+func ScanDomain[T ~string](dst *T, src any, parse func(string) (T, error)) error {
+	return scanInto(dst, src, parse)
+}
+
+// DomainText is a domain type's MarshalText: it refuses a value the domain refuses.
+func DomainText[T ~string](v T, parse func(string) (T, error)) ([]byte, error) {
+	return textOf(v, parse)
+}
+
+// DomainValue is a domain type's driver.Valuer: nothing invalid is written.
+func DomainValue[T ~string](v T, parse func(string) (T, error)) (driver.Value, error) {
+	return valueOf(v, parse)
+}
+
+// UnmarshalDomain is a domain type's UnmarshalText.
+func UnmarshalDomain[T ~string](dst *T, b []byte, parse func(string) (T, error)) error {
+	return unmarshalInto(dst, b, parse)
+}

@@ -3,8 +3,8 @@ package profile
 import (
 	"database/sql/driver"
 	"fmt"
-	"strings"
 
+	"wharf/internal/persistence"
 	"wharf/internal/protocol/as2/cms"
 )
 
@@ -48,10 +48,10 @@ func ParseAS2ID(s string) (AS2ID, error) {
 	return AS2ID(s), nil
 }
 
-func (v AS2ID) MarshalText() ([]byte, error)  { return textOf(v, ParseAS2ID) }
-func (v *AS2ID) UnmarshalText(b []byte) error { return unmarshalInto(v, b, ParseAS2ID) }
-func (v *AS2ID) Scan(src any) error           { return scanInto(v, src, ParseAS2ID) }
-func (v AS2ID) Value() (driver.Value, error)  { return valueOf(v, ParseAS2ID) }
+func (v AS2ID) MarshalText() ([]byte, error)  { return persistence.DomainText(v, ParseAS2ID) }
+func (v *AS2ID) UnmarshalText(b []byte) error { return persistence.UnmarshalDomain(v, b, ParseAS2ID) }
+func (v *AS2ID) Scan(src any) error           { return persistence.ScanDomain(v, src, ParseAS2ID) }
+func (v AS2ID) Value() (driver.Value, error)  { return persistence.DomainValue(v, ParseAS2ID) }
 
 // ParseSigningAlgorithm refuses SHA-1: it is accepted inbound where a profile allows it,
 // never used for what we sign.
@@ -59,14 +59,20 @@ func ParseSigningAlgorithm(s string) (SigningAlgorithm, error) {
 	if s == "sha1" {
 		return "", fmt.Errorf("invalid signing algorithm %q: SHA-1 is not used for outbound signatures (allow_sha1 accepts it inbound)", s)
 	}
-	return parseEnum("signing algorithm", s, AllSigningAlgorithms)
+	return persistence.ParseEnum("signing algorithm", s, AllSigningAlgorithms)
 }
-func (v SigningAlgorithm) MarshalText() ([]byte, error) { return textOf(v, ParseSigningAlgorithm) }
+func (v SigningAlgorithm) MarshalText() ([]byte, error) {
+	return persistence.DomainText(v, ParseSigningAlgorithm)
+}
 func (v *SigningAlgorithm) UnmarshalText(b []byte) error {
-	return unmarshalInto(v, b, ParseSigningAlgorithm)
+	return persistence.UnmarshalDomain(v, b, ParseSigningAlgorithm)
 }
-func (v *SigningAlgorithm) Scan(src any) error          { return scanInto(v, src, ParseSigningAlgorithm) }
-func (v SigningAlgorithm) Value() (driver.Value, error) { return valueOf(v, ParseSigningAlgorithm) }
+func (v *SigningAlgorithm) Scan(src any) error {
+	return persistence.ScanDomain(v, src, ParseSigningAlgorithm)
+}
+func (v SigningAlgorithm) Value() (driver.Value, error) {
+	return persistence.DomainValue(v, ParseSigningAlgorithm)
+}
 
 // Digest is the CMS digest of the signature, or "" for none.
 func (v SigningAlgorithm) Digest() cms.DigestAlgorithm {
@@ -82,17 +88,19 @@ func (v SigningAlgorithm) Digest() cms.DigestAlgorithm {
 }
 
 func ParseEncryptionAlgorithm(s string) (EncryptionAlgorithm, error) {
-	return parseEnum("encryption algorithm", s, AllEncryptionAlgorithms)
+	return persistence.ParseEnum("encryption algorithm", s, AllEncryptionAlgorithms)
 }
 func (v EncryptionAlgorithm) MarshalText() ([]byte, error) {
-	return textOf(v, ParseEncryptionAlgorithm)
+	return persistence.DomainText(v, ParseEncryptionAlgorithm)
 }
 func (v *EncryptionAlgorithm) UnmarshalText(b []byte) error {
-	return unmarshalInto(v, b, ParseEncryptionAlgorithm)
+	return persistence.UnmarshalDomain(v, b, ParseEncryptionAlgorithm)
 }
-func (v *EncryptionAlgorithm) Scan(src any) error { return scanInto(v, src, ParseEncryptionAlgorithm) }
+func (v *EncryptionAlgorithm) Scan(src any) error {
+	return persistence.ScanDomain(v, src, ParseEncryptionAlgorithm)
+}
 func (v EncryptionAlgorithm) Value() (driver.Value, error) {
-	return valueOf(v, ParseEncryptionAlgorithm)
+	return persistence.DomainValue(v, ParseEncryptionAlgorithm)
 }
 
 // Cipher is the CMS content cipher, or "" for none.
@@ -115,12 +123,18 @@ func (v EncryptionAlgorithm) Cipher() cms.ContentCipher {
 }
 
 func ParseKeyTransport(s string) (KeyTransport, error) {
-	return parseEnum("key transport", s, AllKeyTransports)
+	return persistence.ParseEnum("key transport", s, AllKeyTransports)
 }
-func (v KeyTransport) MarshalText() ([]byte, error)  { return textOf(v, ParseKeyTransport) }
-func (v *KeyTransport) UnmarshalText(b []byte) error { return unmarshalInto(v, b, ParseKeyTransport) }
-func (v *KeyTransport) Scan(src any) error           { return scanInto(v, src, ParseKeyTransport) }
-func (v KeyTransport) Value() (driver.Value, error)  { return valueOf(v, ParseKeyTransport) }
+func (v KeyTransport) MarshalText() ([]byte, error) {
+	return persistence.DomainText(v, ParseKeyTransport)
+}
+func (v *KeyTransport) UnmarshalText(b []byte) error {
+	return persistence.UnmarshalDomain(v, b, ParseKeyTransport)
+}
+func (v *KeyTransport) Scan(src any) error { return persistence.ScanDomain(v, src, ParseKeyTransport) }
+func (v KeyTransport) Value() (driver.Value, error) {
+	return persistence.DomainValue(v, ParseKeyTransport)
+}
 
 // CMS is the CMS key transport. OAEP uses SHA-256 for its hash and mask generation, as
 // RFC 8551 recommends.
@@ -134,11 +148,15 @@ func (v KeyTransport) CMS() cms.KeyTransport {
 	return ""
 }
 
-func ParseMDNMode(s string) (MDNMode, error)    { return parseEnum("MDN mode", s, AllMDNModes) }
-func (v MDNMode) MarshalText() ([]byte, error)  { return textOf(v, ParseMDNMode) }
-func (v *MDNMode) UnmarshalText(b []byte) error { return unmarshalInto(v, b, ParseMDNMode) }
-func (v *MDNMode) Scan(src any) error           { return scanInto(v, src, ParseMDNMode) }
-func (v MDNMode) Value() (driver.Value, error)  { return valueOf(v, ParseMDNMode) }
+func ParseMDNMode(s string) (MDNMode, error) {
+	return persistence.ParseEnum("MDN mode", s, AllMDNModes)
+}
+func (v MDNMode) MarshalText() ([]byte, error) { return persistence.DomainText(v, ParseMDNMode) }
+func (v *MDNMode) UnmarshalText(b []byte) error {
+	return persistence.UnmarshalDomain(v, b, ParseMDNMode)
+}
+func (v *MDNMode) Scan(src any) error          { return persistence.ScanDomain(v, src, ParseMDNMode) }
+func (v MDNMode) Value() (driver.Value, error) { return persistence.DomainValue(v, ParseMDNMode) }
 
 // ParseMICAlgorithm refuses SHA-1 for the same reason as ParseSigningAlgorithm: it is
 // what we ask the partner for.
@@ -146,12 +164,18 @@ func ParseMICAlgorithm(s string) (MICAlgorithm, error) {
 	if s == "sha1" {
 		return "", fmt.Errorf("invalid MIC algorithm %q: SHA-1 is not requested (allow_sha1 accepts it inbound)", s)
 	}
-	return parseEnum("MIC algorithm", s, AllMICAlgorithms)
+	return persistence.ParseEnum("MIC algorithm", s, AllMICAlgorithms)
 }
-func (v MICAlgorithm) MarshalText() ([]byte, error)  { return textOf(v, ParseMICAlgorithm) }
-func (v *MICAlgorithm) UnmarshalText(b []byte) error { return unmarshalInto(v, b, ParseMICAlgorithm) }
-func (v *MICAlgorithm) Scan(src any) error           { return scanInto(v, src, ParseMICAlgorithm) }
-func (v MICAlgorithm) Value() (driver.Value, error)  { return valueOf(v, ParseMICAlgorithm) }
+func (v MICAlgorithm) MarshalText() ([]byte, error) {
+	return persistence.DomainText(v, ParseMICAlgorithm)
+}
+func (v *MICAlgorithm) UnmarshalText(b []byte) error {
+	return persistence.UnmarshalDomain(v, b, ParseMICAlgorithm)
+}
+func (v *MICAlgorithm) Scan(src any) error { return persistence.ScanDomain(v, src, ParseMICAlgorithm) }
+func (v MICAlgorithm) Value() (driver.Value, error) {
+	return persistence.DomainValue(v, ParseMICAlgorithm)
+}
 
 // Digest is the CMS digest of the MIC.
 func (v MICAlgorithm) Digest() cms.DigestAlgorithm {
@@ -167,77 +191,33 @@ func (v MICAlgorithm) Digest() cms.DigestAlgorithm {
 }
 
 func ParseMICPreference(s string) (MICPreference, error) {
-	return parseEnum("MIC preference", s, AllMICPreferences)
+	return persistence.ParseEnum("MIC preference", s, AllMICPreferences)
 }
-func (v MICPreference) MarshalText() ([]byte, error)  { return textOf(v, ParseMICPreference) }
-func (v *MICPreference) UnmarshalText(b []byte) error { return unmarshalInto(v, b, ParseMICPreference) }
-func (v *MICPreference) Scan(src any) error           { return scanInto(v, src, ParseMICPreference) }
-func (v MICPreference) Value() (driver.Value, error)  { return valueOf(v, ParseMICPreference) }
+func (v MICPreference) MarshalText() ([]byte, error) {
+	return persistence.DomainText(v, ParseMICPreference)
+}
+func (v *MICPreference) UnmarshalText(b []byte) error {
+	return persistence.UnmarshalDomain(v, b, ParseMICPreference)
+}
+func (v *MICPreference) Scan(src any) error {
+	return persistence.ScanDomain(v, src, ParseMICPreference)
+}
+func (v MICPreference) Value() (driver.Value, error) {
+	return persistence.DomainValue(v, ParseMICPreference)
+}
 
 func ParseDuplicateFilename(s string) (DuplicateFilename, error) {
-	return parseEnum("duplicate filename policy", s, AllDuplicateFilenames)
+	return persistence.ParseEnum("duplicate filename policy", s, AllDuplicateFilenames)
 }
-func (v DuplicateFilename) MarshalText() ([]byte, error) { return textOf(v, ParseDuplicateFilename) }
+func (v DuplicateFilename) MarshalText() ([]byte, error) {
+	return persistence.DomainText(v, ParseDuplicateFilename)
+}
 func (v *DuplicateFilename) UnmarshalText(b []byte) error {
-	return unmarshalInto(v, b, ParseDuplicateFilename)
+	return persistence.UnmarshalDomain(v, b, ParseDuplicateFilename)
 }
-func (v *DuplicateFilename) Scan(src any) error { return scanInto(v, src, ParseDuplicateFilename) }
+func (v *DuplicateFilename) Scan(src any) error {
+	return persistence.ScanDomain(v, src, ParseDuplicateFilename)
+}
 func (v DuplicateFilename) Value() (driver.Value, error) {
-	return valueOf(v, ParseDuplicateFilename)
-}
-
-// The helpers below keep each type's methods to one line apiece, as in persistence.
-
-func parseEnum[T ~string](what, s string, all []T) (T, error) {
-	for _, v := range all {
-		if string(v) == s {
-			return v, nil
-		}
-	}
-	names := make([]string, len(all))
-	for i, v := range all {
-		names[i] = string(v)
-	}
-	return "", fmt.Errorf("invalid %s %q: want one of %s", what, s, strings.Join(names, ", "))
-}
-
-func scanInto[T ~string](dst *T, src any, parse func(string) (T, error)) error {
-	var s string
-	switch v := src.(type) {
-	case string:
-		s = v
-	case []byte:
-		s = string(v)
-	default:
-		return fmt.Errorf("cannot scan %T into a domain string", src)
-	}
-	v, err := parse(s)
-	if err != nil {
-		return err
-	}
-	*dst = v
-	return nil
-}
-
-func textOf[T ~string](v T, parse func(string) (T, error)) ([]byte, error) {
-	if _, err := parse(string(v)); err != nil {
-		return nil, err
-	}
-	return []byte(v), nil
-}
-
-func valueOf[T ~string](v T, parse func(string) (T, error)) (driver.Value, error) {
-	if _, err := parse(string(v)); err != nil {
-		return nil, fmt.Errorf("refusing to write: %w", err)
-	}
-	return string(v), nil
-}
-
-func unmarshalInto[T ~string](dst *T, b []byte, parse func(string) (T, error)) error {
-	v, err := parse(string(b))
-	if err != nil {
-		return err
-	}
-	*dst = v
-	return nil
+	return persistence.DomainValue(v, ParseDuplicateFilename)
 }
