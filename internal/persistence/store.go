@@ -150,6 +150,9 @@ type Store interface {
 	ListDeliveries(ctx context.Context, messageID int64) ([]Delivery, error)
 	GetDelivery(ctx context.Context, id int64) (Delivery, error)
 	ListHistory(ctx context.Context, messageID int64) ([]HistoryEntry, error)
+	// NoteHistory appends a line about the message itself (a duplicate received, …) that
+	// changes no state.
+	NoteHistory(ctx context.Context, messageID int64, kind HistoryKind, reason, actor string) error
 	ListPayloads(ctx context.Context, messageID int64) ([]Payload, error)
 	GetPayload(ctx context.Context, messageID int64, stage PayloadStage) (Payload, error)
 	AddPayload(ctx context.Context, p Payload) error

@@ -169,3 +169,25 @@ func (t *txn) flushHistory(ctx context.Context) error {
 	}
 	return nil
 }
+
+// noteKinds are the history lines NoteHistory may append.
+var noteKinds = []persistence.HistoryKind{persistence.HistoryDuplicateReceived}
+
+// NoteHistory appends a message-level history line that changes no state.
+func (s *Store) NoteHistory(ctx context.Context, messageID int64, kind persistence.HistoryKind, reason, actor string) error {
+	// Lines that record a state change are written by the change itself.
+	if !slices.Contains(noteKinds, kind) {
+		return fmt.Errorf("note history of message %d: %w", messageID, fieldMsg("kind", "%q is not a note", kind))
+	}
+	err := s.write(ctx, func(t *txn) error {
+		if err := t.messageExists(ctx, messageID); err != nil {
+			return err
+		}
+		t.note(historyRow{messageID: messageID, kind: kind, reason: reason, actor: actorOr(actor)})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("note history of message %d: %w", messageID, err)
+	}
+	return nil
+}

@@ -145,3 +145,18 @@ func TestSettleDelivery(t *testing.T) {
 		checkInvariants(t, s)
 	})
 }
+
+func TestNoteHistory(t *testing.T) {
+	forEach(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		m := insert(t, s, 1, writer)[0]
+		must(t, s.NoteHistory(ctx, m.ID, persistence.HistoryDuplicateReceived, "received again; the stored MDN was sent again", "as2:in"))
+		h := history(t, s, m.ID)
+		last := h[len(h)-1]
+		if last.Kind != persistence.HistoryDuplicateReceived || last.Reason != "received again; the stored MDN was sent again" || last.Actor != "as2:in" || last.DeliveryID != nil {
+			t.Fatalf("last history line = %+v", last)
+		}
+		wantField(t, s.NoteHistory(ctx, m.ID, persistence.HistoryDeliveryChanged, "x", "y"), "kind")
+		wantErr(t, s.NoteHistory(ctx, 999999, persistence.HistoryDuplicateReceived, "x", "y"), persistence.ErrNotFound)
+	})
+}

@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/x509"
 	"encoding/base64"
@@ -400,6 +401,13 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 				}
 				if got := b.messageCount(); got != before+1 {
 					t.Errorf("duplicate stored a message: %d, want %d", got, before+1)
+				}
+				hist, err := b.store.ListHistory(context.Background(), msg.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if last := hist[len(hist)-1]; last.Kind != persistence.HistoryDuplicateReceived || !strings.Contains(last.Reason, c.MessageID) {
+					t.Errorf("the message's history does not end with the duplicate: %+v", last)
 				}
 			})
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"wharf/internal/logging"
+	"wharf/internal/persistence"
 	"wharf/internal/protocol/as2/cms"
 	"wharf/internal/protocol/as2/mime"
 )
@@ -25,6 +26,12 @@ func (rc *Receiver) takeDuplicate(ctx context.Context, w http.ResponseWriter, x 
 	if existing.State == stateAnswered {
 		rc.log.InfoContext(ctx, "duplicate AS2 message: nothing stored, the MDN is answered again",
 			"as2_message_id", existing.AS2MessageID, "as2_from", existing.AS2From, "mdn", string(x.env.mode))
+		if existing.MessageID != 0 {
+			reason := "AS2 Message-ID " + existing.AS2MessageID + " received again; nothing stored, the MDN answered again"
+			if err := rc.deps.Store.NoteHistory(ctx, existing.MessageID, persistence.HistoryDuplicateReceived, reason, "as2:"+string(rc.name)); err != nil {
+				rc.log.WarnContext(ctx, "note the duplicate in the message's history", "err", err)
+			}
+		}
 		rc.respond(ctx, w, x, &existing, false)
 		return
 	}
