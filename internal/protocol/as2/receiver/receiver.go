@@ -156,7 +156,7 @@ func newReceiver(deps Deps, name persistence.InstanceName, cfg *Config) (*Receiv
 		name:        name,
 		cfg:         *cfg,
 		deps:        deps,
-		log:         log.With("instance", string(name), "plugin", string(persistence.PluginAS2Receiver)),
+		log:         log.With("plugin", string(persistence.PluginAS2Receiver)),
 		now:         now,
 		slots:       make(chan struct{}, cfg.MaxConcurrentRequests),
 		rows:        newRowWriter(deps.DB),

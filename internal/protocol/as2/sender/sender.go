@@ -169,7 +169,7 @@ func New(deps Deps, name persistence.InstanceName, cfg *Config) (delivery.Delive
 	if err != nil {
 		return nil, err
 	}
-	c.log = c.log.With("plugin", string(persistence.PluginAS2Sender), "instance", string(name))
+	c.log = c.log.With("plugin", string(persistence.PluginAS2Sender))
 	return &Sender{
 		core:     c,
 		name:     name,
