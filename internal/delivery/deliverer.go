@@ -47,6 +47,10 @@ type Result struct {
 	At       time.Time // RetryAt: the target chose the time itself
 	Class    ErrorClass
 	Err      error
+	// Payloads are stages the target stored for the message (a receipt), written with
+	// storage.DeferSync: the engine makes them durable and records them with the outcome,
+	// one flush and one commit for a whole batch.
+	Payloads []persistence.Payload
 }
 
 // Delivered says the target has the message.

@@ -23,9 +23,10 @@ type Store interface {
 	GetPayload(ctx context.Context, messageID int64, stage persistence.PayloadStage) (persistence.Payload, error)
 }
 
-// Payloads opens stored payload blobs.
+// Payloads opens stored payload blobs and makes those targets wrote durable.
 type Payloads interface {
 	Open(ctx context.Context, key string) (io.ReadCloser, error)
+	Sync(ctx context.Context, keys []string) error
 }
 
 // Signals carries wake-ups between dispatchers and workers (the bus in production).
@@ -207,8 +208,21 @@ func (e *Engine) runBatcher() {
 
 func (e *Engine) writeBatch(batch []pending) {
 	cs := make([]persistence.Completion, len(batch))
+	var keys []string
 	for i, p := range batch {
 		cs[i] = p.c
+		for _, pl := range p.c.Payloads {
+			keys = append(keys, pl.Key)
+		}
+	}
+	// The stages targets stored are flushed together before the rows that name them.
+	if len(keys) > 0 {
+		if err := e.payloads.Sync(context.Background(), keys); err != nil {
+			e.log.Error("flush the payloads targets stored; they are not recorded", "count", len(keys), "err", err)
+			for i := range cs {
+				cs[i].Payloads = nil
+			}
+		}
 	}
 	// A database hiccup must not lose outcomes: retry a few times; if it still fails the
 	// leases run out and the sweep makes the deliveries due again.
@@ -373,6 +387,7 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 	select {
 	case <-lost:
 		w.log.WarnContext(ctx, "attempt finished after its claim was lost; outcome dropped", "outcome", res.Kind)
+		w.keepPayloads(ctx, c, res)
 		return
 	default:
 	}
@@ -384,6 +399,7 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 		if err != nil {
 			w.log.ErrorContext(ctx, "release interrupted delivery", "err", err)
 		}
+		w.keepPayloads(ctx, c, res)
 		return
 	}
 	w.mu.Lock()
@@ -391,6 +407,7 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 	w.mu.Unlock()
 	comp.DeliveryID, comp.Token = c.Delivery.ID, c.Delivery.ClaimToken
 	comp.Reason = persistence.SanitizeReason(comp.Reason)
+	comp.Payloads = res.Payloads
 	switch comp.Kind {
 	case persistence.OutcomeDelivered, persistence.OutcomeAwaitingAck:
 		w.log.DebugContext(ctx, "delivery attempt succeeded", "outcome", comp.Kind, "attempt", c.Delivery.Attempts)
@@ -398,6 +415,17 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 		w.log.WarnContext(ctx, "delivery attempt failed", "outcome", comp.Kind, "attempt", c.Delivery.Attempts, "reason", comp.Reason)
 	}
 	w.e.complete(ctx, comp)
+}
+
+// keepPayloads records the stages an attempt stored whose outcome is not recorded (its
+// claim was lost, or shutdown interrupted it): a completion without a token changes no
+// state but still records them.
+func (w *worker) keepPayloads(ctx context.Context, c persistence.Claim, res Result) {
+	if len(res.Payloads) == 0 {
+		return
+	}
+	w.e.complete(ctx, persistence.Completion{DeliveryID: c.Delivery.ID, Kind: res.Kind, Payloads: res.Payloads,
+		AckDeadline: res.Deadline})
 }
 
 // deliver runs the target, turning a panic into a failed attempt.

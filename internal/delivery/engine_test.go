@@ -6,8 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,7 +48,14 @@ func (s *localSignals) OnWake(t persistence.InstanceName, fn func()) (func(), er
 	return func() {}, nil
 }
 
-type memPayloads struct{}
+type memPayloads struct{ synced *[]string }
+
+func (m memPayloads) Sync(_ context.Context, keys []string) error {
+	if m.synced != nil {
+		*m.synced = append(*m.synced, keys...)
+	}
+	return nil
+}
 
 func (memPayloads) Open(context.Context, string) (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader([]byte("doc"))), nil
@@ -115,6 +125,46 @@ func deliveryOf(t *testing.T, s *db.Store, msgID int64) persistence.Delivery {
 func newEngine(s *db.Store, sig *localSignals) *delivery.Engine {
 	log := slog.New(slog.DiscardHandler)
 	return delivery.NewEngine(s, memPayloads{}, sig, log, delivery.Config{PollInterval: 50 * time.Millisecond})
+}
+
+// TestEngineRecordsTargetPayloads holds that stages a target stored with its result (a
+// receipt) are flushed and recorded with the outcome.
+func TestEngineRecordsTargetPayloads(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
+		msgs := seed(t, s, "sink", 3)
+		var synced []string
+		sig := &localSignals{}
+		e := delivery.NewEngine(s, memPayloads{synced: &synced}, sig, slog.New(slog.DiscardHandler), delivery.Config{PollInterval: 50 * time.Millisecond})
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		err := e.AddTarget("sink", deliverFunc(func(ctx context.Context, a delivery.Attempt) delivery.Result {
+			r := delivery.Delivered()
+			r.Payloads = []persistence.Payload{{MessageID: a.Message.ID, Stage: persistence.PayloadReceipt,
+				Key: fmt.Sprintf("receipt-%d", a.Message.ID), Size: 1, SHA256: strings.Repeat("ab", 32)}}
+			return r
+		}), delivery.TargetOptions{MaxConcurrent: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig.Wake([]persistence.InstanceName{"sink"})
+		waitFor(t, "all delivered", func() bool {
+			_, total, _ := s.ListMessages(context.Background(), persistence.MessageFilter{Status: persistence.StatusDelivered, ListOptions: persistence.ListOptions{Limit: 1}})
+			return total == len(msgs)
+		})
+		if err := e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			p, err := s.GetPayload(context.Background(), m.ID, persistence.PayloadReceipt)
+			if err != nil || p.Key != fmt.Sprintf("receipt-%d", m.ID) {
+				t.Errorf("receipt of message %d: %+v, %v", m.ID, p, err)
+			}
+			if !slices.Contains(synced, p.Key) {
+				t.Errorf("receipt %s recorded without being flushed (flushed: %v)", p.Key, synced)
+			}
+		}
+	})
 }
 
 // TestEngineDeliversEveryMessageOnce runs many deliveries through a worker and requires

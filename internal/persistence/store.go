@@ -85,6 +85,10 @@ type Completion struct {
 	AckDeadline   time.Time // for OutcomeAwaitingAck
 	Reason        string
 	At            time.Time
+	// Payloads are stages the attempt stored (a receipt), recorded with the outcome. They
+	// are recorded even when the claim is lost: the blobs are durable and a receipt stays
+	// a receipt. A stage the message already has is left as it is.
+	Payloads []Payload
 }
 
 // Release hands back a claim that was interrupted (at shutdown) without counting it as a

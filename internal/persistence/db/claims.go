@@ -215,6 +215,11 @@ func (s *Store) CompleteDeliveries(ctx context.Context, cs []persistence.Complet
 		if err := checkCompletion(c); err != nil {
 			return nil, fmt.Errorf("complete deliveries: completion %d (delivery %d): %w", i, c.DeliveryID, err)
 		}
+		for _, p := range c.Payloads {
+			if err := checkPayload(p); err != nil {
+				return nil, fmt.Errorf("complete deliveries: completion %d (delivery %d): payload: %w", i, c.DeliveryID, err)
+			}
+		}
 	}
 	order := make([]int, 0, len(cs))
 	for i := range cs {
@@ -282,12 +287,27 @@ func (s *Store) CompleteDeliveries(ctx context.Context, cs []persistence.Complet
 				}
 			}
 		}
-		return nil
+		return t.addPayloads(ctx, cs)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete deliveries: %w", err)
 	}
 	return results, nil
+}
+
+// addPayloads records the stages the attempts stored, whether or not their claims held;
+// a stage the message already has is left as it is.
+func (t *txn) addPayloads(ctx context.Context, cs []persistence.Completion) error {
+	for _, c := range cs {
+		for _, p := range c.Payloads {
+			if _, err := t.exec(ctx, `INSERT INTO payloads (message_id, stage, key, size, sha256, created_at)
+					VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (message_id, stage) DO NOTHING`,
+				p.MessageID, p.Stage, p.Key, p.Size, p.SHA256, t.s.tv(t.now)); err != nil {
+				return fmt.Errorf("add payload %s of message %d: %w", p.Stage, p.MessageID, err)
+			}
+		}
+	}
+	return nil
 }
 
 // ReleaseDeliveries hands interrupted claims back: queued and due at once, the attempt

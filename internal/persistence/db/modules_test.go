@@ -160,3 +160,39 @@ func TestNoteHistory(t *testing.T) {
 		wantErr(t, s.NoteHistory(ctx, 999999, persistence.HistoryDuplicateReceived, "x", "y"), persistence.ErrNotFound)
 	})
 }
+
+func TestCompletionsRecordPayloads(t *testing.T) {
+	forEach(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		now := time.Now()
+		ms := insert(t, s, 2, writer)
+		cs := claimAll(t, s, writer, now)
+		receipt := func(m int64, key string) []persistence.Payload {
+			return []persistence.Payload{{MessageID: m, Stage: persistence.PayloadReceipt, Key: key, Size: 3, SHA256: hashOf(key)}}
+		}
+		errs := complete(t, s,
+			persistence.Completion{DeliveryID: cs[0].Delivery.ID, Token: cs[0].Delivery.ClaimToken, Kind: persistence.OutcomeDelivered,
+				Payloads: receipt(ms[0].ID, "first")},
+			// A lost claim records nothing of the outcome but keeps the receipt.
+			persistence.Completion{DeliveryID: cs[1].Delivery.ID, Kind: persistence.OutcomeDelivered, Payloads: receipt(ms[1].ID, "second")},
+		)
+		if errs[0] != nil || !errors.Is(errs[1], persistence.ErrLostClaim) {
+			t.Fatalf("results = %v", errs)
+		}
+		wantState(t, s, cs[0].Delivery.ID, persistence.DeliveryDelivered)
+		wantState(t, s, cs[1].Delivery.ID, persistence.DeliveryDelivering)
+		for i, key := range []string{"first", "second"} {
+			p := must1[persistence.Payload](t)(s.GetPayload(ctx, ms[i].ID, persistence.PayloadReceipt))
+			if p.Key != key {
+				t.Fatalf("receipt of message %d = %+v", ms[i].ID, p)
+			}
+		}
+		// A stage the message has is left as it is.
+		complete(t, s, persistence.Completion{DeliveryID: cs[1].Delivery.ID, Token: cs[1].Delivery.ClaimToken,
+			Kind: persistence.OutcomeDelivered, Payloads: receipt(ms[1].ID, "third")})
+		if p := must1[persistence.Payload](t)(s.GetPayload(ctx, ms[1].ID, persistence.PayloadReceipt)); p.Key != "second" {
+			t.Fatalf("receipt replaced by %q", p.Key)
+		}
+		checkInvariants(t, s)
+	})
+}

@@ -261,7 +261,15 @@ func (b *bundle) deliver(c persistence.Claim) delivery.Result {
 // policy.
 func (b *bundle) complete(t *testing.T, c persistence.Claim, r delivery.Result) {
 	t.Helper()
-	comp := persistence.Completion{DeliveryID: c.Delivery.ID, Token: c.Delivery.ClaimToken, Kind: r.Kind, At: time.Now()}
+	comp := persistence.Completion{DeliveryID: c.Delivery.ID, Token: c.Delivery.ClaimToken, Kind: r.Kind, At: time.Now(),
+		Payloads: r.Payloads}
+	var keys []string
+	for _, p := range r.Payloads {
+		keys = append(keys, p.Key)
+	}
+	if err := b.blobs.Sync(context.Background(), keys); err != nil {
+		t.Fatal(err)
+	}
 	if r.Err != nil {
 		comp.Reason = persistence.SanitizeReason(r.Err.Error())
 	}

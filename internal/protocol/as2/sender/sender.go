@@ -102,37 +102,56 @@ func (c *core) keepReceipt(ctx context.Context, rec OutboundRecord, contentType 
 	return true, nil
 }
 
-// storeReceipt stores the MDN of a record that holds the message's receipt claim. The
-// blob is a MIME entity (its Content-Type, then the body as received), so it can be
-// verified again later. On failure the claim is given back.
+// storeReceipt stores the MDN of a record that holds the message's receipt claim, durably
+// and recorded; on failure the claim is given back.
 func (c *core) storeReceipt(ctx context.Context, rec OutboundRecord, contentType string, body []byte) error {
+	p, err := c.putReceipt(ctx, rec, contentType, body)
+	if err != nil || p == nil {
+		return err
+	}
+	err = c.store.AddPayload(ctx, *p)
+	if err != nil && !errors.Is(err, persistence.ErrConflict) {
+		// No row names the blob; it goes, as a failed insert's blobs do.
+		if derr := c.blobs.Delete(ctx, p.Key); derr != nil {
+			c.log.WarnContext(ctx, "delete an unrecorded receipt blob", "error", derr)
+		}
+		c.releaseReceipt(ctx, rec)
+		return fmt.Errorf("store the receipt of message %d: %w", rec.MessageID, err)
+	}
+	return nil
+}
+
+// writeReceipt writes the MDN's blob without flushing it, for the engine to flush and
+// record with the outcome; nil when the message has a receipt already.
+func (c *core) writeReceipt(ctx context.Context, rec OutboundRecord, contentType string, body []byte) (*persistence.Payload, error) {
+	return c.putReceipt(ctx, rec, contentType, body, storage.DeferSync())
+}
+
+// putReceipt writes the receipt blob: a MIME entity (its Content-Type, then the body as
+// received), so it can be verified again later. A message relayed from an inbound
+// exchange already has a receipt (the MDN we answered); its blob is not replaced and nil
+// is returned. On failure the claim is given back.
+func (c *core) putReceipt(ctx context.Context, rec OutboundRecord, contentType string, body []byte, opts ...storage.PutOption) (*persistence.Payload, error) {
 	var entity bytes.Buffer
 	entity.Grow(len(body) + len(contentType) + 48)
 	entity.WriteString("MIME-Version: 1.0\r\nContent-Type: " + headerValue(contentType) + "\r\n\r\n")
 	entity.Write(body)
-	// A message relayed from an inbound exchange already has a receipt (the MDN we
-	// answered); its blob is not replaced.
-	blob, err := c.blobs.Put(ctx, rec.MessageID, persistence.PayloadReceipt, &entity, storage.NoReplace())
+	blob, err := c.blobs.Put(ctx, rec.MessageID, persistence.PayloadReceipt, &entity, append(opts, storage.NoReplace())...)
 	if errors.Is(err, fs.ErrExist) {
-		return nil
+		return nil, nil
 	}
-	if err == nil {
-		err = c.store.AddPayload(ctx, persistence.Payload{MessageID: rec.MessageID, Stage: persistence.PayloadReceipt,
-			Key: blob.Key, Size: blob.Size, SHA256: blob.SHA256, CreatedAt: c.now().UTC()})
-		if err != nil && !errors.Is(err, persistence.ErrConflict) {
-			// No row names the blob; it goes, as a failed insert's blobs do.
-			if derr := c.blobs.Delete(ctx, blob.Key); derr != nil {
-				c.log.WarnContext(ctx, "delete an unrecorded receipt blob", "error", derr)
-			}
-		}
+	if err != nil {
+		c.releaseReceipt(ctx, rec)
+		return nil, fmt.Errorf("store the receipt of message %d: %w", rec.MessageID, err)
 	}
-	if err != nil && !errors.Is(err, persistence.ErrConflict) {
-		if rerr := releaseReceipt(ctx, c.db, rec.ID); rerr != nil {
-			c.log.WarnContext(ctx, "release the receipt claim", "error", rerr)
-		}
-		return fmt.Errorf("store the receipt of message %d: %w", rec.MessageID, err)
+	return &persistence.Payload{MessageID: rec.MessageID, Stage: persistence.PayloadReceipt,
+		Key: blob.Key, Size: blob.Size, SHA256: blob.SHA256, CreatedAt: c.now().UTC()}, nil
+}
+
+func (c *core) releaseReceipt(ctx context.Context, rec OutboundRecord) {
+	if err := releaseReceipt(context.WithoutCancel(ctx), c.db, rec.ID); err != nil {
+		c.log.WarnContext(ctx, "release the receipt claim", "error", err)
 	}
-	return nil
 }
 
 // largeMessage is the size above which an attempt hands its memory back when it ends.
@@ -568,24 +587,32 @@ func (s *Sender) syncReceipt(ctx context.Context, rec *OutboundRecord, out profi
 		res.Outcome, res.Reason = OutcomeFailed, v.Reason
 	}
 	m := mdnRecord(v, profile.MDNSync, resp.Header.Get("Message-ID"), s.now())
-	// One write records the MDN and claims the message's receipt stage; the receipt is
-	// then stored. The outcome stands either way: the partner has the message whether or
+	// One write records the MDN and claims the message's receipt stage; the receipt's
+	// blob is then written and handed to the engine, which flushes and records it with
+	// the outcome. The outcome stands either way: the partner has the message whether or
 	// not its receipt could be kept.
 	_, claimed, err := recordMDN(ctx, s.db, rec.ID, rec.MessageID, m, res, true)
 	if err != nil {
 		s.log.ErrorContext(ctx, "record the MDN", "error", err)
 	}
+	var receipt []persistence.Payload
 	if claimed {
-		if err := s.storeReceipt(ctx, *rec, contentType, body); err != nil {
+		p, err := s.writeReceipt(ctx, *rec, contentType, body)
+		if err != nil {
 			s.log.ErrorContext(ctx, "keep the MDN as the message's receipt", "error", err)
+		} else if p != nil {
+			receipt = []persistence.Payload{*p}
 		}
 	}
+	result := delivery.Delivered()
 	if !v.Accepted {
 		s.log.WarnContext(ctx, "partner's MDN refuses the message", "as2_message_id", rec.AS2MessageID, "reason", v.Reason)
-		return delivery.Permanent(errors.New(v.Reason))
+		result = delivery.Permanent(errors.New(v.Reason))
+	} else {
+		s.log.InfoContext(ctx, "AS2 message delivered", "as2_message_id", rec.AS2MessageID, "disposition", m.Disposition)
 	}
-	s.log.InfoContext(ctx, "AS2 message delivered", "as2_message_id", rec.AS2MessageID, "disposition", m.Disposition)
-	return delivery.Delivered()
+	result.Payloads = receipt
+	return result
 }
 
 // retry decides per the partner's retry policy: another try under the same Message-ID
