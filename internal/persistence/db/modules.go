@@ -5,11 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
-	"path"
 	"regexp"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"wharf/internal/module"
@@ -29,33 +25,7 @@ func moduleVersions(m ModuleSchema, dialect string) ([]schemaVersion, error) {
 	if !moduleNameRE.MatchString(m.Name) {
 		return nil, fmt.Errorf("module name %q: want lower-case letters, digits and _", m.Name)
 	}
-	entries, err := fs.ReadDir(m.FS, dialect)
-	if err != nil {
-		return nil, fmt.Errorf("module %s: read %s schema: %w", m.Name, dialect, err)
-	}
-	var out []schemaVersion
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".sql") {
-			continue
-		}
-		num, _, ok := strings.Cut(e.Name(), "_")
-		n, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("module %s: schema file %s: name must start with a version number", m.Name, e.Name())
-		}
-		b, err := fs.ReadFile(m.FS, path.Join(dialect, e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, schemaVersion{version: n, name: e.Name(), sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, v := range out {
-		if v.version != i+1 {
-			return nil, fmt.Errorf("module %s: schema file %s: expected version %d", m.Name, v.name, i+1)
-		}
-	}
-	return out, nil
+	return readVersions(m.FS, dialect, "module "+m.Name+": ")
 }
 
 // migrateModules applies the modules' schema versions the database lacks, after the

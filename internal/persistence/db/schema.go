@@ -24,22 +24,29 @@ type schemaVersion struct {
 	sql     string
 }
 
-// schemaVersions lists the embedded versions of a dialect, in order, and checks that they
-// are numbered 1, 2, 3, … without gaps.
+// schemaVersions lists the embedded versions of a dialect, in order.
 func schemaVersions(dialect string) ([]schemaVersion, error) {
-	dir := path.Join("schema", dialect)
-	entries, err := fs.ReadDir(schemaFS, dir)
+	return readVersions(schemaFS, path.Join("schema", dialect), "")
+}
+
+// readVersions reads the NNNN_name.sql files of dir, in order, and checks that they are
+// numbered 1, 2, 3, … without gaps. what prefixes errors (a module's name).
+func readVersions(fsys fs.FS, dir, what string) ([]schemaVersion, error) {
+	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%sread %s schema: %w", what, dir, err)
 	}
 	var out []schemaVersion
 	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".sql") {
+			continue
+		}
 		num, _, ok := strings.Cut(e.Name(), "_")
 		n, err := strconv.Atoi(num)
 		if !ok || err != nil {
-			return nil, fmt.Errorf("schema file %s: name must start with a version number", e.Name())
+			return nil, fmt.Errorf("%sschema file %s: name must start with a version number", what, e.Name())
 		}
-		b, err := schemaFS.ReadFile(path.Join(dir, e.Name()))
+		b, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
 		if err != nil {
 			return nil, err
 		}
@@ -48,7 +55,7 @@ func schemaVersions(dialect string) ([]schemaVersion, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
 	for i, v := range out {
 		if v.version != i+1 {
-			return nil, fmt.Errorf("schema file %s: expected version %d", v.name, i+1)
+			return nil, fmt.Errorf("%sschema file %s: expected version %d", what, v.name, i+1)
 		}
 	}
 	return out, nil
