@@ -138,6 +138,9 @@ func setMDNHeaders(h http.Header, contentType, ourID, partnerID, messageID strin
 	h.Set("Message-ID", messageID)
 	h.Set("Date", now.UTC().Format(http.TimeFormat))
 	h.Set("Subject", "Message Disposition Notification")
+	// A repeated Message-ID gets its first MDN again, byte for byte (RFC 6017's
+	// AS2-Reliability); nothing else of the registered features is claimed.
+	h.Set("EDIINT-Features", "AS2-Reliability")
 	h.Set("User-Agent", product)
 }
 

@@ -135,7 +135,7 @@ func TestRequestHeader(t *testing.T) {
 				"Content-Disposition":              `attachment; filename="smime.p7m"`,
 				"Disposition-Notification-To":      "as2@x",
 				"Disposition-Notification-Options": "signed-receipt-protocol=optional, pkcs7-signature; signed-receipt-micalg=optional, sha-384",
-				"Receipt-Delivery-Option":          "", "EDIINT-Features": "",
+				"Receipt-Delivery-Option":          "", "EDIINT-Features": "AS2-Reliability",
 			}},
 		{"async unsigned", headerParams{MessageID: "<m@x>", From: "A.B", To: "C@D", Date: date,
 			MDNMode: profile.MDNAsync, NotifyTo: "as2@x", AsyncURL: "https://wharf.test/as2/mdn"},

@@ -22,10 +22,11 @@ import (
 // 6017) and compression (RFC 5402).
 const as2Version = "1.2"
 
-// No EDIINT-Features header is sent: of the registered features, Wharf implements neither
-// multiple attachments nor CEM nor AS2-Restart, and AS2-Reliability also needs the
-// receiving side to answer a repeat with its first receipt, which is not promised. An
-// absent header claims nothing.
+// ediintFeatures is what Wharf supports of the registered EDIINT features (RFC 6017):
+// AS2-Reliability, as the sender keeps a Message-ID across retries and the receiver
+// answers a repeated Message-ID with its first MDN, byte for byte, storing nothing.
+// Multiple attachments and CEM are not supported and not claimed.
+const ediintFeatures = "AS2-Reliability"
 
 // headerParams are the AS2 fields of one request.
 type headerParams struct {
@@ -50,6 +51,7 @@ func requestHeader(b *mime.Built, p headerParams) http.Header {
 	h := http.Header{}
 	set := func(name, value string) { h[name] = []string{headerValue(value)} }
 	set("AS2-Version", as2Version)
+	set("EDIINT-Features", ediintFeatures)
 	set("AS2-From", quoteAS2ID(p.From))
 	set("AS2-To", quoteAS2ID(p.To))
 	set("Message-ID", p.MessageID)
