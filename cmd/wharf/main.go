@@ -13,6 +13,16 @@ const usage = `Usage: wharf <command> [flags] [arguments]
 
 Commands:
   standalone            run the whole gateway in one process
+  users create NAME [--role admin|operator]
+                        create a user (default role operator) and print a one-time
+                        set-up link, valid 24 hours, on the last line
+  users list            list users with their role, state and last sign-in
+  users reset NAME      end the user's sessions and print a new set-up link; using it
+                        replaces the password and TOTP
+  users disable NAME    disable a user and end their sessions
+  users enable NAME     enable a disabled user
+  users delete NAME     delete a user
+  users sign-out NAME   end every session of a user
   tokens create NAME    create an API token (printed once, on the last line)
   tokens list           list API tokens
   tokens revoke NAME    revoke an API token
@@ -24,6 +34,8 @@ Global flags (each also a WHARF_* variable):
   --data-dir DIR        data directory (WHARF_DATA_DIR, default ./wharf-data)
   --db-url URL          PostgreSQL URL (WHARF_DB_URL, default SQLite in the data directory)
   --http-addr ADDR      listen address (WHARF_HTTP_ADDR, default 127.0.0.1:8080)
+  --public-url URL      URL links are built from (WHARF_PUBLIC_URL, default from a
+                        loopback --http-addr)
   --nats-listen ADDR    also open the embedded bus on host:port (WHARF_NATS_LISTEN)
   --log-level LEVEL     debug, info, warn or error (WHARF_LOG_LEVEL)
 `
@@ -44,6 +56,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "standalone":
 		err = runStandalone(ctx, args[1:], stdout, stderr)
+	case "users":
+		err = runUsers(ctx, args[1:], stdout, stderr)
 	case "tokens":
 		err = runTokens(ctx, args[1:], stdout, stderr)
 	case "loadtest":
