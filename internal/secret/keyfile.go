@@ -95,14 +95,6 @@ func WriteKeyFile(path string, keys ...Key) error {
 // if another writer got there first). The directory is synced so the name survives a
 // power loss.
 func writeKeyFile(path string, replace bool, keys ...Key) (won bool, err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return false, fmt.Errorf("write key file %s: %w", path, err)
-	}
-	tmpName := tmp.Name()
-	defer os.Remove(tmpName)
-
 	var sb strings.Builder
 	for _, k := range keys {
 		sb.WriteString(k.line())
@@ -110,43 +102,11 @@ func writeKeyFile(path string, replace bool, keys ...Key) (won bool, err error) 
 	}
 	content := []byte(sb.String())
 	defer clear(content)
-	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
-		tmp.Close()
-		return false, fmt.Errorf("write key file %s: %w", path, err)
+	won, err = durable.WriteSecretFile(path, content, replace)
+	if err != nil {
+		return false, fmt.Errorf("key file: %w", err)
 	}
-	if _, err := tmp.Write(content); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("write key file %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("write key file %s: sync: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return false, fmt.Errorf("write key file %s: %w", path, err)
-	}
-
-	if replace {
-		if err := os.Rename(tmpName, path); err != nil {
-			return false, fmt.Errorf("write key file %s: %w", path, err)
-		}
-	} else if err := os.Link(tmpName, path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return false, nil
-		}
-		// Some file systems have no hard links; fall back to a rename after checking
-		// once more that no file has appeared.
-		if _, serr := os.Lstat(path); serr == nil {
-			return false, nil
-		}
-		if err := os.Rename(tmpName, path); err != nil {
-			return false, fmt.Errorf("write key file %s: %w", path, err)
-		}
-	}
-	if err := durable.SyncDir(dir); err != nil {
-		return false, fmt.Errorf("write key file %s: %w", path, err)
-	}
-	return true, nil
+	return won, nil
 }
 
 // parseKeyFile reads the lines of a key file. Errors name the file and the line number

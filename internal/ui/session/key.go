@@ -102,48 +102,13 @@ func loadKey(path string, logger *slog.Logger) (Key, error) {
 // place; won is false when another writer got there first. The directory is synced so
 // the name survives a power loss.
 func writeKeyFile(path string, k Key) (won bool, err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return false, fmt.Errorf("write session key file %s: %w", path, err)
-	}
-	tmpName := tmp.Name()
-	defer os.Remove(tmpName)
-
 	content := []byte(base64.StdEncoding.EncodeToString(k.b[:]) + "\n")
 	defer clear(content)
-	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
-		tmp.Close()
-		return false, fmt.Errorf("write session key file %s: %w", path, err)
+	won, err = durable.WriteSecretFile(path, content, false)
+	if err != nil {
+		return false, fmt.Errorf("session key file: %w", err)
 	}
-	if _, err := tmp.Write(content); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("write session key file %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return false, fmt.Errorf("write session key file %s: sync: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return false, fmt.Errorf("write session key file %s: %w", path, err)
-	}
-	if err := os.Link(tmpName, path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return false, nil
-		}
-		// Some file systems have no hard links; fall back to a rename after checking
-		// once more that no file has appeared.
-		if _, serr := os.Lstat(path); serr == nil {
-			return false, nil
-		}
-		if err := os.Rename(tmpName, path); err != nil {
-			return false, fmt.Errorf("write session key file %s: %w", path, err)
-		}
-	}
-	if err := durable.SyncDir(dir); err != nil {
-		return false, fmt.Errorf("write session key file %s: %w", path, err)
-	}
-	return true, nil
+	return won, nil
 }
 
 // warnIfExposed warns rather than refuses, because refusing would stop a gateway over a
