@@ -59,8 +59,12 @@ func runStandalone(ctx context.Context, args []string, stdout, stderr io.Writer)
 		_ = g.Shutdown(context.Background())
 		return err
 	}
-	fmt.Fprintf(stdout, "Wharf is running: http://%s/api/v1 (data in %s)\n", g.Addr(), cfg.DataDir)
+	fmt.Fprintf(stdout, "Wharf is running: http://%s/ui/ and /api/v1 (data in %s)\n", g.Addr(), cfg.DataDir)
 	fmt.Fprintf(stdout, "Create an API token with: wharf tokens create NAME --data-dir %s\n", cfg.DataDir)
+	if err := printFirstAdminLink(ctx, g.Store, cfg, stdout, time.Now()); err != nil {
+		_ = g.Shutdown(context.Background())
+		return err
+	}
 
 	var serveErr error
 	select {

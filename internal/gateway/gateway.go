@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +28,8 @@ import (
 	"wharf/internal/services"
 	"wharf/internal/settings"
 	"wharf/internal/storage"
+	"wharf/internal/ui"
+	"wharf/internal/ui/session"
 )
 
 // Version is the build's version, set by the linker.
@@ -48,6 +51,8 @@ type Gateway struct {
 	Services *services.Manager
 	// Runtimes are the modules' shared parts by module name (module.Module.Setup).
 	Runtimes map[string]any
+	// UI is the web UI under /ui/.
+	UI *ui.Server
 
 	server   *http.Server
 	listener net.Listener
@@ -138,8 +143,34 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		g.Runtimes[m.Name] = rt
 	}
 	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes})
+	key, _, err := session.LoadOrCreateKey(cfg.SessionKeyPath(), log)
+	if err != nil {
+		return nil, err
+	}
+	sessions, err := session.NewManager(session.Config{
+		Key:             key,
+		Secure:          strings.HasPrefix(baseURL, "https://"),
+		IdleTimeout:     sessionIdle,
+		AbsoluteTimeout: sessionAbsolute,
+		Users:           g.Store,
+		Logger:          log.With("component", "ui"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.UI, err = ui.New(ui.Deps{Store: g.Store, Sessions: sessions, Sealer: box, Logger: log.With("component", "ui"), Issuer: "Wharf"})
+	if err != nil {
+		return nil, err
+	}
 	return g, nil
 }
+
+// A web UI session ends after sessionIdle without a request, and sessionAbsolute after
+// sign-in whatever its use.
+const (
+	sessionIdle     = 2 * time.Hour
+	sessionAbsolute = 12 * time.Hour
+)
 
 // settingsTTL bounds how stale the cached settings may be; a change applies within it.
 const settingsTTL = time.Second
@@ -223,7 +254,11 @@ func (g *Gateway) Start(ctx context.Context) error {
 		Version:  Version,
 		Modules:  g.moduleAPIs(),
 	})
-	g.server = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/ui/", g.UI.Handler())
+	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
+	mux.Handle("/", srv.Handler())
+	g.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	g.serveErr = make(chan error, 1)
 	go func() {
 		if err := g.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

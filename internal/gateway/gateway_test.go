@@ -316,3 +316,34 @@ func hasReason(m message, s string) bool {
 	}
 	return false
 }
+
+// TestWebUIMounted checks that the web UI shares the API's listener: the root leads to it,
+// its pages ask for a session, and the session key was made on first start.
+func TestWebUIMounted(t *testing.T) {
+	h := start(t, "")
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tc := range []struct{ path, location string }{
+		{"/", "/ui/"},
+		{"/ui/", "/ui/sign-in?next=%2Fui%2F"},
+	} {
+		resp, err := client.Get("http://" + h.g.Addr() + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != tc.location {
+			t.Errorf("GET %s = %d to %q, want 303 to %q", tc.path, resp.StatusCode, resp.Header.Get("Location"), tc.location)
+		}
+	}
+	resp, err := client.Get("http://" + h.g.Addr() + "/ui/sign-in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Security-Policy") == "" {
+		t.Errorf("sign-in page = %d with CSP %q", resp.StatusCode, resp.Header.Get("Content-Security-Policy"))
+	}
+	if fi, err := os.Stat(filepath.Join(h.data, "session.key")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("session key file: %v, %v", fi, err)
+	}
+}

@@ -1,0 +1,118 @@
+package ui
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+
+	"wharf/internal/ui/session"
+	"wharf/internal/ui/static"
+)
+
+//go:embed templates
+var templateFiles embed.FS
+
+// views are the pages; each is parsed with the layout, once, at start-up.
+var views = []string{"not_found", "setup", "setup_done", "sign_in", "sign_in_code", "home"}
+
+var funcs = template.FuncMap{
+	"static":    static.URL,
+	"csrfField": func() string { return session.CSRFField },
+}
+
+func parsePages() (map[string]*template.Template, error) {
+	pages := make(map[string]*template.Template, len(views))
+	for _, v := range views {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles,
+			"templates/layout.html", "templates/"+v+".html")
+		if err != nil {
+			return nil, fmt.Errorf("ui: parse template %s: %w", v, err)
+		}
+		pages[v] = t
+	}
+	return pages, nil
+}
+
+// pageData is what every page gets: the layout reads Title, Flash and Session,
+// the view reads Data.
+type pageData struct {
+	Title   string
+	Flash   *flash
+	Session *session.Session
+	Data    any
+}
+
+// flash is a one-time notice shown on the page a redirect lands on.
+type flash struct {
+	Kind string // info, success, warning or danger: the flash-* class
+	Text string
+}
+
+// flashCookie carries a flash across a redirect. It holds a key of flashes,
+// never text, so nobody can make a page show words of their choosing.
+const flashCookie = "wharf_flash"
+
+var flashes = map[string]flash{
+	"signed-out": {Kind: "info", Text: "You are signed out."},
+}
+
+func setFlash(w http.ResponseWriter, key string) {
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: key, Path: "/ui", MaxAge: 60,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode})
+}
+
+// takeFlash returns the pending flash, if any, and clears it so it shows once.
+func takeFlash(w http.ResponseWriter, r *http.Request) *flash {
+	c, err := r.Cookie(flashCookie)
+	if err != nil {
+		return nil
+	}
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: "/ui", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	if f, ok := flashes[c.Value]; ok {
+		return &f
+	}
+	return nil
+}
+
+// render executes a page into a buffer first, so a template failure becomes a
+// clean 500 instead of half a page.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, view string, d pageData) {
+	t, ok := s.pages[view]
+	if !ok {
+		s.fail(w, r, fmt.Errorf("no view %q", view))
+		return
+	}
+	if d.Session == nil {
+		d.Session, _ = session.FromContext(r.Context())
+	}
+	if d.Flash == nil {
+		d.Flash = takeFlash(w, r)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, d); err != nil {
+		s.fail(w, r, fmt.Errorf("render %s: %w", view, err))
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	buf.WriteTo(w)
+}
+
+// fail logs err once and answers 500 without its details.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.ErrorContext(r.Context(), "ui request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	http.Error(w, "internal error", http.StatusInternalServerError)
+}
+
+// badForm answers a form that cannot be read: 413 past the body limit, else 400.
+func badForm(w http.ResponseWriter, err error) {
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	http.Error(w, "malformed form", http.StatusBadRequest)
+}

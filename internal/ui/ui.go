@@ -1,0 +1,112 @@
+// Package ui serves the web UI under /ui/: server-rendered pages, the set-up
+// link that gives a new user a password and TOTP, sign-in and sign-out.
+package ui
+
+import (
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"wharf/internal/auth/password"
+	"wharf/internal/auth/throttle"
+	"wharf/internal/persistence"
+	"wharf/internal/ui/session"
+	"wharf/internal/ui/static"
+)
+
+// maxBody bounds every request body; the UI's forms are a few fields long.
+const maxBody = 64 << 10
+
+// Sealer encrypts small values under the secrets master key: TOTP secrets at
+// rest, and the state a form carries between two requests.
+type Sealer interface {
+	Seal(plain []byte) ([]byte, error)
+	Open(sealed []byte) ([]byte, error)
+}
+
+// Deps are what the UI needs from the gateway.
+type Deps struct {
+	Store    persistence.Store
+	Sessions *session.Manager
+	Sealer   interface {
+		Seal([]byte) ([]byte, error)
+		Open([]byte) ([]byte, error)
+	}
+	Logger *slog.Logger
+	Issuer string           // TOTP issuer shown in authenticator apps, e.g. "Wharf"
+	Now    func() time.Time // nil: time.Now
+}
+
+// Server holds the UI's dependencies and parsed templates.
+type Server struct {
+	store    persistence.Store
+	sessions *session.Manager
+	sealer   Sealer
+	log      *slog.Logger
+	issuer   string
+	now      func() time.Time
+	pages    map[string]*template.Template
+
+	// byAccount and byAddress slow down repeated sign-in failures; see package throttle.
+	byAccount *throttle.Limiter
+	byAddress *throttle.Limiter
+
+	// dummyHash is verified against when the name is unknown, so a refusal takes
+	// as long whether or not the account exists.
+	dummyHash func() string
+}
+
+// New checks d and parses the templates.
+func New(d Deps) (*Server, error) {
+	if d.Store == nil || d.Sessions == nil || d.Sealer == nil {
+		return nil, errors.New("ui: store, session manager and sealer are required")
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		store: d.Store, sessions: d.Sessions, sealer: d.Sealer, log: d.Logger,
+		issuer: d.Issuer, now: d.Now, pages: pages,
+		byAccount: throttle.New(throttle.Config{}),
+		byAddress: throttle.New(throttle.Config{}),
+		dummyHash: sync.OnceValue(func() string {
+			h, _ := password.Hash("wharf-unknown-user-placeholder")
+			return h
+		}),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.issuer == "" {
+		s.issuer = "Wharf"
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s, nil
+}
+
+// Handler serves everything under /ui/; mount it at "/ui/".
+func (s *Server) Handler() http.Handler {
+	pages := http.NewServeMux()
+	pages.HandleFunc("GET /ui/setup/{token}", s.setupForm)
+	pages.HandleFunc("POST /ui/setup/{token}", s.setupSubmit)
+	pages.HandleFunc("GET /ui/sign-in", s.signInForm)
+	pages.HandleFunc("POST /ui/sign-in", s.signInSubmit)
+	pages.Handle("POST /ui/sign-out", s.sessions.Require(session.CSRF(http.HandlerFunc(s.signOut))))
+	pages.Handle("GET /ui/{$}", s.sessions.Require(http.HandlerFunc(s.home)))
+	pages.HandleFunc("/ui/", s.notFound)
+
+	mux := http.NewServeMux()
+	mux.Handle(static.Prefix, static.Handler())
+	mux.Handle("/ui/", session.SecurityHeaders(session.LimitBody(maxBody)(pages)))
+	return mux
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusNotFound, "not_found", pageData{Title: "Not found"})
+}
