@@ -1,6 +1,9 @@
 package ui
 
 import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"net"
 	"net/http"
@@ -28,6 +31,29 @@ type signInData struct {
 	Next    string
 	State   string
 	Refusal string
+	// Token is the sign-in form's CSRF token (see signInToken).
+	Token string
+}
+
+// signInCookie holds the sign-in form's CSRF token. Without a session there is no session
+// token, yet another site must not sign a browser into an account of its choosing: the
+// form carries the cookie's value, and a post whose value differs is refused.
+const (
+	signInCookie = "wharf_sign_in"
+	signInField  = "sign_in_token"
+)
+
+// signInToken returns the browser's sign-in token, giving it one when it has none.
+func signInToken(w http.ResponseWriter, r *http.Request) string {
+	if c, err := r.Cookie(signInCookie); err == nil && len(c.Value) == 43 {
+		return c.Value
+	}
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	tok := base64.RawURLEncoding.EncodeToString(b)
+	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: tok, Path: "/ui/sign-in",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	return tok
 }
 
 func (s *Server) signInForm(w http.ResponseWriter, r *http.Request) {
@@ -36,7 +62,7 @@ func (s *Server) signInForm(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, session.SafeNext(next), http.StatusSeeOther)
 		return
 	}
-	s.render(w, r, http.StatusOK, "sign_in", pageData{Title: "Sign in", Data: signInData{Next: next}})
+	s.render(w, r, http.StatusOK, "sign_in", pageData{Title: "Sign in", Data: signInData{Next: next, Token: signInToken(w, r)}})
 }
 
 // signInSubmit is step one (name and password) or, when the form carries the
@@ -44,6 +70,11 @@ func (s *Server) signInForm(w http.ResponseWriter, r *http.Request) {
 func (s *Server) signInSubmit(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		badForm(w, err)
+		return
+	}
+	c, err := r.Cookie(signInCookie)
+	if err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(r.PostForm.Get(signInField))) != 1 {
+		http.Error(w, "The sign-in form has expired or came from another site; load the sign-in page again.", http.StatusForbidden)
 		return
 	}
 	if r.PostForm.Has("state") {
@@ -56,7 +87,7 @@ func (s *Server) signInSubmit(w http.ResponseWriter, r *http.Request) {
 func (s *Server) signInPassword(w http.ResponseWriter, r *http.Request) {
 	now := s.now()
 	name, next := strings.TrimSpace(r.PostForm.Get("name")), r.PostForm.Get("next")
-	data := signInData{Name: name, Next: next}
+	data := signInData{Name: name, Next: next, Token: r.PostForm.Get(signInField)}
 	if s.throttled(w, r, "sign_in", data, name, now) {
 		return
 	}
@@ -84,7 +115,7 @@ func (s *Server) signInPassword(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.render(w, r, http.StatusOK, "sign_in_code", pageData{Title: "Sign in",
-		Data: signInData{Name: string(u.Name), State: state}})
+		Data: signInData{Name: string(u.Name), State: state, Token: r.PostForm.Get(signInField)}})
 }
 
 func (s *Server) signInCode(w http.ResponseWriter, r *http.Request) {
@@ -101,13 +132,13 @@ func (s *Server) signInCode(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	data := signInData{Name: string(u.Name), State: stateValue}
+	data := signInData{Name: string(u.Name), State: stateValue, Token: r.PostForm.Get(signInField)}
 	if s.throttled(w, r, "sign_in_code", data, string(u.Name), now) {
 		return
 	}
 	// A reset, disabling or deletion since step one voids the password proof.
 	if err != nil || u.Generation != st.Generation || !u.SetUp() || !u.CanSignIn(now) {
-		s.refuse(w, r, "sign_in", signInData{Next: st.Next}, string(u.Name), now)
+		s.refuse(w, r, "sign_in", signInData{Next: st.Next, Token: r.PostForm.Get(signInField)}, string(u.Name), now)
 		return
 	}
 	ok, err := s.checkCode(r, u, r.PostForm.Get("code"), now)

@@ -212,11 +212,45 @@ func (b *bundle) enroll(t *testing.T, c *client, name string) (secret string, co
 // signIn runs both steps and returns the final answer.
 func (c *client) signIn(t *testing.T, name, password, code, next string) response {
 	t.Helper()
-	first := c.post(t, "/ui/sign-in", url.Values{"name": {name}, "password": {password}, "next": {next}})
+	token := c.signInToken(t)
+	first := c.post(t, "/ui/sign-in", url.Values{"name": {name}, "password": {password}, "next": {next}, "sign_in_token": {token}})
 	if first.status != http.StatusOK {
 		return first
 	}
-	return c.post(t, "/ui/sign-in", url.Values{"state": {match(t, stateRE, first.body)}, "code": {code}})
+	return c.post(t, "/ui/sign-in", url.Values{"state": {match(t, stateRE, first.body)}, "code": {code}, "sign_in_token": {token}})
+}
+
+var signInTokenRE = regexp.MustCompile(`name="sign_in_token" value="([^"]+)"`)
+
+// signInToken loads the sign-in form, as a browser does before it posts it.
+func (c *client) signInToken(t *testing.T) string {
+	t.Helper()
+	r := c.get(t, "/ui/sign-in")
+	if r.status != http.StatusOK {
+		t.Fatalf("GET sign-in = %d", r.status)
+	}
+	return match(t, signInTokenRE, r.body)
+}
+
+// TestSignInFormFromElsewhere refuses a sign-in post without the form's token: another
+// site cannot sign a browser into an account of its choosing.
+func TestSignInFormFromElsewhere(t *testing.T) {
+	b := setup(t)
+	c := b.client(t)
+	for _, tc := range []struct {
+		name  string
+		token func() string
+	}{
+		{"no token", func() string { return "" }},
+		{"another token", func() string { c.signInToken(t); return strings.Repeat("A", 43) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.post(t, "/ui/sign-in", url.Values{"name": {"alice"}, "password": {"x"}, "sign_in_token": {tc.token()}})
+			if r.status != http.StatusForbidden {
+				t.Errorf("sign-in post = %d, want 403", r.status)
+			}
+		})
+	}
 }
 
 func TestSetupSignInSignOut(t *testing.T) {
