@@ -158,7 +158,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	if err != nil {
 		return nil, err
 	}
-	g.UI, err = ui.New(ui.Deps{Store: g.Store, Sessions: sessions, Sealer: box, Logger: log.With("component", "ui"), Issuer: "Wharf"})
+	g.UI, err = ui.New(ui.Deps{Store: g.Store, Sessions: sessions, Sealer: box, Logger: log.With("component", "ui"), Issuer: "Wharf",
+		Actions: ops{g}, Payloads: g.Blobs})
 	if err != nil {
 		return nil, err
 	}

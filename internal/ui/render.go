@@ -59,6 +59,18 @@ var flashes = map[string]flash{
 	"signed-out": {Kind: "info", Text: "You are signed out."},
 }
 
+// registerFlashes adds a page's flashes; pages call it from a package-level var, so each
+// keeps its texts beside its handlers.
+func registerFlashes(m map[string]flash) bool {
+	for k, v := range m {
+		if _, dup := flashes[k]; dup {
+			panic("flash " + k + " registered twice")
+		}
+		flashes[k] = v
+	}
+	return true
+}
+
 func setFlash(w http.ResponseWriter, key string) {
 	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: key, Path: "/ui", MaxAge: 60,
 		HttpOnly: true, SameSite: http.SameSiteLaxMode})

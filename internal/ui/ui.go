@@ -3,10 +3,13 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"html/template"
+	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +41,24 @@ type Deps struct {
 	Logger *slog.Logger
 	Issuer string           // TOTP issuer shown in authenticator apps, e.g. "Wharf"
 	Now    func() time.Time // nil: time.Now
+	// Actions are the operator actions that also wake the targets concerned; nil
+	// leaves the pages that need them answering 503.
+	Actions Actions
+	// Payloads opens stored payload blobs for download.
+	Payloads Payloads
+}
+
+// Actions are the operator actions on messages the UI offers.
+type Actions interface {
+	Redispatch(ctx context.Context, messageID int64, actor string) ([]persistence.Delivery, error)
+	Redeliver(ctx context.Context, deliveryID int64, actor string) (persistence.Delivery, error)
+	// RoutesChanged reloads the route cache after a route or party changed.
+	RoutesChanged(ctx context.Context)
+}
+
+// Payloads opens stored payload blobs by persistence.Payload.Key.
+type Payloads interface {
+	Open(ctx context.Context, key string) (io.ReadCloser, error)
 }
 
 // Server holds the UI's dependencies and parsed templates.
@@ -49,6 +70,8 @@ type Server struct {
 	issuer   string
 	now      func() time.Time
 	pages    map[string]*template.Template
+	actions  Actions
+	payloads Payloads
 
 	// byAccount and byAddress slow down repeated sign-in failures; see package throttle.
 	byAccount *throttle.Limiter
@@ -70,7 +93,7 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{
 		store: d.Store, sessions: d.Sessions, sealer: d.Sealer, log: d.Logger,
-		issuer: d.Issuer, now: d.Now, pages: pages,
+		issuer: d.Issuer, now: d.Now, pages: pages, actions: d.Actions, payloads: d.Payloads,
 		byAccount: throttle.New(throttle.Config{}),
 		byAddress: throttle.New(throttle.Config{}),
 		dummyHash: sync.OnceValue(func() string {
@@ -99,12 +122,35 @@ func (s *Server) Handler() http.Handler {
 	pages.HandleFunc("POST /ui/sign-in", s.signInSubmit)
 	pages.Handle("POST /ui/sign-out", s.sessions.Require(session.CSRF(http.HandlerFunc(s.signOut))))
 	pages.Handle("GET /ui/{$}", s.sessions.Require(http.HandlerFunc(s.home)))
+	for _, rt := range s.pageRoutes() {
+		h := s.sessions.Require(rt.handler)
+		if !strings.HasPrefix(rt.pattern, "GET ") {
+			h = s.sessions.Require(session.CSRF(rt.handler))
+		}
+		pages.Handle(rt.pattern, h)
+	}
 	pages.HandleFunc("/ui/", s.notFound)
 
 	mux := http.NewServeMux()
 	mux.Handle(static.Prefix, static.Handler())
 	mux.Handle("/ui/", session.SecurityHeaders(session.LimitBody(maxBody)(pages)))
 	return mux
+}
+
+// pageRoute is one signed-in page or form action; every one requires a session, and every
+// one that is not a GET also the session's CSRF token.
+type pageRoute struct {
+	pattern string
+	handler http.Handler
+}
+
+// pageRoutes lists the operating pages, one group per file.
+func (s *Server) pageRoutes() []pageRoute {
+	var out []pageRoute
+	for _, group := range []func() []pageRoute{} {
+		out = append(out, group()...)
+	}
+	return out
 }
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
