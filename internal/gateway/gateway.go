@@ -159,7 +159,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		return nil, err
 	}
 	g.UI, err = ui.New(ui.Deps{Store: g.Store, Sessions: sessions, Sealer: box, Logger: log.With("component", "ui"), Issuer: "Wharf",
-		Actions: ops{g}, Payloads: g.Blobs})
+		Actions: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences()})
 	if err != nil {
 		return nil, err
 	}
@@ -324,6 +324,17 @@ func (g *Gateway) runtimeNames() []string {
 	for _, m := range module.Modules() {
 		if _, ok := g.Runtimes[m.Name]; ok {
 			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// partyReferences are the module runtimes whose records keep parties from deletion.
+func (g *Gateway) partyReferences() []module.PartyReferences {
+	var out []module.PartyReferences
+	for _, name := range g.runtimeNames() {
+		if p, ok := g.Runtimes[name].(module.PartyReferences); ok {
+			out = append(out, p)
 		}
 	}
 	return out

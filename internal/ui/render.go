@@ -16,7 +16,8 @@ import (
 var templateFiles embed.FS
 
 // views are the pages; each is parsed with the layout, once, at start-up.
-var views = []string{"not_found", "setup", "setup_done", "sign_in", "sign_in_code", "home"}
+var views = []string{"not_found", "setup", "setup_done", "sign_in", "sign_in_code", "home",
+	"parties", "party", "party_form", "routes"}
 
 var funcs = template.FuncMap{
 	"static":    static.URL,

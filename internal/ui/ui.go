@@ -5,6 +5,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"html/template"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	"wharf/internal/auth/password"
 	"wharf/internal/auth/throttle"
+	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/ui/session"
 	"wharf/internal/ui/static"
@@ -46,6 +48,8 @@ type Deps struct {
 	Actions Actions
 	// Payloads opens stored payload blobs for download.
 	Payloads Payloads
+	// PartyReferences are the modules whose records keep a party from being deleted.
+	PartyReferences []module.PartyReferences
 }
 
 // Actions are the operator actions on messages the UI offers.
@@ -63,15 +67,16 @@ type Payloads interface {
 
 // Server holds the UI's dependencies and parsed templates.
 type Server struct {
-	store    persistence.Store
-	sessions *session.Manager
-	sealer   Sealer
-	log      *slog.Logger
-	issuer   string
-	now      func() time.Time
-	pages    map[string]*template.Template
-	actions  Actions
-	payloads Payloads
+	store     persistence.Store
+	sessions  *session.Manager
+	sealer    Sealer
+	log       *slog.Logger
+	issuer    string
+	now       func() time.Time
+	pages     map[string]*template.Template
+	actions   Actions
+	payloads  Payloads
+	partyRefs []module.PartyReferences
 
 	// byAccount and byAddress slow down repeated sign-in failures; see package throttle.
 	byAccount *throttle.Limiter
@@ -93,7 +98,7 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{
 		store: d.Store, sessions: d.Sessions, sealer: d.Sealer, log: d.Logger,
-		issuer: d.Issuer, now: d.Now, pages: pages, actions: d.Actions, payloads: d.Payloads,
+		issuer: d.Issuer, now: d.Now, pages: pages, actions: d.Actions, payloads: d.Payloads, partyRefs: d.PartyReferences,
 		byAccount: throttle.New(throttle.Config{}),
 		byAddress: throttle.New(throttle.Config{}),
 		dummyHash: sync.OnceValue(func() string {
@@ -137,6 +142,21 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
+// partyReferenced refuses with ErrInUse while a module's record (an AS2 profile) names
+// the party, as the REST API does.
+func (s *Server) partyReferenced(ctx context.Context, kind persistence.PartyKind, name persistence.PartyName) error {
+	for _, m := range s.partyRefs {
+		refs, err := m.PartyReferences(ctx, kind, name)
+		if err != nil {
+			return err
+		}
+		if len(refs) > 0 {
+			return fmt.Errorf("%s %s is named by %s: %w", kind, name, strings.Join(refs, ", "), persistence.ErrInUse)
+		}
+	}
+	return nil
+}
+
 // pageRoute is one signed-in page or form action; every one requires a session, and every
 // one that is not a GET also the session's CSRF token.
 type pageRoute struct {
@@ -147,7 +167,7 @@ type pageRoute struct {
 // pageRoutes lists the operating pages, one group per file.
 func (s *Server) pageRoutes() []pageRoute {
 	var out []pageRoute
-	for _, group := range []func() []pageRoute{} {
+	for _, group := range []func() []pageRoute{s.partyRoutes, s.routeRoutes} {
 		out = append(out, group()...)
 	}
 	return out
