@@ -17,7 +17,7 @@ var templateFiles embed.FS
 
 // views are the pages; each is parsed with the layout, once, at start-up.
 var views = []string{"not_found", "setup", "setup_done", "sign_in", "sign_in_code", "home",
-	"parties", "party", "party_form", "routes"}
+	"parties", "party", "party_form", "routes", "messages", "message"}
 
 var funcs = template.FuncMap{
 	"static":    static.URL,

@@ -167,7 +167,7 @@ type pageRoute struct {
 // pageRoutes lists the operating pages, one group per file.
 func (s *Server) pageRoutes() []pageRoute {
 	var out []pageRoute
-	for _, group := range []func() []pageRoute{s.partyRoutes, s.routeRoutes} {
+	for _, group := range []func() []pageRoute{s.partyRoutes, s.routeRoutes, s.messageRoutes} {
 		out = append(out, group()...)
 	}
 	return out

@@ -1,0 +1,376 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"wharf/internal/persistence"
+	"wharf/internal/ui/session"
+)
+
+const (
+	// messagesPageSize is the number of rows on one page of the message list.
+	messagesPageSize = 50
+	// maxMessageQuery bounds the q filter, in characters, as the REST list does.
+	maxMessageQuery = 200
+)
+
+var _ = registerFlashes(map[string]flash{
+	"message-redispatched":       {Kind: "success", Text: "Redispatch requested."},
+	"message-redispatch-refused": {Kind: "danger", Text: "Redispatch refused: the message is not in a state that allows it."},
+	"message-redelivered":        {Kind: "success", Text: "Redelivery requested."},
+	"message-redeliver-refused":  {Kind: "danger", Text: "Redelivery refused: the delivery is not in a state that allows it."},
+})
+
+// messageRoutes lists the message list, the message detail and its actions.
+func (s *Server) messageRoutes() []pageRoute {
+	return []pageRoute{
+		{"GET /ui/messages", http.HandlerFunc(s.messagesPage)},
+		{"GET /ui/messages/{id}", http.HandlerFunc(s.messagePage)},
+		{"GET /ui/messages/{id}/payload", http.HandlerFunc(s.messagePayload)},
+		{"POST /ui/messages/{id}/redispatch", http.HandlerFunc(s.redispatchMessage)},
+		{"POST /ui/messages/{id}/deliveries/{delivery_id}/redeliver", http.HandlerFunc(s.redeliverMessage)},
+	}
+}
+
+// messageFilterForm is the list's filter form as typed, and why a field was refused.
+type messageFilterForm struct {
+	Status, From, To, Source, Q string
+	Offset                      int
+	Errors                      map[string]string
+}
+
+// parseMessageFilter reads the list's filters with the domain parsers, so the page admits
+// exactly what the REST list admits; unknown parameters are ignored, as a browser adds none.
+func parseMessageFilter(q url.Values) (messageFilterForm, persistence.MessageFilter) {
+	form := messageFilterForm{Status: q.Get("status"), From: q.Get("from"), To: q.Get("to"),
+		Source: q.Get("source"), Q: q.Get("q"), Errors: map[string]string{}}
+	f := persistence.MessageFilter{Q: form.Q, ListOptions: persistence.ListOptions{Limit: messagesPageSize}}
+	var err error
+	if form.Status != "" {
+		if f.Status, err = persistence.ParseMessageStatus(form.Status); err != nil {
+			form.Errors["status"] = "Choose a status from the list."
+		}
+	}
+	if form.From != "" {
+		if f.From, err = persistence.ParsePartyName(form.From); err != nil {
+			form.Errors["from"] = "A party name is lower case letters, digits, - and _."
+		}
+	}
+	if form.To != "" {
+		if f.To, err = persistence.ParsePartyName(form.To); err != nil {
+			form.Errors["to"] = "A party name is lower case letters, digits, - and _."
+		}
+	}
+	if form.Source != "" {
+		if f.Source, err = persistence.ParseInstanceName(form.Source); err != nil {
+			form.Errors["source"] = "An instance name is lower case letters, digits, - and _."
+		}
+	}
+	if !utf8.ValidString(form.Q) || utf8.RuneCountInString(form.Q) > maxMessageQuery {
+		form.Errors["q"] = fmt.Sprintf("Search text is at most %d characters.", maxMessageQuery)
+	}
+	if v := q.Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			form.Errors["offset"] = "The page offset is a whole number, 0 or more."
+		} else {
+			form.Offset, f.Offset = n, n
+		}
+	}
+	return form, f
+}
+
+// url is the list page with these filters at offset; empty filters are left out so the
+// links stay short.
+func (form messageFilterForm) url(offset int) string {
+	v := url.Values{}
+	for _, p := range []struct{ name, value string }{{"status", form.Status}, {"from", form.From},
+		{"to", form.To}, {"source", form.Source}, {"q", form.Q}} {
+		if p.value != "" {
+			v.Set(p.name, p.value)
+		}
+	}
+	if offset > 0 {
+		v.Set("offset", strconv.Itoa(offset))
+	}
+	if len(v) == 0 {
+		return "/ui/messages"
+	}
+	return "/ui/messages?" + v.Encode()
+}
+
+type messagesData struct {
+	Filter   messageFilterForm
+	Statuses []persistence.MessageStatus
+	Messages []persistence.Message
+	Total    int
+	// First and Last number the rows shown, from 1.
+	First, Last      int
+	PrevURL, NextURL string
+}
+
+// messagesPage lists messages newest first. Refused filters answer 400 with the form and
+// its errors and no rows, rather than a list that silently ignores what was asked.
+func (s *Server) messagesPage(w http.ResponseWriter, r *http.Request) {
+	form, f := parseMessageFilter(r.URL.Query())
+	d := messagesData{Filter: form, Statuses: persistence.AllMessageStatuses}
+	if len(form.Errors) > 0 {
+		s.render(w, r, http.StatusBadRequest, "messages", pageData{Title: "Messages", Data: d})
+		return
+	}
+	msgs, total, err := s.store.ListMessages(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d.Messages, d.Total = msgs, total
+	if len(msgs) > 0 {
+		d.First, d.Last = form.Offset+1, form.Offset+len(msgs)
+	}
+	if form.Offset > 0 {
+		d.PrevURL = form.url(max(form.Offset-messagesPageSize, 0))
+	}
+	if form.Offset+len(msgs) < total {
+		d.NextURL = form.url(form.Offset + messagesPageSize)
+	}
+	s.render(w, r, http.StatusOK, "messages", pageData{Title: "Messages", Data: d})
+}
+
+// deliveryRow is a delivery as the detail page shows it.
+type deliveryRow struct {
+	persistence.Delivery
+	Badge string // the badge-* class for its state
+	// Redeliverable mirrors the store's rule: only these states can be requeued by hand.
+	Redeliverable bool
+}
+
+func deliveryBadge(st persistence.DeliveryState) string {
+	switch st {
+	case persistence.DeliveryDelivered:
+		return "success"
+	case persistence.DeliveryFailed, persistence.DeliveryStalled:
+		return "danger"
+	case persistence.DeliveryRetrying, persistence.DeliveryParked:
+		return "warning"
+	case persistence.DeliverySkipped:
+		return "neutral"
+	}
+	return "info"
+}
+
+func redeliverable(st persistence.DeliveryState) bool {
+	switch st {
+	case persistence.DeliveryFailed, persistence.DeliveryStalled, persistence.DeliveryRetrying, persistence.DeliveryDelivered:
+		return true
+	}
+	return false
+}
+
+type messageData struct {
+	Message    persistence.Message
+	Deliveries []deliveryRow
+	History    []persistence.HistoryEntry
+	Payloads   []persistence.Payload
+	// Actions is false when the gateway offers no operator actions; the buttons are hidden.
+	Actions   bool
+	CSRFToken string
+}
+
+// messagePage shows one message with its deliveries, history and payloads.
+func (s *Server) messagePage(w http.ResponseWriter, r *http.Request) {
+	id, ok := messagePathID(r, "id")
+	if !ok {
+		s.notFound(w, r)
+		return
+	}
+	ctx := r.Context()
+	m, err := s.store.GetMessage(ctx, id)
+	if errors.Is(err, persistence.ErrNotFound) {
+		s.notFound(w, r)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d := messageData{Message: m, Actions: s.actions != nil}
+	if sess, ok := session.FromContext(ctx); ok {
+		d.CSRFToken = sess.CSRFToken
+	}
+	ds, err := s.store.ListDeliveries(ctx, id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	for _, dl := range ds {
+		d.Deliveries = append(d.Deliveries, deliveryRow{Delivery: dl, Badge: deliveryBadge(dl.State),
+			Redeliverable: redeliverable(dl.State)})
+	}
+	if d.History, err = s.store.ListHistory(ctx, id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if d.Payloads, err = s.store.ListPayloads(ctx, id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "message", pageData{Title: fmt.Sprintf("Message %d", id), Data: d})
+}
+
+// messageActor names the signed-in user in history lines and the audit log.
+func messageActor(r *http.Request) string {
+	if sess, ok := session.FromContext(r.Context()); ok {
+		return "user:" + string(sess.User.Name)
+	}
+	return "user:"
+}
+
+// redispatchMessage matches the routes again for a message and requeues it.
+func (s *Server) redispatchMessage(w http.ResponseWriter, r *http.Request) {
+	if s.actions == nil {
+		http.Error(w, "message actions are not available", http.StatusServiceUnavailable)
+		return
+	}
+	id, ok := messagePathID(r, "id")
+	if !ok {
+		s.notFound(w, r)
+		return
+	}
+	_, err := s.actions.Redispatch(r.Context(), id, messageActor(r))
+	s.afterAction(w, r, id, err, "message-redispatched", "message-redispatch-refused")
+}
+
+// redeliverMessage requeues one delivery of a message.
+func (s *Server) redeliverMessage(w http.ResponseWriter, r *http.Request) {
+	if s.actions == nil {
+		http.Error(w, "message actions are not available", http.StatusServiceUnavailable)
+		return
+	}
+	id, ok := messagePathID(r, "id")
+	did, ok2 := messagePathID(r, "delivery_id")
+	if !ok || !ok2 {
+		s.notFound(w, r)
+		return
+	}
+	// The delivery must belong to the message in the URL, so a form cannot act on another
+	// message's delivery behind the page it came from.
+	dl, err := s.store.GetDelivery(r.Context(), did)
+	if err == nil && dl.MessageID != id {
+		err = persistence.ErrNotFound
+	}
+	if err == nil {
+		_, err = s.actions.Redeliver(r.Context(), did, messageActor(r))
+	}
+	s.afterAction(w, r, id, err, "message-redelivered", "message-redeliver-refused")
+}
+
+// afterAction answers an action: back to the detail with a flash saying how it went.
+func (s *Server) afterAction(w http.ResponseWriter, r *http.Request, id int64, err error, done, refused string) {
+	switch {
+	case errors.Is(err, persistence.ErrNotFound):
+		s.notFound(w, r)
+		return
+	case errors.Is(err, persistence.ErrConflict):
+		setFlash(w, refused)
+	case err != nil:
+		s.fail(w, r, err)
+		return
+	default:
+		setFlash(w, done)
+	}
+	http.Redirect(w, r, "/ui/messages/"+strconv.FormatInt(id, 10), http.StatusSeeOther)
+}
+
+// messagePayload streams one stored stage of a message as an attachment. The bytes are
+// the partner's, never interpreted: octet-stream, nosniff, a sandboxing policy, and a
+// file name made safe.
+func (s *Server) messagePayload(w http.ResponseWriter, r *http.Request) {
+	id, ok := messagePathID(r, "id")
+	if !ok {
+		s.notFound(w, r)
+		return
+	}
+	stage := persistence.PayloadUnpacked
+	if v := r.URL.Query().Get("stage"); v != "" {
+		var err error
+		if stage, err = persistence.ParsePayloadStage(v); err != nil {
+			http.Error(w, "unknown payload stage", http.StatusBadRequest)
+			return
+		}
+	}
+	if s.payloads == nil {
+		http.Error(w, "payload downloads are not available", http.StatusServiceUnavailable)
+		return
+	}
+	ctx := r.Context()
+	m, err := s.store.GetMessage(ctx, id)
+	var p persistence.Payload
+	if err == nil {
+		p, err = s.store.GetPayload(ctx, id, stage)
+	}
+	if errors.Is(err, persistence.ErrNotFound) {
+		s.notFound(w, r)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	body, err := s.payloads.Open(ctx, p.Key)
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("open payload %s of message %d: %w", stage, id, err))
+		return
+	}
+	defer body.Close()
+
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": payloadFileName(m, stage)}))
+	h.Set("Content-Length", strconv.FormatInt(p.Size, 10))
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.Copy(w, body); err != nil {
+		// The status is sent; all that is left is to cut the response short, and to say so
+		// unless the client itself went away.
+		if ctx.Err() == nil {
+			s.log.ErrorContext(ctx, "payload download cut short", "message_id", id, "stage", string(stage), "err", err)
+		}
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// payloadFileName is the original name for the document and <id>.<stage> for the other
+// stages, with anything outside a conservative set of characters replaced, so no client
+// can be led to a path or a hidden file.
+func payloadFileName(m persistence.Message, stage persistence.PayloadStage) string {
+	name := fmt.Sprintf("%d.%s", m.ID, stage)
+	if stage == persistence.PayloadUnpacked && m.OriginalFileName != "" {
+		name = string(m.OriginalFileName)
+	}
+	safe := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, name)
+	if safe = strings.TrimLeft(safe, "."); safe == "" {
+		safe = fmt.Sprintf("%d.%s", m.ID, stage)
+	}
+	return safe
+}
+
+// messagePathID reads a positive integer path value; anything else names no record.
+func messagePathID(r *http.Request, name string) (int64, bool) {
+	n, err := strconv.ParseInt(r.PathValue(name), 10, 64)
+	return n, err == nil && n > 0
+}
