@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,8 +15,6 @@ import (
 
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
-	"wharf/internal/persistence/db/dbtest"
-	"wharf/internal/secret"
 	"wharf/internal/storage"
 	"wharf/internal/ui/session"
 )
@@ -48,63 +45,18 @@ type messagesBundle struct {
 
 func setupMessages(t *testing.T) *messagesBundle {
 	t.Helper()
-	b := &bundle{store: dbtest.SQLite(t), clock: &clock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}}
-	logger := slog.New(slog.NewTextHandler(tLogWriter{t}, nil))
-	key, err := secret.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	box, err := secret.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := session.NewManager(session.Config{
-		Key: session.GenerateKey(), IdleTimeout: time.Hour, AbsoluteTimeout: 12 * time.Hour,
-		Users: b.store, Now: b.clock.Now, Logger: logger,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newBundle(t)
 	blobs, err := storage.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Deps{Store: b.store, Sessions: mgr, Sealer: box, Logger: logger, Now: b.clock.Now,
-		Actions: storeActions{b.store}, Payloads: blobs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.srv = httptest.NewServer(mountMessages(t, s))
+	s := newServer(t, b, func(d *Deps) { d.Actions, d.Payloads = storeActions{b.store}, blobs })
+	mux := http.NewServeMux()
+	mux.Handle("/ui/", s.Handler())
+	b.srv = httptest.NewServer(mux)
 	t.Cleanup(b.srv.Close)
 	messageFixture(t, b.store)
 	return &messagesBundle{bundle: b, blobs: blobs, ui: s}
-}
-
-// mountMessages serves the message pages in front of Handler, wrapped as Handler wraps
-// page routes, so these tests hold whether or not the routes are listed there yet.
-func mountMessages(t *testing.T, s *Server) http.Handler {
-	t.Helper()
-	for _, v := range []string{"messages", "message"} {
-		if _, ok := s.pages[v]; ok {
-			continue
-		}
-		p, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles,
-			"templates/layout.html", "templates/"+v+".html")
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.pages[v] = p
-	}
-	mux := http.NewServeMux()
-	for _, rt := range s.messageRoutes() {
-		h := s.sessions.Require(rt.handler)
-		if !strings.HasPrefix(rt.pattern, "GET ") {
-			h = s.sessions.Require(session.CSRF(rt.handler))
-		}
-		mux.Handle(rt.pattern, session.SecurityHeaders(session.LimitBody(maxBody)(h)))
-	}
-	mux.Handle("/", s.Handler())
-	return mux
 }
 
 const (

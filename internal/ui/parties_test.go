@@ -4,19 +4,15 @@ import (
 	"context"
 	"errors"
 	"html/template"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"wharf/internal/persistence"
-	"wharf/internal/persistence/db/dbtest"
 	"wharf/internal/records"
-	"wharf/internal/secret"
 	"wharf/internal/ui/session"
 )
 
@@ -54,53 +50,14 @@ type pagesBundle struct {
 	csrf    string
 }
 
-// setupPages mounts the party and route pages as Handler mounts pageRoutes, so the tests
-// hold whether or not pageRoutes lists them yet.
+// setupPages serves the UI with counting actions and signs a user in.
 func setupPages(t *testing.T) *pagesBundle {
 	t.Helper()
-	b := &bundle{store: dbtest.SQLite(t), clock: &clock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}}
-	logger := slog.New(slog.NewTextHandler(tLogWriter{t}, nil))
-	key, err := secret.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	box, err := secret.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := session.NewManager(session.Config{
-		Key: session.GenerateKey(), IdleTimeout: time.Hour, AbsoluteTimeout: 12 * time.Hour,
-		Users: b.store, Now: b.clock.Now, Logger: logger,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newBundle(t)
 	acts := &countingActions{}
-	s, err := New(Deps{Store: b.store, Sessions: mgr, Sealer: box, Logger: logger, Issuer: "Wharf",
-		Now: b.clock.Now, Actions: acts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range []string{"parties", "party", "party_form", "routes"} {
-		if _, ok := s.pages[v]; ok {
-			continue
-		}
-		page, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles,
-			"templates/layout.html", "templates/"+v+".html")
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.pages[v] = page
-	}
+	s := newServer(t, b, func(d *Deps) { d.Actions = acts })
 	mux := http.NewServeMux()
-	for _, rt := range append(s.partyRoutes(), s.routeRoutes()...) {
-		h := mgr.Require(rt.handler)
-		if !strings.HasPrefix(rt.pattern, "GET ") {
-			h = mgr.Require(session.CSRF(rt.handler))
-		}
-		mux.Handle(rt.pattern, session.SecurityHeaders(session.LimitBody(maxBody)(h)))
-	}
-	mux.Handle("/", s.Handler())
+	mux.Handle("/ui/", s.Handler())
 	b.srv = httptest.NewServer(mux)
 	t.Cleanup(b.srv.Close)
 

@@ -52,9 +52,15 @@ type bundle struct {
 	srv   *httptest.Server
 }
 
-func setup(t *testing.T) *bundle {
+// newBundle is a fresh store and a clock standing at a fixed time.
+func newBundle(t *testing.T) *bundle {
+	return &bundle{store: dbtest.SQLite(t), clock: &clock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}}
+}
+
+// newServer builds a Server over b's store and clock with a fresh session key and
+// secrets key; more sets further Deps.
+func newServer(t *testing.T, b *bundle, more func(*Deps)) *Server {
 	t.Helper()
-	b := &bundle{store: dbtest.SQLite(t), clock: &clock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}}
 	logger := slog.New(slog.NewTextHandler(tLogWriter{t}, nil))
 	key, err := secret.GenerateKey()
 	if err != nil {
@@ -71,10 +77,21 @@ func setup(t *testing.T) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Deps{Store: b.store, Sessions: mgr, Sealer: box, Logger: logger, Issuer: "Wharf", Now: b.clock.Now})
+	d := Deps{Store: b.store, Sessions: mgr, Sealer: box, Logger: logger, Issuer: "Wharf", Now: b.clock.Now}
+	if more != nil {
+		more(&d)
+	}
+	s, err := New(d)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	b := newBundle(t)
+	s := newServer(t, b, nil)
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", s.Handler())
 	b.srv = httptest.NewServer(mux)
