@@ -20,10 +20,6 @@ import (
 	"time"
 )
 
-// ErrAS2NotMounted means the binary under test serves no AS2 REST routes: it was built
-// without the AS2 module.
-var ErrAS2NotMounted = errors.New("loadtest: the gateway serves no /api/v1/as2 routes (built without the AS2 module)")
-
 // AS2Profile is the protection of one round: what A does to each message, what B
 // requires of it, and the MDN A asks for.
 type AS2Profile struct {
@@ -241,9 +237,6 @@ func RunAS2(ctx context.Context, opt AS2Options) (AS2Result, error) {
 	status, body, err := a.Fetch(ctx, "/api/v1/as2/remote-profiles")
 	if err != nil {
 		return res, err
-	}
-	if status == http.StatusNotFound {
-		return res, ErrAS2NotMounted
 	}
 	if status != http.StatusOK {
 		return res, fmt.Errorf("GET /api/v1/as2/remote-profiles: %d: %s", status, bytes.TrimSpace(body))

@@ -2,7 +2,6 @@ package loadtest
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -22,9 +21,6 @@ func TestAS2Rounds(t *testing.T) {
 		N: n, SizeKiB: 4, Profiles: profiles, Bin: bin, Dir: t.TempDir(),
 		Timeout: 5 * time.Minute, Progress: testWriter{t},
 	})
-	if errors.Is(err, ErrAS2NotMounted) {
-		t.Skip("the AS2 module is not part of the wharf build yet (GET /api/v1/as2/remote-profiles answers 404)")
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
