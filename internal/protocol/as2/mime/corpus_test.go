@@ -1,16 +1,10 @@
 package mime
 
 import (
-	"crypto"
-	"crypto/x509"
-	"encoding/json"
-	"encoding/pem"
-	"net/http"
-	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
+
+	"wharf/internal/protocol/as2/as2test"
 )
 
 // corpusTime lies inside the validity of the corpus certificates.
@@ -57,79 +51,8 @@ type micValue struct {
 	MICAlgorithm string `json:"mic_algorithm"`
 }
 
-// corpusDir finds shared/interop beside the repository, five levels above
-// this package, or skips the test.
-func corpusDir(t testing.TB) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "..", "shared", "interop")
-	if _, err := os.Stat(filepath.Join(dir, "cases.json")); err != nil {
-		t.Skipf("interop corpus not found at %s: %v", dir, err)
-	}
-	return dir
-}
-
 func loadCorpus(t testing.TB) (string, []corpusCase) {
-	dir := corpusDir(t)
-	raw, err := os.ReadFile(filepath.Join(dir, "cases.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Cases []corpusCase `json:"cases"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	return dir, doc.Cases
-}
-
-func readFile(t testing.TB, dir, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func pemCert(t testing.TB, b []byte) *x509.Certificate {
-	t.Helper()
-	blk, _ := pem.Decode(b)
-	if blk == nil {
-		t.Fatal("no PEM block")
-	}
-	c, err := x509.ParseCertificate(blk.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func pemKey(t testing.TB, b []byte) crypto.Signer {
-	t.Helper()
-	blk, _ := pem.Decode(b)
-	if blk == nil {
-		t.Fatal("no PEM block")
-	}
-	if k, err := x509.ParsePKCS8PrivateKey(blk.Bytes); err == nil {
-		return k.(crypto.Signer)
-	}
-	k, err := x509.ParsePKCS1PrivateKey(blk.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func headersOf(t testing.TB, dir, name string) http.Header {
-	var pairs [][2]string
-	if err := json.Unmarshal(readFile(t, dir, name), &pairs); err != nil {
-		t.Fatal(err)
-	}
-	h := http.Header{}
-	for _, p := range pairs {
-		h.Add(p[0], p[1])
-	}
-	return h
+	var cases []corpusCase
+	dir := as2test.CorpusCases(t, &cases)
+	return dir, cases
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"wharf/internal/protocol/as2/as2test"
 	"wharf/internal/protocol/as2/cms"
 )
 
@@ -18,9 +19,9 @@ func TestParseMDNCorpus(t *testing.T) {
 		}
 		n++
 		t.Run(filepath.Base(c.ID), func(t *testing.T) {
-			header := headersOf(t, dir, c.Files["mdn_headers"])
-			body := readFile(t, dir, c.Files["mdn_body"])
-			peer := pemCert(t, readFile(t, dir, c.PeerCertificate))
+			header := as2test.CorpusHeader(t, dir, c.Files["mdn_headers"])
+			body := as2test.CorpusFile(t, dir, c.Files["mdn_body"])
+			peer := as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, c.PeerCertificate))
 			got, err := ParseMDN(header.Get("Content-Type"), body, MDNParseOptions{
 				PartnerCertificates: []*x509.Certificate{peer},
 				AllowSHA1:           true,
@@ -58,8 +59,8 @@ func TestParseMDNCorpus(t *testing.T) {
 			}
 			// The MIC must match the request it answers, computed with
 			// either the requested algorithm or the signing digest.
-			signedContent := readFile(t, dir, c.Files["signed_content"])
-			reqHeader := headersOf(t, dir, c.Files["request_headers"])
+			signedContent := as2test.CorpusFile(t, dir, c.Files["signed_content"])
+			reqHeader := as2test.CorpusHeader(t, dir, c.Files["request_headers"])
 			allowed := map[cms.DigestAlgorithm]bool{}
 			if alg, err := cms.ParseDigestAlgorithm(c.Expected.MICAlgorithm); err == nil {
 				allowed[alg] = true // the signature's digest

@@ -10,13 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"wharf/internal/protocol/as2/as2test"
 	"wharf/internal/protocol/as2/cms"
 )
 
 func TestUnpackCorpusInbound(t *testing.T) {
 	dir, cases := loadCorpus(t)
-	ourCert := pemCert(t, readFile(t, dir, "keys/gogw.crt"))
-	ourKey := pemKey(t, readFile(t, dir, "keys/gogw.key"))
+	ourCert := as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/gogw.crt"))
+	ourKey := as2test.PEMPrivateKey(t, as2test.CorpusFile(t, dir, "keys/gogw.key"))
 	n := 0
 	for _, c := range cases {
 		if c.Group != "inbound" {
@@ -24,15 +25,15 @@ func TestUnpackCorpusInbound(t *testing.T) {
 		}
 		n++
 		t.Run(filepath.Base(c.ID), func(t *testing.T) {
-			header := headersOf(t, dir, c.Files["request_headers"])
-			body := readFile(t, dir, c.Files["request_body"])
+			header := as2test.CorpusHeader(t, dir, c.Files["request_headers"])
+			body := as2test.CorpusFile(t, dir, c.Files["request_body"])
 			pref := MICRequested
 			if cf := c.Expected.MICAlgorithmConflict; cf != nil && cf.ThisPeerRequires == "signature_digest" {
 				pref = MICSignatureDigest
 			}
 			res, err := Unpack(header.Get("Content-Type"), header, body, UnpackOptions{
 				Decryption:          []cms.Recipient{{Certificate: ourCert, Key: ourKey.(crypto.Decrypter)}},
-				PartnerCertificates: []*x509.Certificate{pemCert(t, readFile(t, dir, c.SenderCertificate))},
+				PartnerCertificates: []*x509.Certificate{as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, c.SenderCertificate))},
 				AllowSHA1:           true,
 				VerifyTime:          corpusTime,
 				MICPreference:       pref,
@@ -40,7 +41,7 @@ func TestUnpackCorpusInbound(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Unpack: %v", err)
 			}
-			if want := readFile(t, dir, c.Files["payload"]); !bytes.Equal(res.Payload, want) {
+			if want := as2test.CorpusFile(t, dir, c.Files["payload"]); !bytes.Equal(res.Payload, want) {
 				t.Errorf("payload: %d bytes, want %d", len(res.Payload), len(want))
 			}
 			wantName := ""
@@ -61,7 +62,7 @@ func TestUnpackCorpusInbound(t *testing.T) {
 				// A profile with the secure defaults refuses the same message.
 				_, err := Unpack(header.Get("Content-Type"), header, body, UnpackOptions{
 					Decryption:          []cms.Recipient{{Certificate: ourCert, Key: ourKey.(crypto.Decrypter)}},
-					PartnerCertificates: []*x509.Certificate{pemCert(t, readFile(t, dir, c.SenderCertificate))},
+					PartnerCertificates: []*x509.Certificate{as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, c.SenderCertificate))},
 					VerifyTime:          corpusTime,
 				})
 				if !errors.Is(err, cms.ErrInsufficientSecurity) {
@@ -88,7 +89,7 @@ func TestUnpackCorpusInbound(t *testing.T) {
 				}
 			}
 			if mi, ok := c.Files["mic_input"]; ok {
-				if want := readFile(t, dir, mi); !bytes.Equal(res.MICContent, want) {
+				if want := as2test.CorpusFile(t, dir, mi); !bytes.Equal(res.MICContent, want) {
 					t.Errorf("MIC content: %d bytes, want %d", len(res.MICContent), len(want))
 				}
 			}

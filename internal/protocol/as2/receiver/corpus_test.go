@@ -3,17 +3,13 @@ package receiver
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +17,7 @@ import (
 
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
+	"wharf/internal/protocol/as2/as2test"
 	"wharf/internal/protocol/as2/cms"
 	"wharf/internal/protocol/as2/mime"
 	"wharf/internal/protocol/as2/profile"
@@ -68,67 +65,10 @@ func (c corpusCase) weak() bool {
 	})
 }
 
-// corpusDir finds shared/interop beside the repository, five levels above this package,
-// or skips the test.
-func corpusDir(t testing.TB) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "..", "shared", "interop")
-	if _, err := os.Stat(filepath.Join(dir, "cases.json")); err != nil {
-		t.Skipf("interop corpus not found at %s: %v", dir, err)
-	}
-	return dir
-}
-
 func loadCorpus(t testing.TB) (string, []corpusCase) {
-	dir := corpusDir(t)
-	var doc struct {
-		Cases []corpusCase `json:"cases"`
-	}
-	if err := json.Unmarshal(readFile(t, dir, "cases.json"), &doc); err != nil {
-		t.Fatal(err)
-	}
-	return dir, doc.Cases
-}
-
-func readFile(t testing.TB, dir, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func pemBlock(t testing.TB, b []byte) []byte {
-	t.Helper()
-	blk, _ := pem.Decode(b)
-	if blk == nil {
-		t.Fatal("no PEM block")
-	}
-	return blk.Bytes
-}
-
-func pemCert(t testing.TB, b []byte) *x509.Certificate {
-	t.Helper()
-	c, err := x509.ParseCertificate(pemBlock(t, b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func pemKey(t testing.TB, b []byte) crypto.Signer {
-	t.Helper()
-	der := pemBlock(t, b)
-	if k, err := x509.ParsePKCS8PrivateKey(der); err == nil {
-		return k.(crypto.Signer)
-	}
-	k, err := x509.ParsePKCS1PrivateKey(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
+	var cases []corpusCase
+	dir := as2test.CorpusCases(t, &cases)
+	return dir, cases
 }
 
 // requestFields are a case's header fields in arrival order, without those the HTTP
@@ -136,7 +76,7 @@ func pemKey(t testing.TB, b []byte) crypto.Signer {
 func requestFields(t testing.TB, dir string, c corpusCase, asyncURL string) [][2]string {
 	t.Helper()
 	var pairs [][2]string
-	if err := json.Unmarshal(readFile(t, dir, c.Files["request_headers"]), &pairs); err != nil {
+	if err := json.Unmarshal(as2test.CorpusFile(t, dir, c.Files["request_headers"]), &pairs); err != nil {
 		t.Fatal(err)
 	}
 	var out [][2]string
@@ -241,9 +181,9 @@ func TestCorpusInbound(t *testing.T) {
 
 func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 	dir, cases := loadCorpus(t)
-	gogw := party{id: "gogw", name: "gogw", cert: pemCert(t, readFile(t, dir, "keys/gogw.crt")), key: pemKey(t, readFile(t, dir, "keys/gogw.key"))}
-	peera := party{id: "peera", name: "peera", cert: pemCert(t, readFile(t, dir, "keys/peera.crt"))}
-	peerb := party{id: "peerb", name: "peerb", cert: pemCert(t, readFile(t, dir, "keys/peerb.crt"))}
+	gogw := party{id: "gogw", name: "gogw", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/gogw.crt")), key: as2test.PEMPrivateKey(t, as2test.CorpusFile(t, dir, "keys/gogw.key"))}
+	peera := party{id: "peera", name: "peera", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/peera.crt"))}
+	peerb := party{id: "peerb", name: "peerb", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/peerb.crt"))}
 	// pyas2-lib checks a MIC computed with its signature's digest (see the corpus
 	// README); OpenAS2 the one with the requested algorithm.
 	preferSignature := func(r *profile.Remote) { r.MICPreference = profile.MICPreferSignature }
@@ -269,7 +209,7 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 			t.Run(name, func(t *testing.T) {
 				mdnPath := "/mdn/" + name
 				fields := requestFields(t, dir, c, listener.url(mdnPath))
-				body := readFile(t, dir, c.Files["request_body"])
+				body := as2test.CorpusFile(t, dir, c.Files["request_body"])
 				chunk := 0
 				if c.Request.Framing.Framing == "chunked" {
 					chunk = 2048
@@ -323,7 +263,7 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 					t.Fatalf("%d messages, want %d", got, before+1)
 				}
 				msg := b.message(string(rc.name), c.MessageID)
-				if want := readFile(t, dir, c.Files["payload"]); !bytes.Equal(b.payload(msg.ID, persistence.PayloadUnpacked), want) {
+				if want := as2test.CorpusFile(t, dir, c.Files["payload"]); !bytes.Equal(b.payload(msg.ID, persistence.PayloadUnpacked), want) {
 					t.Errorf("unpacked stage differs from payload.bin")
 				}
 				if !bytes.Equal(b.payload(msg.ID, persistence.PayloadReceived), body) {

@@ -4,13 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
-	"encoding/json"
-	"encoding/pem"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +15,7 @@ import (
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
 	"wharf/internal/persistence/db/dbtest"
+	"wharf/internal/protocol/as2/as2test"
 	"wharf/internal/protocol/as2/cms"
 	"wharf/internal/protocol/as2/mime"
 	"wharf/internal/protocol/as2/profile"
@@ -59,71 +56,15 @@ type corpusCase struct {
 	} `json:"mdn"`
 }
 
-// corpusDir finds shared/interop beside the repository, or skips the test.
-func corpusDir(t testing.TB) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "..", "shared", "interop")
-	if _, err := os.Stat(filepath.Join(dir, "cases.json")); err != nil {
-		t.Skipf("interop corpus not found at %s: %v", dir, err)
-	}
-	return dir
-}
-
 func loadMDNCases(t testing.TB) (string, []corpusCase) {
-	dir := corpusDir(t)
-	raw, err := os.ReadFile(filepath.Join(dir, "cases.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Cases []corpusCase `json:"cases"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	var out []corpusCase
-	for _, c := range doc.Cases {
+	var all, out []corpusCase
+	dir := as2test.CorpusCases(t, &all)
+	for _, c := range all {
 		if c.Group == "mdn" {
 			out = append(out, c)
 		}
 	}
 	return dir, out
-}
-
-func corpusFile(t testing.TB, dir, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func corpusHeader(t testing.TB, dir, name string) http.Header {
-	t.Helper()
-	var pairs [][2]string
-	if err := json.Unmarshal(corpusFile(t, dir, name), &pairs); err != nil {
-		t.Fatal(err)
-	}
-	h := http.Header{}
-	for _, p := range pairs {
-		h.Add(p[0], p[1])
-	}
-	return h
-}
-
-func corpusCert(t testing.TB, b []byte) *x509.Certificate {
-	t.Helper()
-	blk, _ := pem.Decode(b)
-	if blk == nil {
-		t.Fatal("no PEM block")
-	}
-	c, err := x509.ParseCertificate(blk.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 // TestCorpusMDNs takes every captured receipt of OpenAS2 and pyas2-lib through the paths
@@ -178,11 +119,11 @@ func setupCorpus(t *testing.T, s *db.Store) *corpusBundle {
 
 func (b *corpusBundle) runCase(t *testing.T, dir string, c corpusCase) {
 	ctx := context.Background()
-	reqHeader := corpusHeader(t, dir, c.Files["request_headers"])
-	mdnHeader := corpusHeader(t, dir, c.Files["mdn_headers"])
-	mdnBody := corpusFile(t, dir, c.Files["mdn_body"])
-	content := corpusFile(t, dir, c.Files["signed_content"])
-	peerCert := corpusCert(t, corpusFile(t, dir, c.PeerCertificate))
+	reqHeader := as2test.CorpusHeader(t, dir, c.Files["request_headers"])
+	mdnHeader := as2test.CorpusHeader(t, dir, c.Files["mdn_headers"])
+	mdnBody := as2test.CorpusFile(t, dir, c.Files["mdn_body"])
+	content := as2test.CorpusFile(t, dir, c.Files["signed_content"])
+	peerCert := as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, c.PeerCertificate))
 
 	signDigest, err := cms.ParseDigestAlgorithm(c.Request.Profile.Sign)
 	if err != nil {
