@@ -234,6 +234,14 @@ type Store interface {
 	// ConsumeUserSetupToken finds the enabled user whose unexpired link has tokenHash and
 	// clears the link, so it works once; an unknown, used or expired link is ErrNotFound.
 	ConsumeUserSetupToken(ctx context.Context, tokenHash string, now time.Time) (User, error)
+	// FindUserBySetupToken finds the enabled user whose unexpired set-up link has
+	// tokenHash without using the link; otherwise ErrNotFound.
+	FindUserBySetupToken(ctx context.Context, tokenHash string, now time.Time) (User, error)
+	// CompleteUserSetupWithToken is CompleteUserSetup for user id on the condition that
+	// its set-up link tokenHash is still unused and unexpired at now, in one transaction:
+	// of two forms posted with one link one completes, and a failure leaves the link
+	// usable. A used, expired or unknown link is ErrNotFound.
+	CompleteUserSetupWithToken(ctx context.Context, id int64, tokenHash string, now time.Time, passwordHash string, sealedTOTP []byte, recoveryHashes []string) (User, error)
 	// CompleteUserSetup sets the password hash, sealed TOTP secret and recovery code
 	// hashes together, clears any set-up link and bumps the generation.
 	CompleteUserSetup(ctx context.Context, id int64, passwordHash string, sealedTOTP []byte, recoveryHashes []string) (User, error)

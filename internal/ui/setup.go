@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"html/template"
@@ -38,27 +37,17 @@ func setupTokenHash(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// setupUser finds the user whose set-up link has tokenHash and is valid at now.
-// The store's only lookup by link consumes it, and the form must not spend
-// the link before it is completed, so this reads the user list instead: the
-// list is short, and the GET stays free of side effects.
+// setupUser finds the user whose set-up link has tokenHash and is valid at now,
+// without using the link: only the completed form does.
 func (s *Server) setupUser(ctx context.Context, tokenHash string, now time.Time) (persistence.User, bool, error) {
-	const page = 500
-	for offset := 0; ; offset += page {
-		users, total, err := s.store.ListUsers(ctx, persistence.ListOptions{Limit: page, Offset: offset})
-		if err != nil {
-			return persistence.User{}, false, err
-		}
-		for _, u := range users {
-			if u.SetupTokenHash != "" &&
-				subtle.ConstantTimeCompare([]byte(u.SetupTokenHash), []byte(tokenHash)) == 1 {
-				return u, !u.Disabled && u.SetupPending(now), nil
-			}
-		}
-		if len(users) == 0 || offset+len(users) >= total {
-			return persistence.User{}, false, nil
-		}
+	u, err := s.store.FindUserBySetupToken(ctx, tokenHash, now)
+	switch {
+	case errors.Is(err, persistence.ErrNotFound):
+		return persistence.User{}, false, nil
+	case err != nil:
+		return persistence.User{}, false, err
 	}
+	return u, true, nil
 }
 
 // setupForm shows the form for a valid link. The TOTP secret it offers lives
@@ -160,21 +149,14 @@ func (s *Server) setupSubmit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	// Consuming is the race-free claim: of two tabs posting at once, one wins.
-	claimed, err := s.store.ConsumeUserSetupToken(r.Context(), tokenHash, now)
+	// One conditional write uses the link and completes the set-up: of two tabs posting
+	// at once one wins, and a failure leaves the link usable.
+	claimed, err := s.store.CompleteUserSetupWithToken(r.Context(), st.UserID, tokenHash, now, pwHash, sealedTOTP, codeHashes)
 	if errors.Is(err, persistence.ErrNotFound) {
 		s.notFound(w, r)
 		return
 	}
 	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if claimed.ID != st.UserID {
-		s.fail(w, r, errors.New("set-up link claimed for another user"))
-		return
-	}
-	if _, err := s.store.CompleteUserSetup(r.Context(), claimed.ID, pwHash, sealedTOTP, codeHashes); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -308,6 +308,45 @@ func (s *Store) CompleteUserSetup(ctx context.Context, id int64, passwordHash st
 		passwordHash, sealedTOTP, encodeHashes(recoveryHashes))
 }
 
+// FindUserBySetupToken finds the enabled user whose unexpired link has tokenHash; the link
+// stays as it is.
+func (s *Store) FindUserBySetupToken(ctx context.Context, tokenHash string, now time.Time) (persistence.User, error) {
+	if err := checkSHA256("setup_token_hash", tokenHash, false); err != nil {
+		return persistence.User{}, fmt.Errorf("find set-up link: %w", err)
+	}
+	var out persistence.User
+	err := s.read(ctx, func(t *txn) (err error) {
+		out, err = scanUser(t.queryRow(ctx, `SELECT `+userCols+` FROM users
+			WHERE setup_token_hash = ? AND setup_expires_at > ? AND NOT disabled`, tokenHash, t.s.tv(now)))
+		return notFound(err, "set-up link")
+	})
+	return out, err
+}
+
+// CompleteUserSetupWithToken completes the set-up of user id while its link tokenHash is
+// unused and unexpired, in one statement.
+func (s *Store) CompleteUserSetupWithToken(ctx context.Context, id int64, tokenHash string, now time.Time, passwordHash string, sealedTOTP []byte, recoveryHashes []string) (persistence.User, error) {
+	for _, err := range []error{checkSHA256("setup_token_hash", tokenHash, false), checkPasswordHash(passwordHash, false),
+		checkSealedTOTP(sealedTOTP, false), checkRecoveryHashes(recoveryHashes)} {
+		if err != nil {
+			return persistence.User{}, fmt.Errorf("complete set-up of user %d: %w", id, err)
+		}
+	}
+	var out persistence.User
+	err := s.write(ctx, func(t *txn) (err error) {
+		out, err = scanUser(t.queryRow(ctx, `UPDATE users SET password_hash = ?, totp_secret = ?, recovery_hashes = ?,
+				setup_token_hash = '', setup_expires_at = NULL, generation = generation + 1, updated_at = ?
+			WHERE id = ? AND setup_token_hash = ? AND setup_expires_at > ? AND NOT disabled
+			RETURNING `+userCols,
+			passwordHash, sealedTOTP, encodeHashes(recoveryHashes), t.s.tv(t.now), id, tokenHash, t.s.tv(now)))
+		return notFound(err, "set-up link")
+	})
+	if err != nil {
+		return persistence.User{}, fmt.Errorf("complete set-up of user %d: %w", id, err)
+	}
+	return out, nil
+}
+
 // SetUserPassword replaces a user's password hash and ends the user's sessions.
 func (s *Store) SetUserPassword(ctx context.Context, id int64, hash string) (persistence.User, error) {
 	if err := checkPasswordHash(hash, false); err != nil {

@@ -483,3 +483,43 @@ func mustUsers(t testing.TB) func([]persistence.User, int, error) ([]persistence
 		return v, n
 	}
 }
+
+func TestCompleteUserSetupWithToken(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		now := time.Now()
+		bob := newPendingUser(t, s, "bob", persistence.RoleAdmin, "bob-link", now.Add(time.Hour))
+		carol := newPendingUser(t, s, "carol", persistence.RoleOperator, "carol-link", now.Add(time.Hour))
+
+		// Looking the link up leaves it usable.
+		for range 2 {
+			if u := must1[persistence.User](t)(s.FindUserBySetupToken(ctx, hashOf("bob-link"), now)); u.ID != bob.ID {
+				t.Fatalf("FindUserBySetupToken = user %d, want %d", u.ID, bob.ID)
+			}
+		}
+		_, err := s.FindUserBySetupToken(ctx, hashOf("bob-link"), now.Add(2*time.Hour))
+		wantErr(t, err, persistence.ErrNotFound)
+
+		// Another user's link, an expired link and a bad input complete nothing.
+		_, err = s.CompleteUserSetupWithToken(ctx, bob.ID, hashOf("carol-link"), now, testPasswordHash, testSealedTOTP, nil)
+		wantErr(t, err, persistence.ErrNotFound)
+		_, err = s.CompleteUserSetupWithToken(ctx, bob.ID, hashOf("bob-link"), now.Add(2*time.Hour), testPasswordHash, testSealedTOTP, nil)
+		wantErr(t, err, persistence.ErrNotFound)
+		_, err = s.CompleteUserSetupWithToken(ctx, bob.ID, hashOf("bob-link"), now, "", testSealedTOTP, nil)
+		wantField(t, err, "password_hash")
+
+		got := must1[persistence.User](t)(s.CompleteUserSetupWithToken(ctx, bob.ID, hashOf("bob-link"), now, testPasswordHash, testSealedTOTP, nil))
+		if got.PasswordHash != testPasswordHash || got.SetupTokenHash != "" || got.Generation != bob.Generation+1 {
+			t.Fatalf("completed user = %+v", got)
+		}
+		// The link works once.
+		_, err = s.CompleteUserSetupWithToken(ctx, bob.ID, hashOf("bob-link"), now, testPasswordHash, testSealedTOTP, nil)
+		wantErr(t, err, persistence.ErrNotFound)
+		_, err = s.FindUserBySetupToken(ctx, hashOf("bob-link"), now)
+		wantErr(t, err, persistence.ErrNotFound)
+		// Carol's link was not touched.
+		if u := must1[persistence.User](t)(s.FindUserBySetupToken(ctx, hashOf("carol-link"), now)); u.ID != carol.ID {
+			t.Fatalf("carol's link finds user %d", u.ID)
+		}
+	})
+}
