@@ -22,6 +22,8 @@ const (
 	maxMessageQuery = 200
 )
 
+var _ = registerPages([]string{"messages", "message"}, (*Server).messageRoutes)
+
 var _ = registerFlashes(map[string]flash{
 	"message-redispatched":       {Kind: "success", Text: "Redispatch requested."},
 	"message-redispatch-refused": {Kind: "danger", Text: "Redispatch refused: the message is not in a state that allows it."},

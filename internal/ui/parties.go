@@ -26,6 +26,8 @@ var (
 		Plural: "Partners", Singular: "partner", Taken: "A partner with this name already exists."}
 )
 
+var _ = registerPages([]string{"parties", "party", "party_form"}, (*Server).partyRoutes)
+
 var _ = registerFlashes(map[string]flash{
 	"party-created": {Kind: "success", Text: "Saved. The new party can be named in routes."},
 	"party-updated": {Kind: "success", Text: "Saved."},

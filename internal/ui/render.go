@@ -15,9 +15,27 @@ import (
 //go:embed templates
 var templateFiles embed.FS
 
-// views are the pages; each is parsed with the layout, once, at start-up.
-var views = []string{"not_found", "setup", "setup_done", "sign_in", "sign_in_code", "home",
-	"parties", "party", "party_form", "routes", "messages", "message"}
+// views are the pages; each is parsed with the layout, once, at start-up. Page groups
+// add theirs with registerPages.
+var views = []string{"not_found", "setup", "setup_done", "sign_in", "sign_in_code", "home"}
+
+// routeGroups are the signed-in page groups, one per file, added with registerPages.
+var routeGroups []func(*Server) []pageRoute
+
+// registerPages adds a page group: the views its handlers render and its routes. Groups
+// call it from a package-level var, so each file keeps its pages beside its handlers.
+func registerPages(groupViews []string, routes func(*Server) []pageRoute) bool {
+	for _, v := range groupViews {
+		for _, have := range views {
+			if have == v {
+				panic("view " + v + " registered twice")
+			}
+		}
+	}
+	views = append(views, groupViews...)
+	routeGroups = append(routeGroups, routes)
+	return true
+}
 
 var funcs = template.FuncMap{
 	"static":    static.URL,

@@ -11,6 +11,8 @@ import (
 	"wharf/internal/ui/session"
 )
 
+var _ = registerPages([]string{"routes"}, (*Server).routeRoutes)
+
 var _ = registerFlashes(map[string]flash{
 	"route-created": {Kind: "success", Text: "Route added. New messages are routed by it."},
 	"route-deleted": {Kind: "success", Text: "Route deleted."},

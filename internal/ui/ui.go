@@ -164,11 +164,11 @@ type pageRoute struct {
 	handler http.Handler
 }
 
-// pageRoutes lists the operating pages, one group per file.
+// pageRoutes lists the operating pages of every registered group.
 func (s *Server) pageRoutes() []pageRoute {
 	var out []pageRoute
-	for _, group := range []func() []pageRoute{s.partyRoutes, s.routeRoutes, s.messageRoutes} {
-		out = append(out, group()...)
+	for _, group := range routeGroups {
+		out = append(out, group(s)...)
 	}
 	return out
 }
