@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,9 +12,8 @@ import (
 	"wharf/internal/persistence"
 )
 
-// maxCertificateUpload bounds the file of a certificate upload; real certificate files
-// and PKCS#12 bundles are a few kilobytes.
-const maxCertificateUpload = 1 << 20
+// maxCertificateUpload bounds the file of a certificate upload.
+const maxCertificateUpload = certs.MaxUploadSize
 
 // certificateCreated is one certificate of an upload's answer.
 type certificateCreated struct {
@@ -73,21 +71,7 @@ func (s *Server) createCertificates(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	parsed, err := certs.Parse(file, fields["password"])
-	if err != nil {
-		field := "file"
-		if errors.Is(err, certs.ErrWrongPassword) {
-			field = "password"
-		}
-		s.fail(w, r, invalid(field, err.Error()))
-		return
-	}
-	recs, err := certs.Records(parsed, fields["description"], s.sealer)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	stored, err := s.store.CreateCertificates(r.Context(), recs)
+	stored, err := certs.Import(r.Context(), s.store, s.sealer, file, fields["password"], fields["description"])
 	if err != nil {
 		s.fail(w, r, withCode(err, persistence.ErrConflict, "CERTIFICATE_EXISTS"))
 		return
