@@ -13,7 +13,7 @@ import (
 // PollerConfig is the configuration of a file-poller instance.
 type PollerConfig struct {
 	// Directory is the outbox the poller scans (absolute).
-	Directory string `json:"directory"`
+	Directory string `json:"directory" wharf:"required"`
 	// Pattern is the path of a document under Directory, segment by segment: a literal
 	// directory name or one of {to}, {from}, {filename}; {filename} comes last.
 	Pattern string `json:"pattern"`

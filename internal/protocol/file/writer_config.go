@@ -14,7 +14,7 @@ import (
 type WriterConfig struct {
 	delivery.TargetOptions
 	// Directory is the base directory every file is written under (absolute).
-	Directory string `json:"directory"`
+	Directory string `json:"directory" wharf:"required"`
 	// Pattern is the path of a file under Directory, with placeholders; see
 	// WriterPlaceholders.
 	Pattern string `json:"pattern"`

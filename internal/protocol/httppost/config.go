@@ -19,7 +19,7 @@ type PosterConfig struct {
 	delivery.TargetOptions
 	// URL receives the POST (http or https). It is shown in the configuration but never
 	// put in delivery reasons or logs, since its query may carry a token.
-	URL string `json:"url"`
+	URL string `json:"url" wharf:"required"`
 	// Headers are extra request headers, shown in the configuration.
 	Headers map[string]string `json:"headers,omitempty"`
 	// SecretHeaders are extra request headers whose values are write-only.

@@ -24,7 +24,7 @@ type Config struct {
 	// MDNPath receives the asynchronous MDNs partners send for our messages.
 	MDNPath string `json:"mdn_path"`
 	// TLSCertificateID, when set, serves HTTPS with that stored certificate and its key.
-	TLSCertificateID *int64 `json:"tls_certificate_id,omitempty"`
+	TLSCertificateID *int64 `json:"tls_certificate_id,omitempty" wharf:"certificate"`
 	// MaxConcurrentRequests bounds the requests handled at once; beyond it a request is
 	// answered 503 without its body being read.
 	MaxConcurrentRequests int `json:"max_concurrent_requests"`

@@ -1,0 +1,74 @@
+package module
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"wharf/internal/delivery"
+	"wharf/internal/persistence"
+)
+
+// describedConfig has one field of every kind a form offers.
+type describedConfig struct {
+	delivery.TargetOptions
+	URL     string            `json:"url" wharf:"required"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Secret  map[string]string `json:"secret_headers,omitempty"`
+	Wait    delivery.Duration `json:"wait"`
+	Port    int               `json:"port"`
+	CertID  *int64            `json:"cert_id,omitempty" wharf:"certificate"`
+	Verbose bool              `json:"verbose"`
+	Ignored string            `json:"-"`
+	hidden  string
+}
+
+func (c *describedConfig) Validate() error           { return nil }
+func (c *describedConfig) WriteOnlyFields() []string { return []string{"secret_headers"} }
+
+const describedType persistence.PluginType = "described-test"
+
+func init() {
+	retries := 4
+	Register(Module{Name: "described", Plugins: []Plugin{{
+		Type: describedType, Role: RoleTarget,
+		NewConfig: func() Config {
+			return &describedConfig{Port: 8080, Wait: delivery.Duration(30 * time.Second), Verbose: true,
+				Headers:       map[string]string{"B": "2", "A": "1"},
+				TargetOptions: delivery.TargetOptions{Retry: delivery.RetryPolicy{MaxRetries: &retries}}}
+		},
+		NewTarget: func(Env, persistence.InstanceName, Config) (delivery.Deliverer, error) { return nopTarget{}, nil },
+	}}})
+}
+
+func TestDescribeListsEveryField(t *testing.T) {
+	got, err := Describe(describedType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []FieldSpec{
+		{Name: "max_concurrent", Kind: KindInteger},
+		{Name: "retry.strategy", Kind: KindText},
+		{Name: "retry.base", Kind: KindDuration},
+		{Name: "retry.max_delay", Kind: KindDuration},
+		{Name: "retry.max_retries", Kind: KindInteger, Default: "4"},
+		{Name: "retry.jitter", Kind: KindNumber},
+		{Name: "url", Kind: KindText, Required: true},
+		{Name: "headers", Kind: KindMap, Default: "A: 1\nB: 2\n"},
+		{Name: "secret_headers", Kind: KindMap, WriteOnly: true},
+		{Name: "wait", Kind: KindDuration, Default: "30s"},
+		{Name: "port", Kind: KindInteger, Default: "8080"},
+		{Name: "cert_id", Kind: KindCertificate},
+		{Name: "verbose", Kind: KindBoolean, Default: "true"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Describe =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestDescribeUnknownType(t *testing.T) {
+	if _, err := Describe("no-such-type"); err == nil {
+		t.Fatal("Describe of an unknown type succeeded")
+	}
+}
+
