@@ -50,6 +50,8 @@ type Deps struct {
 	Payloads Payloads
 	// PartyReferences are the modules whose records keep a party from being deleted.
 	PartyReferences []module.PartyReferences
+	// Services runs the plugin instances; nil leaves the services page answering 503.
+	Services ServiceControl
 }
 
 // Actions are the operator actions on messages the UI offers.
@@ -77,6 +79,7 @@ type Server struct {
 	actions   Actions
 	payloads  Payloads
 	partyRefs []module.PartyReferences
+	services  ServiceControl
 
 	// byAccount and byAddress slow down repeated sign-in failures; see package throttle.
 	byAccount *throttle.Limiter
@@ -106,6 +109,7 @@ func New(d Deps) (*Server, error) {
 			return h
 		}),
 	}
+	s.services = d.Services
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -127,7 +131,8 @@ func (s *Server) Handler() http.Handler {
 	pages.HandleFunc("POST /ui/sign-in", s.signInSubmit)
 	pages.Handle("POST /ui/sign-out", s.sessions.Require(session.CSRF(http.HandlerFunc(s.signOut))))
 	pages.Handle("GET /ui/{$}", s.sessions.Require(http.HandlerFunc(s.home)))
-	for _, rt := range s.pageRoutes() {
+	routes := s.pageRoutes()
+	for _, rt := range routes {
 		h := s.sessions.Require(rt.handler)
 		if !strings.HasPrefix(rt.pattern, "GET ") {
 			h = s.sessions.Require(session.CSRF(rt.handler))
@@ -139,6 +144,12 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(static.Prefix, static.Handler())
 	mux.Handle("/ui/", session.SecurityHeaders(session.LimitBody(maxBody)(pages)))
+	// A route that takes more than maxBody (an upload) gets its own limit, before routing.
+	for _, rt := range routes {
+		if bl, ok := rt.handler.(bodyLimiter); ok {
+			mux.Handle(rt.pattern, session.SecurityHeaders(session.LimitBody(bl.BodyLimit())(pages)))
+		}
+	}
 	return mux
 }
 
@@ -163,6 +174,21 @@ type pageRoute struct {
 	pattern string
 	handler http.Handler
 }
+
+// bodyLimiter is a page route's handler whose requests may be larger than maxBody.
+type bodyLimiter interface {
+	BodyLimit() int64
+}
+
+// withBodyLimit lets h's requests carry up to n bytes.
+func withBodyLimit(n int64, h http.Handler) http.Handler { return limitedHandler{h, n} }
+
+type limitedHandler struct {
+	http.Handler
+	limit int64
+}
+
+func (l limitedHandler) BodyLimit() int64 { return l.limit }
 
 // pageRoutes lists the operating pages of every registered group.
 func (s *Server) pageRoutes() []pageRoute {
