@@ -1,0 +1,292 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"wharf/internal/api"
+	"wharf/internal/persistence"
+	"wharf/internal/persistence/db/dbtest"
+	"wharf/internal/records"
+
+	// The plugin types these tests configure register themselves.
+	_ "wharf/internal/protocol/file"
+	_ "wharf/internal/protocol/httppost"
+)
+
+// restOps is what the REST API needs of the running system in these tests: nothing.
+type restOps struct{}
+
+func (restOps) Redispatch(context.Context, int64, string) ([]persistence.Delivery, error) {
+	return nil, errors.New("not used")
+}
+func (restOps) Redeliver(context.Context, int64, string) (persistence.Delivery, error) {
+	return persistence.Delivery{}, errors.New("not used")
+}
+func (restOps) RoutesChanged(context.Context)                                  {}
+func (restOps) SettingsChanged(context.Context)                                {}
+func (restOps) Services(context.Context) []api.ServiceStatus                   { return nil }
+func (restOps) StartService(context.Context, persistence.InstanceName) error   { return nil }
+func (restOps) StopService(context.Context, persistence.InstanceName) error    { return nil }
+func (restOps) RestartService(context.Context, persistence.InstanceName) error { return nil }
+
+// restSide is the REST API over a store of its own, sealing with the UI's secrets box, so
+// the same submission can be made both ways and the stored records compared.
+type restSide struct {
+	store persistence.Store
+	url   string
+	token string
+}
+
+func newRESTSide(t *testing.T, cb *configBundle) *restSide {
+	t.Helper()
+	st := dbtest.SQLite(t)
+	srv := httptest.NewServer(api.New(api.Deps{Store: st, Ops: restOps{}, Sealer: cb.box,
+		Logger: slog.New(slog.NewTextHandler(tLogWriter{t}, nil))}).Handler())
+	t.Cleanup(srv.Close)
+	const token = "wharf_test-token-for-the-rest-side"
+	if _, err := st.CreateAPIToken(context.Background(), "tester", api.HashToken(token)); err != nil {
+		t.Fatal(err)
+	}
+	return &restSide{store: st, url: srv.URL, token: token}
+}
+
+// send makes a JSON request and returns the status and the decoded answer.
+func (rs *restSide) send(t *testing.T, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, rs.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+rs.token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	var out map[string]any
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatalf("%s %s: %v\n%s", method, path, err, data)
+		}
+	}
+	return res.StatusCode, out
+}
+
+// storedConfig is a stored instance with its write-only values opened, for comparing.
+type storedConfig struct {
+	Type    persistence.PluginType
+	Enabled bool
+	Config  map[string]any
+	Secrets map[string]any
+}
+
+func readStored(t *testing.T, st persistence.Store, box Sealer, name persistence.InstanceName) (storedConfig, bool) {
+	t.Helper()
+	rec, err := st.GetPluginConfig(context.Background(), name)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return storedConfig{}, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := storedConfig{Type: rec.Type, Enabled: rec.Enabled}
+	if err := json.Unmarshal(rec.Config, &out.Config); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Secrets) > 0 {
+		plain, err := box.Open(rec.Secrets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(plain, &out.Secrets); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out, true
+}
+
+// TestPluginFormMatchesREST sends the same submission through the form and through the
+// REST API and requires the same outcome: the same stored record, or a refusal naming the
+// same fields.
+func TestPluginFormMatchesREST(t *testing.T) {
+	dir := t.TempDir()
+	dirJSON, _ := json.Marshal(dir)
+	d := string(dirJSON)
+	const canary = "Bearer canary-secret-4711"
+	// Both stores start with these instances.
+	existing := []struct {
+		typ  persistence.PluginType
+		body string
+	}{
+		{persistence.PluginFileWriter, `{"name":"taken","directory":` + d + `}`},
+		{persistence.PluginHTTPPoster, `{"name":"hooks","url":"https://example.com/in","secret_headers":{"Authorization":"` + canary + `"}}`},
+	}
+	tests := []struct {
+		name   string
+		typ    persistence.PluginType
+		update persistence.InstanceName // empty: create
+		form   url.Values
+		rest   string
+		// instance is what to compare when the submission is taken; errFields the fields
+		// named when it is refused (status is the REST status then).
+		instance  persistence.InstanceName
+		check     func(t *testing.T, got storedConfig)
+		status    int
+		errFields []string
+	}{
+		{name: "valid writer", typ: persistence.PluginFileWriter,
+			form: url.Values{"name": {"out"}, "enabled": {"true"}, "directory": {dir}, "overwrite": {"true"},
+				"retry.max_retries": {"3"}, "retry.base": {"10s"}, "retry.max_delay": {"1m"}, "file_mode": {"0600"}},
+			rest:     `{"name":"out","enabled":true,"directory":` + d + `,"overwrite":true,"retry":{"max_retries":3,"base":"10s","max_delay":"1m"},"file_mode":"0600"}`,
+			instance: "out", check: func(t *testing.T, got storedConfig) {
+				if got.Config["directory"] != dir || got.Config["overwrite"] != true || !got.Enabled {
+					t.Errorf("stored: %+v", got)
+				}
+			}},
+		{name: "valid disabled poster with headers", typ: persistence.PluginHTTPPoster,
+			form: url.Values{"name": {"post"}, "url": {"https://example.com/x?k=1"}, "headers": {"X-One: 1\nX-Two: two"},
+				"secret_headers": {"Authorization: " + canary}, "timeout": {"5s"}},
+			rest:     `{"name":"post","enabled":false,"url":"https://example.com/x?k=1","headers":{"X-One":"1","X-Two":"two"},"secret_headers":{"Authorization":"` + canary + `"},"timeout":"5s"}`,
+			instance: "post"},
+		{name: "invalid url", typ: persistence.PluginHTTPPoster,
+			form:   url.Values{"name": {"post2"}, "enabled": {"true"}, "url": {"ftp://example.com/"}},
+			rest:   `{"name":"post2","enabled":true,"url":"ftp://example.com/"}`,
+			status: http.StatusBadRequest, errFields: []string{"url"}},
+		{name: "integer that is not one", typ: persistence.PluginFilePoller,
+			form:   url.Values{"name": {"in"}, "enabled": {"true"}, "directory": {dir}, "batch_size": {"many"}},
+			rest:   `{"name":"in","enabled":true,"directory":` + d + `,"batch_size":"many"}`,
+			status: http.StatusBadRequest, errFields: []string{"batch_size"}},
+		{name: "invalid duration", typ: persistence.PluginFilePoller,
+			form:   url.Values{"name": {"in"}, "enabled": {"true"}, "directory": {dir}, "interval": {"soon"}},
+			rest:   `{"name":"in","enabled":true,"directory":` + d + `,"interval":"soon"}`,
+			status: http.StatusBadRequest, errFields: []string{"interval"}},
+		{name: "invalid nested field", typ: persistence.PluginFileWriter,
+			form:   url.Values{"name": {"out2"}, "enabled": {"true"}, "directory": {dir}, "retry.max_retries": {"5000"}},
+			rest:   `{"name":"out2","enabled":true,"directory":` + d + `,"retry":{"max_retries":5000}}`,
+			status: http.StatusBadRequest, errFields: []string{"retry.max_retries"}},
+		{name: "required field missing", typ: persistence.PluginFileWriter,
+			form:   url.Values{"name": {"out3"}, "enabled": {"true"}},
+			rest:   `{"name":"out3","enabled":true}`,
+			status: http.StatusBadRequest, errFields: []string{"directory"}},
+		{name: "invalid name", typ: persistence.PluginFileWriter,
+			form:   url.Values{"name": {"Not A Name"}, "enabled": {"true"}, "directory": {dir}},
+			rest:   `{"name":"Not A Name","enabled":true,"directory":` + d + `}`,
+			status: http.StatusBadRequest, errFields: []string{"name"}},
+		{name: "reserved name", typ: persistence.PluginFileWriter,
+			form:   url.Values{"name": {"manual"}, "enabled": {"true"}, "directory": {dir}},
+			rest:   `{"name":"manual","enabled":true,"directory":` + d + `}`,
+			status: http.StatusBadRequest, errFields: []string{"name"}},
+		{name: "duplicate name", typ: persistence.PluginFileWriter,
+			form:   url.Values{"name": {"taken"}, "enabled": {"true"}, "directory": {dir}},
+			rest:   `{"name":"taken","enabled":true,"directory":` + d + `}`,
+			status: http.StatusConflict, errFields: []string{"name"}},
+		{name: "write-only kept", typ: persistence.PluginHTTPPoster, update: "hooks",
+			form:     url.Values{"enabled": {"true"}, "url": {"https://example.com/other"}, "secret_headers": {""}},
+			rest:     `{"enabled":true,"url":"https://example.com/other"}`,
+			instance: "hooks", check: func(t *testing.T, got storedConfig) {
+				if got.Config["url"] != "https://example.com/other" || !reflect.DeepEqual(got.Secrets, map[string]any{"secret_headers": map[string]any{"Authorization": canary}}) {
+					t.Errorf("after an update without the write-only field: %+v", got)
+				}
+			}},
+		{name: "write-only replaced", typ: persistence.PluginHTTPPoster, update: "hooks",
+			form:     url.Values{"enabled": {"true"}, "url": {"https://example.com/in"}, "secret_headers": {"X-Token: t2"}},
+			rest:     `{"enabled":true,"url":"https://example.com/in","secret_headers":{"X-Token":"t2"}}`,
+			instance: "hooks"},
+		{name: "invalid update", typ: persistence.PluginHTTPPoster, update: "hooks",
+			form:   url.Values{"enabled": {"true"}, "url": {"https://example.com/in"}, "timeout": {"3h"}},
+			rest:   `{"enabled":true,"url":"https://example.com/in","timeout":"3h"}`,
+			status: http.StatusBadRequest, errFields: []string{"timeout"}},
+	}
+	// One UI and one REST side take every submission in turn; a taken one changes both
+	// stores alike, so they stay equal for the next.
+	cb := setupConfigPages(t)
+	rs := newRESTSide(t, cb)
+	ctx := context.Background()
+	for _, e := range existing {
+		for _, st := range []persistence.Store{cb.store, rs.store} {
+			if _, err := records.SavePluginConfig(ctx, st, cb.box, e.typ, "", []byte(e.body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			uiPath, restPath, method := "/ui/plugins/"+string(tt.typ), "/api/v1/plugins/configs/"+string(tt.typ), http.MethodPost
+			if tt.update != "" {
+				uiPath, restPath, method = uiPath+"/"+string(tt.update), restPath+"/"+string(tt.update), http.MethodPut
+			}
+			restStatus, restBody := rs.send(t, method, restPath, tt.rest)
+			ui := cb.post(t, uiPath, tt.form)
+
+			if tt.errFields == nil {
+				if restStatus/100 != 2 {
+					t.Fatalf("REST = %d %v", restStatus, restBody)
+				}
+				wantRedirect(t, ui, "/ui/plugins/"+string(tt.typ)+"/"+string(tt.instance))
+				viaUI, _ := readStored(t, cb.store, cb.box, tt.instance)
+				viaREST, _ := readStored(t, rs.store, cb.box, tt.instance)
+				if !reflect.DeepEqual(viaUI, viaREST) {
+					t.Errorf("stored through the form:\n%+v\nthrough REST:\n%+v", viaUI, viaREST)
+				}
+				if tt.check != nil {
+					tt.check(t, viaUI)
+				}
+				return
+			}
+			if restStatus != tt.status {
+				t.Fatalf("REST = %d, want %d: %v", restStatus, tt.status, restBody)
+			}
+			restFields := []string{}
+			if e, ok := restBody["error"].(map[string]any); ok {
+				if details, ok := e["details"].(map[string]any); ok {
+					for k := range details {
+						restFields = append(restFields, k)
+					}
+				}
+				if tt.status == http.StatusConflict && e["code"] == "NAME_TAKEN" {
+					restFields = append(restFields, "name")
+				}
+			}
+			slices.Sort(restFields)
+			uiStatus := http.StatusUnprocessableEntity
+			if tt.status == http.StatusConflict {
+				uiStatus = http.StatusConflict
+			}
+			if ui.status != uiStatus {
+				t.Fatalf("form = %d, want %d\n%s", ui.status, uiStatus, ui.body)
+			}
+			uiFields := formErrorFields(ui.body)
+			slices.Sort(uiFields)
+			if !slices.Equal(restFields, tt.errFields) || !slices.Equal(uiFields, tt.errFields) {
+				t.Errorf("refused fields: REST %v, form %v, want %v\n%s", restFields, uiFields, tt.errFields, ui.body)
+			}
+			// The refused form keeps what was typed, but never a write-only value.
+			for k, v := range tt.form {
+				if k == "secret_headers" || k == "enabled" || v[0] == "" {
+					continue
+				}
+				if !strings.Contains(ui.body, `value="`+v[0]+`"`) && !strings.Contains(ui.body, ">"+v[0]+"<") {
+					t.Errorf("the refused form lost %s=%q", k, v[0])
+				}
+			}
+			for _, body := range cb.c.seen {
+				if strings.Contains(body, "canary-secret") {
+					t.Fatal("a page shows a write-only value")
+				}
+			}
+		})
+	}
+}
