@@ -71,4 +71,3 @@ func TestDescribeUnknownType(t *testing.T) {
 		t.Fatal("Describe of an unknown type succeeded")
 	}
 }
-

@@ -175,7 +175,6 @@ func readCertificateForm(r *http.Request) (file []byte, password, description st
 	return file, password, description, nil
 }
 
-
 // errFileTooLarge refuses a certificate file over certs.MaxUploadSize.
 var errFileTooLarge = &persistence.FieldError{Field: "file",
 	Message: "the file is larger than " + strconv.Itoa(certs.MaxUploadSize>>10) + " KiB"}

@@ -216,4 +216,3 @@ func certCount(t *testing.T, cb *configBundle) (int, error) {
 	}
 	return total, nil
 }
-
