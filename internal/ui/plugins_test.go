@@ -15,6 +15,9 @@ import (
 	"testing"
 
 	"wharf/internal/api"
+	"wharf/internal/certs"
+	"wharf/internal/certs/certstest"
+	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db/dbtest"
 	"wharf/internal/records"
@@ -286,6 +289,179 @@ func TestPluginFormMatchesREST(t *testing.T) {
 				if strings.Contains(body, "canary-secret") {
 					t.Fatal("a page shows a write-only value")
 				}
+			}
+		})
+	}
+}
+
+func TestPluginPagesCreateEditDelete(t *testing.T) {
+	cb := setupConfigPages(t)
+	cb.seedRouting(t)
+	ctx := context.Background()
+	if _, err := records.CreateRoute(ctx, cb.store, records.RouteInput{Source: "outbox", From: "local", To: "acme", Target: "inbox"}); err != nil {
+		t.Fatal(err)
+	}
+
+	types := cb.get(t, "/ui/plugins", http.StatusOK)
+	for _, want := range []string{`href="/ui/plugins/file-writer"`, `href="/ui/plugins/file-poller"`, `href="/ui/plugins/http-poster"`} {
+		if !strings.Contains(types, want) {
+			t.Errorf("types page lacks %q\n%s", want, types)
+		}
+	}
+	if body := cb.get(t, "/ui/plugins/file-writer", http.StatusOK); !strings.Contains(body, `href="/ui/plugins/file-writer/inbox"`) ||
+		!strings.Contains(body, `href="/ui/plugins/file-writer/archive"`) || strings.Contains(body, "outbox") {
+		t.Errorf("type page:\n%s", body)
+	}
+	if body := cb.get(t, "/ui/plugins/http-poster", http.StatusOK); !strings.Contains(body, "No http-poster instance yet.") {
+		t.Errorf("empty type page:\n%s", body)
+	}
+
+	// The new form is built from the type's description, defaults filled in.
+	form := cb.get(t, "/ui/plugins/http-poster/new", http.StatusOK)
+	for _, want := range []string{`name="url"`, `name="timeout"`, `value="30s"`, `name="retry.max_retries"`,
+		`<textarea id="cfg-secret_headers" name="secret_headers"`, `<textarea id="cfg-headers" name="headers"`,
+		`id="enabled" name="enabled" type="checkbox" value="true" checked`, "Write-only"} {
+		if !strings.Contains(form, want) {
+			t.Errorf("new form lacks %q\n%s", want, form)
+		}
+	}
+	if strings.Contains(form, `id="cfg-secret_headers-clear"`) {
+		t.Error("a new form offers to remove a stored write-only value")
+	}
+
+	const secretValue = "Bearer pages-canary-0042"
+	wantRedirect(t, cb.post(t, "/ui/plugins/http-poster", url.Values{"name": {"hook"}, "enabled": {"true"},
+		"url": {"https://example.com/hook"}, "headers": {"X-A: 1"}, "secret_headers": {"Authorization: " + secretValue}}),
+		"/ui/plugins/http-poster/hook")
+	if cb.actions.count() != 1 {
+		t.Errorf("RoutesChanged calls after create = %d, want 1", cb.actions.count())
+	}
+	detail := cb.get(t, "/ui/plugins/http-poster/hook", http.StatusOK)
+	for _, want := range []string{"Saved.", "https://example.com/hook", "X-A: 1", "write-only, not shown",
+		`data-confirm="Delete http-poster instance hook?"`} {
+		if !strings.Contains(detail, want) {
+			t.Errorf("detail lacks %q\n%s", want, detail)
+		}
+	}
+	edit := cb.get(t, "/ui/plugins/http-poster/hook/edit", http.StatusOK)
+	for _, want := range []string{`value="https://example.com/hook"`, ">X-A: 1\n</textarea>", `id="cfg-secret_headers-clear"`} {
+		if !strings.Contains(edit, want) {
+			t.Errorf("edit form lacks %q\n%s", want, edit)
+		}
+	}
+	// Removing the write-only value takes the checkbox.
+	wantRedirect(t, cb.post(t, "/ui/plugins/http-poster/hook", url.Values{"enabled": {"true"},
+		"url": {"https://example.com/hook"}, "clear:secret_headers": {"true"}}), "/ui/plugins/http-poster/hook")
+	if got, _ := readStored(t, cb.store, cb.box, "hook"); got.Secrets != nil {
+		t.Errorf("secrets after removing them: %v", got.Secrets)
+	}
+	for _, body := range cb.c.seen {
+		if strings.Contains(body, "pages-canary") {
+			t.Fatal("a page shows a write-only value")
+		}
+	}
+
+	// A map field that is not "Name: value" lines is refused at the field.
+	r := cb.post(t, "/ui/plugins/http-poster/hook", url.Values{"enabled": {"true"}, "url": {"https://example.com/hook"}, "headers": {"no colon"}})
+	if r.status != http.StatusUnprocessableEntity || !slices.Equal(formErrorFields(r.body), []string{"headers"}) {
+		t.Errorf("bad header lines = %d, errors at %v\n%s", r.status, formErrorFields(r.body), r.body)
+	}
+
+	// A route names inbox: its delete is refused with a flash.
+	wantRedirect(t, cb.post(t, "/ui/plugins/file-writer/inbox/delete", nil), "/ui/plugins/file-writer/inbox")
+	if body := cb.get(t, "/ui/plugins/file-writer/inbox", http.StatusOK); !strings.Contains(body, "Not deleted: a route names this instance.") {
+		t.Errorf("no refusal flash:\n%s", body)
+	}
+	if _, err := cb.store.GetPluginConfig(ctx, "inbox"); err != nil {
+		t.Fatalf("an instance in use was deleted: %v", err)
+	}
+	// Deleting releases the certificates the instance used.
+	stored, err := certs.Import(ctx, cb.store, cb.box, certstest.CertsPEM(certstest.ValidLeaf(t, certstest.CA(t, "CA"), "a.example", certstest.ECKey(t)).Cert), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cb.store.SetCertificateUses(ctx, records.PluginCertificateUse, "archive", []int64{stored[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	wantRedirect(t, cb.post(t, "/ui/plugins/file-writer/archive/delete", nil), "/ui/plugins/file-writer")
+	if _, err := cb.store.GetPluginConfig(ctx, "archive"); !errors.Is(err, persistence.ErrNotFound) {
+		t.Errorf("archive after delete: %v", err)
+	}
+	if uses, err := cb.store.ListCertificateUses(ctx, stored[0].ID); err != nil || len(uses) != 0 {
+		t.Errorf("certificate uses after the instance's delete: %v, %v", uses, err)
+	}
+	if body := cb.get(t, "/ui/plugins/file-writer", http.StatusOK); !strings.Contains(body, "Deleted.") || strings.Contains(body, "archive") {
+		t.Errorf("type page after delete:\n%s", body)
+	}
+}
+
+func TestPluginPagesNotFoundAndCSRF(t *testing.T) {
+	cb := setupConfigPages(t)
+	cb.seedRouting(t)
+	for _, path := range []string{"/ui/plugins/no-such-type", "/ui/plugins/no-such-type/new", "/ui/plugins/file-writer/missing",
+		"/ui/plugins/file-writer/missing/edit", "/ui/plugins/file-poller/inbox", "/ui/plugins/file-poller/inbox/edit",
+		"/ui/plugins/file-writer/Bad%20Name"} {
+		cb.get(t, path, http.StatusNotFound)
+	}
+	for _, path := range []string{"/ui/plugins/no-such-type", "/ui/plugins/file-writer/missing", "/ui/plugins/file-writer/missing/delete",
+		"/ui/plugins/file-poller/inbox/delete"} {
+		if r := cb.post(t, path, url.Values{"name": {"x"}}); r.status != http.StatusNotFound {
+			t.Errorf("POST %s = %d, want 404", path, r.status)
+		}
+	}
+	if _, err := cb.store.GetPluginConfig(context.Background(), "inbox"); err != nil {
+		t.Fatalf("inbox was deleted through another type's path: %v", err)
+	}
+	for _, path := range []string{"/ui/plugins/file-writer", "/ui/plugins/file-writer/inbox", "/ui/plugins/file-writer/inbox/delete"} {
+		if r := cb.c.post(t, path, url.Values{"name": {"x"}, "directory": {"/tmp"}}); r.status != http.StatusForbidden {
+			t.Errorf("POST %s without CSRF token = %d, want 403", path, r.status)
+		}
+	}
+	if _, err := cb.store.GetPluginConfig(context.Background(), "inbox"); err != nil {
+		t.Fatalf("inbox was deleted without a CSRF token: %v", err)
+	}
+}
+
+func TestConfigBody(t *testing.T) {
+	specs := []module.FieldSpec{
+		{Name: "url", Kind: module.KindText, Required: true},
+		{Name: "port", Kind: module.KindInteger},
+		{Name: "cert", Kind: module.KindCertificate},
+		{Name: "jitter", Kind: module.KindNumber},
+		{Name: "verbose", Kind: module.KindBoolean, Default: "true"},
+		{Name: "retry.base", Kind: module.KindDuration},
+		{Name: "headers", Kind: module.KindMap},
+		{Name: "secret", Kind: module.KindMap, WriteOnly: true},
+	}
+	tests := []struct {
+		name    string
+		form    url.Values
+		editing bool
+		want    string
+		errs    map[string]string
+	}{
+		{"empty inputs are left out, booleans are not", url.Values{"url": {""}, "port": {" "}}, false,
+			`{"enabled":false,"name":"n","verbose":false}`, nil},
+		{"typed values", url.Values{"enabled": {"true"}, "url": {"http://x"}, "port": {"80"}, "cert": {"7"}, "jitter": {"0.5"},
+			"verbose": {"true"}, "retry.base": {"2s"}, "headers": {"A: 1\r\n\r\nB:two words "}}, false,
+			`{"cert":7,"enabled":true,"headers":{"A":"1","B":"two words"},"jitter":0.5,"name":"n","port":80,"retry":{"base":"2s"},"url":"http://x","verbose":true}`, nil},
+		{"numbers that do not parse go on as text", url.Values{"port": {"eighty"}, "cert": {"0x1"}}, false,
+			`{"cert":"0x1","enabled":false,"name":"n","port":"eighty","verbose":false}`, nil},
+		{"an update names no instance; clearing a write-only map", url.Values{"secret": {"X: y"}, "clear:secret": {"true"}}, true,
+			`{"enabled":false,"secret":{},"verbose":false}`, nil},
+		{"bad map lines", url.Values{"headers": {"A: 1\nno colon"}}, false, "", map[string]string{"headers": "line 2: write Name: value"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, errs := configBody(specs, tt.form, "n", tt.editing)
+			if len(tt.errs) > 0 || len(errs) > 0 {
+				if !reflect.DeepEqual(errs, tt.errs) {
+					t.Errorf("errors = %v, want %v", errs, tt.errs)
+				}
+				return
+			}
+			if string(got) != tt.want {
+				t.Errorf("body = %s\nwant   %s", got, tt.want)
 			}
 		})
 	}
