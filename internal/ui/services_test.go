@@ -1,11 +1,16 @@
 package ui
 
 import (
+	"context"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"wharf/internal/certs/certstest"
+	"wharf/internal/records"
 )
 
 func TestServicesPageActions(t *testing.T) {
@@ -78,5 +83,52 @@ func TestServicesPageWithoutServices(t *testing.T) {
 	pb := setupPages(t)
 	if body := pb.get(t, "/ui/services", http.StatusOK); !strings.Contains(body, "Services are not run by this process.") {
 		t.Errorf("page:\n%s", body)
+	}
+}
+
+var hrefRE = regexp.MustCompile(`href="(/ui/[^"#?]*)"`)
+
+// TestConfigPagesLinksServed follows every link the certificate, plugin and services pages
+// show within those pages and requires each to be served.
+func TestConfigPagesLinksServed(t *testing.T) {
+	cb := setupConfigPages(t)
+	cb.seedRouting(t)
+	ca := certstest.CA(t, "Test CA")
+	wantRedirect(t, cb.upload(t, "/ui/certificates", nil, certstest.CertsPEM(certstest.ValidLeaf(t, ca, "a.example", certstest.ECKey(t)).Cert), true), "/ui/certificates/1")
+	if err := cb.store.SetCertificateUses(context.Background(), records.PluginCertificateUse, "inbox", []int64{1}); err != nil {
+		t.Fatal(err)
+	}
+	mine := func(p string) bool {
+		for _, prefix := range []string{"/ui/certificates", "/ui/plugins", "/ui/services"} {
+			if p == prefix || strings.HasPrefix(p, prefix+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	queue := []string{"/ui/certificates", "/ui/plugins", "/ui/services"}
+	seen := map[string]bool{}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		body := cb.get(t, p, http.StatusOK)
+		for _, m := range hrefRE.FindAllStringSubmatch(body, -1) {
+			if mine(m[1]) && !seen[m[1]] {
+				queue = append(queue, m[1])
+			}
+		}
+	}
+	for _, want := range []string{"/ui/certificates/new", "/ui/certificates/1", "/ui/plugins/file-writer/inbox/edit",
+		"/ui/plugins/http-poster/new"} {
+		if !seen[want] {
+			t.Errorf("the crawl did not reach %s", want)
+		}
+	}
+	if len(seen) < 15 {
+		t.Errorf("crawled only %d pages: %v", len(seen), seen)
 	}
 }
