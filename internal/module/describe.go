@@ -47,8 +47,9 @@ const fieldTag = "wharf"
 
 var durationType = reflect.TypeFor[delivery.Duration]()
 
-// Describe lists the fields of a plugin type's config in declaration order, nested
-// objects flattened with dotted names. It describes what Decode reads; Decode stays the
+// Describe lists the fields of a plugin type's config in declaration order, those of
+// embedded structs (the shared target options) after the type's own, and nested objects
+// flattened with dotted names. It describes what Decode reads; Decode stays the
 // one rule set that accepts or refuses a value.
 func Describe(t persistence.PluginType) ([]FieldSpec, error) {
 	p, ok := Lookup(t)
@@ -80,7 +81,7 @@ func Describe(t persistence.PluginType) ([]FieldSpec, error) {
 }
 
 func describeStruct(v reflect.Value, prefix string) ([]FieldSpec, error) {
-	var out []FieldSpec
+	var out, embedded []FieldSpec
 	t := v.Type()
 	for i := range t.NumField() {
 		sf := t.Field(i)
@@ -97,7 +98,7 @@ func describeStruct(v reflect.Value, prefix string) ([]FieldSpec, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, inner...)
+			embedded = append(embedded, inner...)
 			continue
 		}
 		if name == "" {
@@ -150,7 +151,7 @@ func describeStruct(v reflect.Value, prefix string) ([]FieldSpec, error) {
 		}
 		out = append(out, spec)
 	}
-	return out, nil
+	return append(out, embedded...), nil
 }
 
 // defaultText is a default value as a form shows it; zero values of fields that are not

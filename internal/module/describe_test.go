@@ -47,12 +47,6 @@ func TestDescribeListsEveryField(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []FieldSpec{
-		{Name: "max_concurrent", Kind: KindInteger},
-		{Name: "retry.strategy", Kind: KindText},
-		{Name: "retry.base", Kind: KindDuration},
-		{Name: "retry.max_delay", Kind: KindDuration},
-		{Name: "retry.max_retries", Kind: KindInteger, Default: "4"},
-		{Name: "retry.jitter", Kind: KindNumber},
 		{Name: "url", Kind: KindText, Required: true},
 		{Name: "headers", Kind: KindMap, Default: "A: 1\nB: 2\n"},
 		{Name: "secret_headers", Kind: KindMap, WriteOnly: true},
@@ -60,6 +54,12 @@ func TestDescribeListsEveryField(t *testing.T) {
 		{Name: "port", Kind: KindInteger, Default: "8080"},
 		{Name: "cert_id", Kind: KindCertificate},
 		{Name: "verbose", Kind: KindBoolean, Default: "true"},
+		{Name: "max_concurrent", Kind: KindInteger},
+		{Name: "retry.strategy", Kind: KindText},
+		{Name: "retry.base", Kind: KindDuration},
+		{Name: "retry.max_delay", Kind: KindDuration},
+		{Name: "retry.max_retries", Kind: KindInteger, Default: "4"},
+		{Name: "retry.jitter", Kind: KindNumber},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Describe =\n%+v\nwant\n%+v", got, want)

@@ -47,10 +47,11 @@ type certificateRow struct {
 	DaysLeft int
 	Expired  bool
 	// Expiring is within certs.ExpiryWarning of its end, not yet expired.
-	Expiring  bool
-	NotBefore string
-	NotAfter  string
-	Created   string
+	Expiring bool
+	// ValidFrom, ValidUntil and Created are RFC 3339 times, for <time> elements.
+	ValidFrom  string
+	ValidUntil string
+	Created    string
 }
 
 func (s *Server) certificateRow(c persistence.Certificate) certificateRow {
@@ -60,8 +61,8 @@ func (s *Server) certificateRow(c persistence.Certificate) certificateRow {
 		DaysLeft:    certs.DaysLeft(c.NotAfter, now),
 		Expired:     !c.NotAfter.After(now),
 		Expiring:    c.NotAfter.After(now) && c.NotAfter.Before(now.Add(certs.ExpiryWarning)),
-		NotBefore:   c.NotBefore.UTC().Format(time.RFC3339),
-		NotAfter:    c.NotAfter.UTC().Format(time.RFC3339),
+		ValidFrom:   c.NotBefore.UTC().Format(time.RFC3339),
+		ValidUntil:  c.NotAfter.UTC().Format(time.RFC3339),
 		Created:     c.CreatedAt.UTC().Format(time.RFC3339),
 	}
 }

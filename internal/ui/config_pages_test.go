@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/secret"
 	"wharf/internal/services"
@@ -75,6 +76,9 @@ func (f *fakeServices) List(ctx context.Context) ([]services.Status, error) {
 	var out []services.Status
 	for _, rec := range recs {
 		st := services.Status{Name: rec.Name, Type: rec.Type, Enabled: rec.Enabled, State: services.StateStopped}
+		if p, ok := module.Lookup(rec.Type); ok {
+			st.Role = p.Role
+		}
 		if s, ok := f.states[rec.Name]; ok {
 			st.State = s
 		}

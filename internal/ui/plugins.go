@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -100,6 +102,8 @@ type pluginField struct {
 	Value   string
 	Checked bool
 	Error   string
+	// DescribedBy lists the ids of the hint and the error, those the field has.
+	DescribedBy string
 }
 
 // certificateOption is a stored certificate a certificate field can name.
@@ -167,6 +171,14 @@ func formFields(specs []module.FieldSpec, values map[string]string, errs map[str
 		if f.Kind == module.KindBoolean {
 			pf.Checked = pf.Value == "true"
 		}
+		var ids []string
+		if pf.Hint != "" {
+			ids = append(ids, pf.ID+"-hint")
+		}
+		if pf.Error != "" {
+			ids = append(ids, pf.ID+"-error")
+		}
+		pf.DescribedBy = strings.Join(ids, " ")
 		out[i] = pf
 	}
 	return out
@@ -346,9 +358,9 @@ func (s *Server) renderPluginForm(w http.ResponseWriter, r *http.Request, status
 			}
 		}
 	}
-	for field, msg := range f.Errors {
+	for _, field := range slices.Sorted(maps.Keys(f.Errors)) {
 		if !known[field] {
-			f.Refusals = append(f.Refusals, field+": "+msg)
+			f.Refusals = append(f.Refusals, field+": "+f.Errors[field])
 		}
 	}
 	f.CSRFField, f.CSRFToken = session.CSRFField, sessionCSRFToken(r)
