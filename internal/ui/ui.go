@@ -50,6 +50,14 @@ type Deps struct {
 	Payloads Payloads
 	// PartyReferences are the modules whose records keep a party from being deleted.
 	PartyReferences []module.PartyReferences
+	// Ingest stores and dispatches a message sent by hand; nil leaves the send page
+	// answering 503.
+	Ingest module.Ingester
+	// SettingsChanged tells the gateway that settings changed, so they apply at once.
+	SettingsChanged func(context.Context)
+	// PublicURL is the gateway's base URL (no trailing slash), for the set-up links the
+	// users page shows; empty takes the request's scheme and host.
+	PublicURL string
 }
 
 // Actions are the operator actions on messages the UI offers.
@@ -85,6 +93,10 @@ type Server struct {
 	// dummyHash is verified against when the name is unknown, so a refusal takes
 	// as long whether or not the account exists.
 	dummyHash func() string
+
+	ingest          module.Ingester
+	settingsChanged func(context.Context)
+	publicURL       string
 }
 
 // New checks d and parses the templates.
@@ -106,6 +118,7 @@ func New(d Deps) (*Server, error) {
 			return h
 		}),
 	}
+	s.ingest, s.settingsChanged, s.publicURL = d.Ingest, d.SettingsChanged, d.PublicURL
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -138,7 +151,7 @@ func (s *Server) Handler() http.Handler {
 
 	mux := http.NewServeMux()
 	mux.Handle(static.Prefix, static.Handler())
-	mux.Handle("/ui/", session.SecurityHeaders(session.LimitBody(maxBody)(pages)))
+	mux.Handle("/ui/", session.SecurityHeaders(s.limitBody(pages)))
 	return mux
 }
 
