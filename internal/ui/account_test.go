@@ -117,10 +117,10 @@ func TestAccountChangePassword(t *testing.T) {
 	}
 
 	for _, tt := range []struct {
-		name            string
+		name             string
 		current, pw, pw2 string
-		status          int
-		want            string
+		status           int
+		want             string
 	}{
 		{"wrong current password", "not my password at all", newPassword, newPassword, http.StatusUnprocessableEntity, "The current password is not right."},
 		{"weak", testPassword, "short", "short", http.StatusUnprocessableEntity, "Password is too short"},
