@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
-	"wharf/internal/api"
+	"wharf/internal/auth/apitoken"
 	"wharf/internal/config"
 	"wharf/internal/logging"
-	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
 )
 
@@ -41,7 +38,7 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("%w: tokens %s takes %d argument(s)", errUsage, sub, n)
 	}
 	if n == 1 {
-		if _, err := persistence.ParseInstanceName(rest[0]); err != nil {
+		if err := apitoken.CheckName(rest[0]); err != nil {
 			return fmt.Errorf("invalid token name %q: use 1 to 64 of a-z, 0-9, _ and -", rest[0])
 		}
 	}
@@ -52,13 +49,9 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer store.Close()
 	switch sub {
 	case "create":
-		var b [32]byte
-		if _, err := rand.Read(b[:]); err != nil {
+		_, token, err := apitoken.Create(ctx, store, rest[0])
+		if err != nil {
 			return err
-		}
-		token := "wharf_" + base64.RawURLEncoding.EncodeToString(b[:])
-		if _, err := store.CreateAPIToken(ctx, rest[0], api.HashToken(token)); err != nil {
-			return fmt.Errorf("create token %s: %w", rest[0], err)
 		}
 		fmt.Fprintf(stdout, "Token %q created. It is shown once; keep it safe:\n", rest[0])
 		fmt.Fprintln(stdout, token)

@@ -2,10 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,13 +10,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"wharf/internal/auth/setuplink"
 	"wharf/internal/config"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
 )
-
-// setupLinkTTL is how long a set-up link stays usable.
-const setupLinkTTL = 24 * time.Hour
 
 // firstAdminName is the administrator standalone creates on a database without users.
 const firstAdminName persistence.UserName = "admin"
@@ -72,12 +66,7 @@ func runUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if role == "" {
 			role = persistence.RoleOperator
 		}
-		token, hash, err := newSetupToken()
-		if err != nil {
-			return err
-		}
-		expires := now.Add(setupLinkTTL)
-		_, err = store.CreateUser(ctx, persistence.User{Name: name, Role: role, SetupTokenHash: hash, SetupExpiresAt: &expires})
+		u, token, err := setuplink.Create(ctx, store, persistence.User{Name: name, Role: role}, now)
 		if errors.Is(err, persistence.ErrConflict) {
 			return fmt.Errorf("user %q already exists; wharf users reset %s gives it a new set-up link", name, name)
 		}
@@ -85,8 +74,8 @@ func runUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		fmt.Fprintf(stdout, "User %q (%s) created. Send them this set-up link; it works once, until %s:\n",
-			name, role, expires.UTC().Format(time.RFC3339))
-		fmt.Fprintln(stdout, setupLink(base, token))
+			name, role, u.SetupExpiresAt.UTC().Format(time.RFC3339))
+		fmt.Fprintln(stdout, setuplink.URL(base, token))
 		return nil
 	}
 
@@ -96,22 +85,13 @@ func runUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	switch sub {
 	case "reset":
-		// The link alone leaves sessions running until it is used; a reset is often
-		// about a lost device, so the sessions end now.
-		if err := store.BumpUserGeneration(ctx, u.ID); err != nil {
-			return err
-		}
-		token, hash, err := newSetupToken()
+		token, expires, err := setuplink.Reset(ctx, store, u.ID, now)
 		if err != nil {
-			return err
-		}
-		expires := now.Add(setupLinkTTL)
-		if err := store.SetUserSetupToken(ctx, u.ID, hash, expires); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "Every session of %q has ended. Using this link replaces their password and TOTP; it works once, until %s:\n",
 			name, expires.UTC().Format(time.RFC3339))
-		fmt.Fprintln(stdout, setupLink(base, token))
+		fmt.Fprintln(stdout, setuplink.URL(base, token))
 	case "disable", "enable":
 		err := store.SetUserDisabled(ctx, u.ID, sub == "disable")
 		if errors.Is(err, persistence.ErrLastUser) {
@@ -181,7 +161,7 @@ func listUsers(ctx context.Context, store *db.Store, stdout io.Writer, now time.
 			return err
 		}
 		for _, u := range users {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Name, u.Role, userState(u, now), timeOrDash(u.LastSignInAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Name, u.Role, u.State(now), timeOrDash(u.LastSignInAt))
 		}
 		offset += len(users)
 		if len(users) == 0 || offset >= total {
@@ -190,41 +170,6 @@ func listUsers(ctx context.Context, store *db.Store, stdout io.Writer, now time.
 	}
 	return tw.Flush()
 }
-
-// userState names what a user can do now. A set-up user with a pending reset link is
-// active: the old credentials work until the link is used.
-func userState(u persistence.User, now time.Time) string {
-	switch {
-	case u.Disabled:
-		return "disabled"
-	case u.SetUp():
-		return "active"
-	case u.SetupPending(now):
-		return "setup pending"
-	case u.SetupExpiresAt != nil:
-		return "setup expired"
-	default:
-		return "no credentials"
-	}
-}
-
-// newSetupToken returns a set-up token and the hash the store keeps of it.
-func newSetupToken() (token, hash string, err error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", "", err
-	}
-	token = base64.RawURLEncoding.EncodeToString(b[:])
-	return token, setupTokenHash(token), nil
-}
-
-// setupTokenHash is the SHA-256 (hex) of the token as it appears in the link.
-func setupTokenHash(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
-
-func setupLink(base, token string) string { return base + "/ui/setup/" + token }
 
 // printFirstAdminLink prints a set-up link for a first administrator when nobody can
 // ever sign in otherwise: on a database without users it creates the administrator;
@@ -245,11 +190,11 @@ func printFirstAdminLink(ctx context.Context, store *db.Store, cfg config.Config
 	if err != nil {
 		return err
 	}
-	token, hash, err := newSetupToken()
+	token, hash, err := setuplink.New()
 	if err != nil {
 		return err
 	}
-	expires := now.Add(setupLinkTTL)
+	expires := now.Add(setuplink.TTL)
 	if pending {
 		err = store.SetUserSetupToken(ctx, users[0].ID, hash, expires)
 	} else {
@@ -259,6 +204,6 @@ func printFirstAdminLink(ctx context.Context, store *db.Store, cfg config.Config
 	if err != nil {
 		return fmt.Errorf("create the first administrator: %w", err)
 	}
-	fmt.Fprintf(stdout, "Create the first administrator: %s\n", setupLink(base, token))
+	fmt.Fprintf(stdout, "Create the first administrator: %s\n", setuplink.URL(base, token))
 	return nil
 }

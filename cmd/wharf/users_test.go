@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"wharf/internal/auth/setuplink"
 	"wharf/internal/config"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
@@ -82,7 +83,7 @@ func consume(t *testing.T, dir, token string) (persistence.User, error) {
 	var u persistence.User
 	var err error
 	withStore(t, dir, func(s *db.Store) {
-		u, err = s.ConsumeUserSetupToken(context.Background(), setupTokenHash(token), time.Now())
+		u, err = s.ConsumeUserSetupToken(context.Background(), setuplink.Hash(token), time.Now())
 	})
 	return u, err
 }
@@ -106,10 +107,10 @@ func TestUsersCreate(t *testing.T) {
 	token := linkToken(t, out, "")
 
 	u := getUserByName(t, dir, "alice")
-	if u.Role != persistence.RoleAdmin || u.SetUp() || u.SetupTokenHash != setupTokenHash(token) {
+	if u.Role != persistence.RoleAdmin || u.SetUp() || u.SetupTokenHash != setuplink.Hash(token) {
 		t.Fatalf("user = role %s, set up %v, hash %q; want a pending admin with the link's hash", u.Role, u.SetUp(), u.SetupTokenHash)
 	}
-	if d := u.SetupExpiresAt.Sub(before); d < setupLinkTTL-time.Minute || d > setupLinkTTL+time.Minute {
+	if d := u.SetupExpiresAt.Sub(before); d < setuplink.TTL-time.Minute || d > setuplink.TTL+time.Minute {
 		t.Errorf("link valid for %v, want 24h", d)
 	}
 	if got, err := consume(t, dir, token); err != nil || got.ID != u.ID {
@@ -172,7 +173,7 @@ func TestUsersList(t *testing.T) {
 	mustUsers(t, dir, "disable", "carol")
 	dave := getUserByName(t, dir, "dave")
 	withStore(t, dir, func(s *db.Store) {
-		if err := s.SetUserSetupToken(context.Background(), dave.ID, setupTokenHash("old"), time.Now().Add(-time.Hour)); err != nil {
+		if err := s.SetUserSetupToken(context.Background(), dave.ID, setuplink.Hash("old"), time.Now().Add(-time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -328,7 +329,7 @@ func TestPrintFirstAdminLink(t *testing.T) {
 		}
 		token := linkToken(t, out, prefix)
 		admin := getUserByName(t, dir, firstAdminName)
-		if admin.Role != persistence.RoleAdmin || admin.SetupTokenHash != setupTokenHash(token) {
+		if admin.Role != persistence.RoleAdmin || admin.SetupTokenHash != setuplink.Hash(token) {
 			t.Fatalf("admin = role %s, hash %q; want an admin holding the link", admin.Role, admin.SetupTokenHash)
 		}
 

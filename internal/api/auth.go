@@ -1,21 +1,16 @@
 package api
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
 
+	"wharf/internal/auth/apitoken"
 	"wharf/internal/persistence"
 )
 
-// HashToken is how an API token is stored and looked up: the hex SHA-256 of the token.
-// A token is random and long, so a plain hash is enough; the CLI stores what this returns.
-func HashToken(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
+// HashToken is how an API token is stored and looked up (see package apitoken).
+func HashToken(token string) string { return apitoken.Hash(token) }
 
 // authenticate admits a request carrying "Authorization: Bearer <token>" for an unrevoked
 // token and records token:<name> as its actor.

@@ -10,15 +10,14 @@ import (
 	"slices"
 	"strconv"
 
-	"wharf/internal/persistence"
 	"wharf/internal/records"
 	"wharf/internal/settings"
 )
 
 const (
-	// uploadOverhead is what a send-by-hand body may carry beyond the document: the other
-	// fields and the multipart framing.
-	uploadOverhead = 64 << 10
+	// uploadOverhead is what a multipart body may carry beyond its file: the other fields
+	// and the framing.
+	uploadOverhead = records.UploadOverhead
 	// maxFieldLen bounds each text field of an upload.
 	maxFieldLen = 1 << 10
 )
@@ -31,7 +30,7 @@ var sendFields = []string{"from", "to", "source", "target", "correlation_id", "o
 // once it is stored and dispatched. The document is spooled to a temporary file first, so
 // an oversized or malformed upload writes nothing.
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
-	limit, err := s.maxUpload(r)
+	limit, err := records.MaxUploadBytes(r.Context(), s.store)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -74,23 +73,6 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/api/v1/messages/"+strconv.FormatInt(m.ID, 10))
 	writeJSON(w, http.StatusCreated, d)
-}
-
-// maxUpload is the setting max_upload_mib in bytes.
-func (s *Server) maxUpload(r *http.Request) (int64, error) {
-	stored := map[string]string{}
-	v, err := s.store.GetSetting(r.Context(), settings.MaxUploadMiB)
-	switch {
-	case err == nil:
-		stored[settings.MaxUploadMiB] = v
-	case !errors.Is(err, persistence.ErrNotFound):
-		return 0, err
-	}
-	vals, err := settings.Parse(stored)
-	if err != nil {
-		return 0, err
-	}
-	return vals.MaxUploadBytes(), nil
 }
 
 type upload struct {

@@ -5,22 +5,11 @@ import (
 	"net/http"
 
 	"wharf/internal/records"
-	"wharf/internal/settings"
 )
 
 // currentSettings is every setting of the catalogue, the stored value or the default.
 func (s *Server) currentSettings(r *http.Request) (map[string]string, error) {
-	stored, err := s.store.ListSettings(r.Context())
-	if err != nil {
-		return nil, err
-	}
-	out := settings.Defaults()
-	for k := range out {
-		if v, ok := stored[k]; ok {
-			out[k] = v
-		}
-	}
-	return out, nil
+	return records.CurrentSettings(r.Context(), s.store)
 }
 
 func (s *Server) getSettings(w http.ResponseWriter, r *http.Request) {

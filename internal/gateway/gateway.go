@@ -159,7 +159,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		return nil, err
 	}
 	g.UI, err = ui.New(ui.Deps{Store: g.Store, Sessions: sessions, Sealer: box, Logger: log.With("component", "ui"), Issuer: "Wharf",
-		Actions: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(), Services: g.Services})
+		Actions: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(), Services: g.Services,
+		Ingest: g.Dispatcher, SettingsChanged: ops{g}.SettingsChanged, PublicURL: baseURL})
 	if err != nil {
 		return nil, err
 	}

@@ -216,3 +216,21 @@ func (u User) SetupPending(now time.Time) bool {
 func (u User) CanSignIn(now time.Time) bool {
 	return !u.Disabled && (u.SetUp() || u.SetupPending(now))
 }
+
+// State names what the user can do at now, as lists show it: disabled, active, setup
+// pending, setup expired or no credentials. A set-up user with a pending reset link is
+// active: the old credentials work until the link is used.
+func (u User) State(now time.Time) string {
+	switch {
+	case u.Disabled:
+		return "disabled"
+	case u.SetUp():
+		return "active"
+	case u.SetupPending(now):
+		return "setup pending"
+	case u.SetupExpiresAt != nil:
+		return "setup expired"
+	default:
+		return "no credentials"
+	}
+}

@@ -10,7 +10,31 @@ import (
 
 	"wharf/internal/module"
 	"wharf/internal/persistence"
+	"wharf/internal/settings"
 )
+
+// UploadOverhead is what a send-by-hand body may carry beyond the document: the other
+// fields and the multipart framing.
+const UploadOverhead = 64 << 10
+
+// MaxUploadBytes is the setting max_upload_mib in bytes: the largest document sent by hand.
+func MaxUploadBytes(ctx context.Context, st interface {
+	GetSetting(ctx context.Context, key string) (string, error)
+}) (int64, error) {
+	stored := map[string]string{}
+	v, err := st.GetSetting(ctx, settings.MaxUploadMiB)
+	switch {
+	case err == nil:
+		stored[settings.MaxUploadMiB] = v
+	case !errors.Is(err, persistence.ErrNotFound):
+		return 0, fmt.Errorf("read setting %s: %w", settings.MaxUploadMiB, err)
+	}
+	vals, err := settings.Parse(stored)
+	if err != nil {
+		return 0, err
+	}
+	return vals.MaxUploadBytes(), nil
+}
 
 // MaxReferenceLen bounds a correlation id or origin event id given by a client, in bytes.
 const MaxReferenceLen = 255

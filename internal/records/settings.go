@@ -3,10 +3,29 @@ package records
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"wharf/internal/settings"
 )
+
+// CurrentSettings is every setting of the catalogue: the stored value or the default. The
+// store's bookkeeping entries beside the catalogue are left out.
+func CurrentSettings(ctx context.Context, st interface {
+	ListSettings(ctx context.Context) (map[string]string, error)
+}) (map[string]string, error) {
+	stored, err := st.ListSettings(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list settings: %w", err)
+	}
+	out := settings.Defaults()
+	for k := range out {
+		if v, ok := stored[k]; ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
 
 // UpdateSettings validates every value against the settings catalogue and then writes
 // them, so a refusal (each bad key a *persistence.FieldError, joined) writes nothing.

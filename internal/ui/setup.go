@@ -2,8 +2,6 @@ package ui
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"html/template"
 	"net/http"
@@ -16,6 +14,7 @@ import (
 	"wharf/internal/auth/password"
 	"wharf/internal/auth/qrsvg"
 	"wharf/internal/auth/recovery"
+	"wharf/internal/auth/setuplink"
 	"wharf/internal/auth/totp"
 	"wharf/internal/persistence"
 )
@@ -30,12 +29,8 @@ type setupData struct {
 	Errors map[string]string
 }
 
-// setupTokenHash is how the store keys a set-up link: SHA-256 (hex) of the
-// token as it appears in the URL.
-func setupTokenHash(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
+// setupTokenHash is how the store keys a set-up link (see package setuplink).
+func setupTokenHash(token string) string { return setuplink.Hash(token) }
 
 // setupUser finds the user whose set-up link has tokenHash and is valid at now,
 // without using the link: only the completed form does.

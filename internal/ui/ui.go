@@ -52,6 +52,14 @@ type Deps struct {
 	PartyReferences []module.PartyReferences
 	// Services runs the plugin instances; nil leaves the services page answering 503.
 	Services ServiceControl
+	// Ingest stores and dispatches a message sent by hand; nil leaves the send page
+	// answering 503.
+	Ingest module.Ingester
+	// SettingsChanged tells the gateway that settings changed, so they apply at once.
+	SettingsChanged func(context.Context)
+	// PublicURL is the gateway's base URL (no trailing slash), for the set-up links the
+	// users page shows; empty takes the request's scheme and host.
+	PublicURL string
 }
 
 // Actions are the operator actions on messages the UI offers.
@@ -88,6 +96,10 @@ type Server struct {
 	// dummyHash is verified against when the name is unknown, so a refusal takes
 	// as long whether or not the account exists.
 	dummyHash func() string
+
+	ingest          module.Ingester
+	settingsChanged func(context.Context)
+	publicURL       string
 }
 
 // New checks d and parses the templates.
@@ -110,6 +122,7 @@ func New(d Deps) (*Server, error) {
 		}),
 	}
 	s.services = d.Services
+	s.ingest, s.settingsChanged, s.publicURL = d.Ingest, d.SettingsChanged, d.PublicURL
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -143,7 +156,7 @@ func (s *Server) Handler() http.Handler {
 
 	mux := http.NewServeMux()
 	mux.Handle(static.Prefix, static.Handler())
-	mux.Handle("/ui/", session.SecurityHeaders(session.LimitBody(maxBody)(pages)))
+	mux.Handle("/ui/", session.SecurityHeaders(s.limitBody(pages)))
 	// A route that takes more than maxBody (an upload) gets its own limit, before routing.
 	for _, rt := range routes {
 		if bl, ok := rt.handler.(bodyLimiter); ok {

@@ -1,0 +1,175 @@
+package ui
+
+import (
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+
+	"wharf/internal/module"
+	"wharf/internal/persistence"
+	"wharf/internal/records"
+	"wharf/internal/settings"
+	"wharf/internal/ui/session"
+)
+
+var _ = registerPages([]string{"send"}, (*Server).sendRoutes)
+
+// sendPath is the send-by-hand page; its form posts a file, so it has its own body limit.
+const sendPath = "/ui/send"
+
+// sendMemory is how much of an upload is held in memory; the rest spools to a temporary
+// file, removed when the request ends. It equals what session.CSRF parses with.
+const sendMemory = 32 << 20
+
+func (s *Server) sendRoutes() []pageRoute {
+	return []pageRoute{
+		{"GET " + sendPath, http.HandlerFunc(s.sendPage)},
+		{"POST " + sendPath, http.HandlerFunc(s.sendSubmit)},
+	}
+}
+
+// limitBody bounds request bodies: the send form by the max_upload_mib setting plus the
+// multipart overhead, as the REST API bounds its send; every other form by maxBody.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := int64(maxBody)
+		if r.Method == http.MethodPost && r.URL.Path == sendPath {
+			limit, err := records.MaxUploadBytes(r.Context(), s.store)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			n = limit + records.UploadOverhead
+		}
+		session.LimitBody(n)(next).ServeHTTP(w, r)
+	})
+}
+
+// sendForm is the send form: what was typed (never the file), and why it was refused.
+type sendForm struct {
+	From, To, Source, Target, FileName string
+	Errors                             map[string]string
+}
+
+func (s *Server) sendPage(w http.ResponseWriter, r *http.Request) {
+	s.renderSend(w, r, http.StatusOK, sendForm{})
+}
+
+func (s *Server) renderSend(w http.ResponseWriter, r *http.Request, status int, f sendForm) {
+	ctx := r.Context()
+	orgs, _, err := s.store.ListParties(ctx, persistence.PartyOrganization, persistence.ListOptions{Limit: 1000})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	partners, _, err := s.store.ListParties(ctx, persistence.PartyPartner, persistence.ListOptions{Limit: 1000})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	configs, err := s.store.ListPluginConfigs(ctx, "")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var sources, targets []persistence.InstanceName
+	for _, c := range configs {
+		p, ok := module.Lookup(c.Type)
+		switch {
+		case !ok:
+		case p.Role == module.RoleSource:
+			sources = append(sources, c.Name)
+		case p.Role == module.RoleTarget:
+			targets = append(targets, c.Name)
+		}
+	}
+	limit, err := records.MaxUploadBytes(ctx, s.store)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, status, "send", pageData{Title: "Send a message", Data: struct {
+		Form          sendForm
+		Organizations []persistence.Party
+		Partners      []persistence.Party
+		Sources       []persistence.InstanceName
+		Targets       []persistence.InstanceName
+		LimitMiB      int64
+		Available     bool
+		CSRFField     string
+		CSRFToken     string
+	}{f, orgs, partners, sources, targets, limit >> 20, s.ingest != nil, session.CSRFField, sessionCSRFToken(r)}})
+}
+
+// sendSubmit sends the uploaded document by hand through the same rules as the REST API's
+// multipart send, then shows the new message.
+func (s *Server) sendSubmit(w http.ResponseWriter, r *http.Request) {
+	if s.ingest == nil {
+		http.Error(w, "sending by hand is not available", http.StatusServiceUnavailable)
+		return
+	}
+	if err := r.ParseMultipartForm(sendMemory); err != nil {
+		badForm(w, err)
+		return
+	}
+	defer r.MultipartForm.RemoveAll()
+	f := sendForm{From: r.PostForm.Get("from"), To: r.PostForm.Get("to"), Source: r.PostForm.Get("source"),
+		Target: r.PostForm.Get("target"), FileName: r.PostForm.Get("file_name")}
+	limit, err := records.MaxUploadBytes(r.Context(), s.store)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	file, header, err := r.FormFile("file")
+	if err != nil {
+		f.Errors = map[string]string{"file": "Choose a file to send."}
+		s.renderSend(w, r, http.StatusUnprocessableEntity, f)
+		return
+	}
+	defer file.Close()
+	if msg := uploadProblem(header, limit); msg != "" {
+		f.Errors = map[string]string{"file": msg}
+		s.renderSend(w, r, http.StatusUnprocessableEntity, f)
+		return
+	}
+	name := f.FileName
+	if name == "" {
+		name = header.Filename
+	}
+	m, err := records.SendMessage(r.Context(), s.store, s.ingest, records.SendInput{
+		From: f.From, To: f.To, Source: f.Source, Target: f.Target,
+		FileName: name, Body: file, Actor: messageActor(r),
+	})
+	if err != nil {
+		errs, ok := fieldMessages(err)
+		if !ok {
+			s.fail(w, r, err)
+			return
+		}
+		// The file name typed in the form is the one refused, when there is one.
+		if msg, bad := errs["file"]; bad && f.FileName != "" {
+			delete(errs, "file")
+			errs["file_name"] = msg
+		}
+		for k, v := range errs {
+			errs[k] = sentence(v)
+		}
+		f.Errors = errs
+		s.renderSend(w, r, http.StatusUnprocessableEntity, f)
+		return
+	}
+	s.log.InfoContext(r.Context(), "message sent by hand", "message_id", m.ID, "by", currentUser(r).Name)
+	http.Redirect(w, r, "/ui/messages/"+strconv.FormatInt(m.ID, 10), http.StatusSeeOther)
+}
+
+// uploadProblem is the refusal of an empty or oversized file, as the REST API words it.
+func uploadProblem(h *multipart.FileHeader, limit int64) string {
+	switch {
+	case h.Size == 0:
+		return "The file is empty: a document needs at least one byte."
+	case h.Size > limit:
+		return fmt.Sprintf("The file is larger than the limit of %d MiB (setting %s).", limit>>20, settings.MaxUploadMiB)
+	}
+	return ""
+}
