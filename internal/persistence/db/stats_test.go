@@ -88,8 +88,8 @@ func TestCountMessagesPerHour(t *testing.T) {
 		got := must1[[]persistence.HourCount](t)(s.CountMessagesPerHour(context.Background(), now.Add(-24*time.Hour)))
 		h := func(hour int, day int) time.Time { return time.Date(2026, 3, day, hour, 0, 0, 0, time.UTC) }
 		want := []persistence.HourCount{
-			{Hour: h(12, 9), Status: persistence.StatusNotRouted, Count: 1},  // 23 h 59 min ago
-			{Hour: h(12, 9), Status: persistence.StatusReceived, Count: 1},   // exactly 24 h ago
+			{Hour: h(12, 9), Status: persistence.StatusNotRouted, Count: 1},   // 23 h 59 min ago
+			{Hour: h(12, 9), Status: persistence.StatusReceived, Count: 1},    // exactly 24 h ago
 			{Hour: h(11, 10), Status: persistence.StatusInProgress, Count: 2}, // 70 and 80 min ago
 			{Hour: h(11, 10), Status: persistence.StatusReceived, Count: 1},
 			{Hour: h(12, 10), Status: persistence.StatusInProgress, Count: 1},
