@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,6 +99,34 @@ func TestCountMessagesPerHour(t *testing.T) {
 			return a.Hour.Equal(b.Hour) && a.Status == b.Status && a.Count == b.Count
 		}) {
 			t.Fatalf("per hour = %+v, want %+v", got, want)
+		}
+	})
+}
+
+func TestOnHistory(t *testing.T) {
+	forEach(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		var mu sync.Mutex
+		var got [][]int64
+		s.OnHistory(func(ids []int64) {
+			mu.Lock()
+			got = append(got, slices.Clone(ids))
+			mu.Unlock()
+		})
+		msgs := insert(t, s, 2, writer)
+		if _, _, err := s.ListMessages(ctx, persistence.MessageFilter{}); err != nil {
+			t.Fatal(err)
+		}
+		claims := claimAll(t, s, writer, time.Now())
+		complete(t, s, persistence.Completion{DeliveryID: claims[0].Delivery.ID, Token: claims[0].Delivery.ClaimToken, Kind: persistence.OutcomeDelivered})
+		s.OnHistory(nil)
+		insert(t, s, 1, writer)
+
+		mu.Lock()
+		defer mu.Unlock()
+		want := [][]int64{{msgs[0].ID, msgs[1].ID}, {msgs[0].ID, msgs[1].ID}, {claims[0].Delivery.MessageID}}
+		if !slices.EqualFunc(got, want, slices.Equal) {
+			t.Fatalf("announced %v, want %v", got, want)
 		}
 	})
 }
