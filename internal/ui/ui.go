@@ -16,6 +16,7 @@ import (
 
 	"wharf/internal/auth/password"
 	"wharf/internal/auth/throttle"
+	"wharf/internal/logging"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/ui/session"
@@ -50,6 +51,13 @@ type Deps struct {
 	Payloads Payloads
 	// PartyReferences are the modules whose records keep a party from being deleted.
 	PartyReferences []module.PartyReferences
+	// Events announces changed messages for the live pages; nil leaves them static.
+	Events MessageEvents
+	// Logs is the process's recent log records for the logs page; nil leaves it empty.
+	Logs *logging.Ring
+	// Panels are the modules' parts of a message's detail (the AS2 section), by module
+	// name.
+	Panels map[string]module.MessagePanels
 }
 
 // Actions are the operator actions on messages the UI offers.
@@ -85,6 +93,10 @@ type Server struct {
 	// dummyHash is verified against when the name is unknown, so a refusal takes
 	// as long whether or not the account exists.
 	dummyHash func() string
+
+	live   *hub
+	logs   *logging.Ring
+	panels map[string]module.MessagePanels
 }
 
 // New checks d and parses the templates.
@@ -105,6 +117,14 @@ func New(d Deps) (*Server, error) {
 			h, _ := password.Hash("wharf-unknown-user-placeholder")
 			return h
 		}),
+	}
+	s.live, s.logs, s.panels = newHub(), d.Logs, d.Panels
+	if d.Events != nil {
+		cancel, err := d.Events.SubscribeMessages(s.live.publish)
+		if err != nil {
+			return nil, fmt.Errorf("ui: follow message events: %w", err)
+		}
+		s.live.cancel = cancel
 	}
 	if s.log == nil {
 		s.log = slog.Default()
