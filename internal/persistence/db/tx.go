@@ -33,7 +33,7 @@ type txn struct {
 	// announced lists the messages whose history this transaction wrote, for the history
 	// hook after the commit.
 	announced []int64
-	stmts   map[string]*sql.Stmt // SQLite only: see prepared
+	stmts     map[string]*sql.Stmt // SQLite only: see prepared
 	// unprepared lists statements this transaction compiled that the pool lacks.
 	unprepared []string
 }
