@@ -97,14 +97,17 @@ func (ls *liveSub) take() changes {
 
 func (h *hub) close() {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed {
+		h.mu.Unlock()
 		return
 	}
 	h.closed = true
 	close(h.done)
-	if h.cancel != nil {
-		h.cancel()
+	cancel := h.cancel
+	h.mu.Unlock()
+	// Outside the lock: the subscription's callback takes it.
+	if cancel != nil {
+		cancel()
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"wharf/internal/logging"
+	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
 	"wharf/internal/storage"
@@ -388,5 +389,75 @@ func TestLogsPage(t *testing.T) {
 	ev := waitEvent(t, events, "logs", "disk full")
 	if strings.Contains(ev.Data, "polling the inbox") {
 		t.Errorf("live logs ignore the level filter:\n%s", ev.Data)
+	}
+}
+
+// TestLiveStreamsEndOnServerShutdown: with Close registered as the gateway registers it,
+// shutting the HTTP server down ends open streams instead of waiting for them.
+func TestLiveStreamsEndOnServerShutdown(t *testing.T) {
+	b, _ := setupLive(t)
+	b.srv.Config.RegisterOnShutdown(b.ui.Close)
+	c := b.signedIn(t)
+	events := c.stream(t, "/ui/live/messages")
+	waitEvent(t, events, "results", "No messages match.")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := b.srv.Config.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown with an open stream: %v", err)
+	}
+}
+
+// panelsFake is a module whose panel has nested fields, a list and a null.
+type panelsFake struct{ id int64 }
+
+func (p panelsFake) MessagePanel(_ context.Context, id int64) (any, bool, error) {
+	if id != p.id {
+		return nil, false, nil
+	}
+	type record struct {
+		AS2MessageID string   `json:"as2_message_id"`
+		Layers       []string `json:"layers"`
+		Signed       bool     `json:"signed"`
+		MDN          *string  `json:"mdn"`
+	}
+	return struct {
+		Direction string `json:"direction"`
+		Inbound   record `json:"inbound"`
+	}{"inbound", record{AS2MessageID: "<abc@partner>", Layers: []string{"encrypted", "signed"}, Signed: true}}, true, nil
+}
+
+func TestMessageDetailShowsModulePanels(t *testing.T) {
+	b := newBundle(t)
+	blobs, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb := &messagesBundle{bundle: b, blobs: blobs}
+	messageFixture(t, b.store)
+	ms := mb.insert(t, 2, acmeParty, writerInst)
+	s := newServer(t, b, func(d *Deps) {
+		d.Panels = map[string]module.MessagePanels{"as2": panelsFake{ms[0].ID}}
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/ui/", s.Handler())
+	b.srv = httptest.NewServer(mux)
+	t.Cleanup(b.srv.Close)
+	c := mb.signedIn(t)
+
+	body := c.get(t, fmt.Sprintf("/ui/messages/%d", ms[0].ID)).body
+	for _, want := range []string{
+		`<h2 class="card-title" id="protocol-as2-title">AS2</h2>`,
+		`<dt>Direction</dt><dd><span class="mono">inbound</span></dd>`,
+		`<dt>AS2 message ID</dt><dd><span class="mono">&lt;abc@partner&gt;</span></dd>`,
+		`<li><span class="mono">encrypted</span></li>`,
+		`<dt>Signed</dt><dd><span class="mono">yes</span></dd>`,
+		`<dt>MDN</dt><dd><span class="mono">—</span></dd>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("detail lacks %q", want)
+		}
+	}
+	if other := c.get(t, fmt.Sprintf("/ui/messages/%d", ms[1].ID)).body; strings.Contains(other, "protocol-as2") {
+		t.Errorf("a message the module had no part in shows its panel")
 	}
 }
