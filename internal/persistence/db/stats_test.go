@@ -9,6 +9,7 @@ import (
 
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
+	"wharf/internal/persistence/db/dbtest"
 )
 
 // statsFixture inserts messages at chosen times and statuses: in_progress (dispatched to
@@ -129,4 +130,28 @@ func TestOnHistory(t *testing.T) {
 			t.Fatalf("announced %v, want %v", got, want)
 		}
 	})
+}
+
+// BenchmarkDashboardCounts runs the dashboard's two count queries over 100,000 messages.
+func BenchmarkDashboardCounts(b *testing.B) {
+	for _, d := range dbtest.Dialects() {
+		b.Run(d, func(b *testing.B) {
+			s := dbtest.Open(b, d)
+			fixture(b, s)
+			for range 100_000 / 1000 {
+				insert(b, s, 1000, writer)
+			}
+			ctx := context.Background()
+			now := time.Now()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := s.CountMessagesByStatus(ctx, now.Add(-24*time.Hour), now.Add(-7*24*time.Hour)); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.CountMessagesPerHour(ctx, now.Add(-24*time.Hour)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
