@@ -22,6 +22,7 @@ import (
 	"wharf/internal/config"
 	"wharf/internal/delivery"
 	"wharf/internal/dispatch"
+	"wharf/internal/logging"
 	"wharf/internal/module"
 	"wharf/internal/persistence/db"
 	"wharf/internal/secret"
@@ -66,6 +67,10 @@ type Gateway struct {
 
 // Open prepares everything a standalone process runs, without starting work yet.
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway, err error) {
+	// The web UI's logs page tails the process's own records: the ring takes what the
+	// process logs, at the same level.
+	logs := logging.NewRing(logRingSize, cfg.LogLevel)
+	log = slog.New(logging.Tee(log.Handler(), logging.NewHandler(logs.Handler())))
 	g = &Gateway{cfg: cfg, log: log}
 	defer func() {
 		if err != nil {
@@ -106,6 +111,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	if err != nil {
 		return nil, err
 	}
+	// Every commit that wrote a message's history is announced on the bus for live views.
+	g.Store.OnHistory(busSignals{bus: g.Bus, log: log}.Announce)
 	sig := busSignals{bus: g.Bus, log: log}
 	g.Dispatcher = dispatch.New(g.Store, g.Blobs, sig, log.With("component", "dispatch"))
 	g.Engine = delivery.NewEngine(g.Store, g.Blobs, sig, log, delivery.Config{
@@ -160,7 +167,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	}
 	g.UI, err = ui.New(ui.Deps{Store: g.Store, Sessions: sessions, Sealer: box, Logger: log.With("component", "ui"), Issuer: "Wharf",
 		Actions: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(), Services: g.Services,
-		Ingest: g.Dispatcher, SettingsChanged: ops{g}.SettingsChanged, PublicURL: baseURL})
+		Ingest: g.Dispatcher, SettingsChanged: ops{g}.SettingsChanged, PublicURL: baseURL,
+		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels()})
 	if err != nil {
 		return nil, err
 	}
@@ -173,6 +181,9 @@ const (
 	sessionIdle     = 2 * time.Hour
 	sessionAbsolute = 12 * time.Hour
 )
+
+// logRingSize is how many of the newest log records the web UI's logs page can show.
+const logRingSize = 1000
 
 // settingsTTL bounds how stale the cached settings may be; a change applies within it.
 const settingsTTL = time.Second
@@ -261,6 +272,8 @@ func (g *Gateway) Start(ctx context.Context) error {
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
 	mux.Handle("/", srv.Handler())
 	g.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Shutdown waits for requests to finish; the UI's live streams finish only when told.
+	g.server.RegisterOnShutdown(g.UI.Close)
 	g.serveErr = make(chan error, 1)
 	go func() {
 		if err := g.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -336,6 +349,17 @@ func (g *Gateway) partyReferences() []module.PartyReferences {
 	for _, name := range g.runtimeNames() {
 		if p, ok := g.Runtimes[name].(module.PartyReferences); ok {
 			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// messagePanels are the module runtimes that show a part of a message's detail.
+func (g *Gateway) messagePanels() map[string]module.MessagePanels {
+	out := map[string]module.MessagePanels{}
+	for _, name := range g.runtimeNames() {
+		if p, ok := g.Runtimes[name].(module.MessagePanels); ok {
+			out[name] = p
 		}
 	}
 	return out

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"wharf/internal/api"
+	"wharf/internal/bus"
 	"wharf/internal/config"
 	"wharf/internal/gateway"
 	"wharf/internal/persistence"
@@ -345,5 +346,37 @@ func TestWebUIMounted(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(h.data, "session.key")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("session key file: %v, %v", fi, err)
+	}
+}
+
+// TestMessageEventsOnBus: each commit that writes a message's history is announced on
+// the bus, which the web UI's live pages follow; the logs page's ring gets the process's
+// records.
+func TestMessageEventsOnBus(t *testing.T) {
+	h := start(t, "")
+	seen := make(chan string, 100)
+	sub, err := h.g.Bus.Subscribe(bus.AllMessageEventsSubject, func(subject string, _ []byte) {
+		select {
+		case seen <- subject:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	h.mustJSON("POST", "/api/v1/partners", map[string]string{"name": "acme"}, nil)
+	m := h.send("local", "acme", "file_writer_default", "a.edi", []byte("first"))
+	want := bus.MessageEventSubject(m.ID)
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case s := <-seen:
+			if s == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no event on %s", want)
+		}
 	}
 }

@@ -151,6 +151,12 @@ type Store interface {
 	// FindMessageByOrigin finds the newest message source stored with originEventID.
 	FindMessageByOrigin(ctx context.Context, source InstanceName, originEventID string) (Message, error)
 	ListMessages(ctx context.Context, f MessageFilter) ([]Message, int, error)
+	// CountMessagesByStatus counts messages by status in one query: all of them, and those
+	// created at or after each time of since. Statuses without messages are left out.
+	CountMessagesByStatus(ctx context.Context, since ...time.Time) ([]StatusCount, error)
+	// CountMessagesPerHour counts the messages created at or after since by the UTC hour
+	// of their creation and their status, in hour then status order.
+	CountMessagesPerHour(ctx context.Context, since time.Time) ([]HourCount, error)
 	ListDeliveries(ctx context.Context, messageID int64) ([]Delivery, error)
 	GetDelivery(ctx context.Context, id int64) (Delivery, error)
 	ListHistory(ctx context.Context, messageID int64) ([]HistoryEntry, error)

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -117,6 +118,8 @@ type messagesData struct {
 	// First and Last number the rows shown, from 1.
 	First, Last      int
 	PrevURL, NextURL string
+	// LiveURL streams this page's rows again as messages change, with the same filters.
+	LiveURL string
 }
 
 // messagesPage lists messages newest first. Refused filters answer 400 with the form and
@@ -128,10 +131,19 @@ func (s *Server) messagesPage(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusBadRequest, "messages", pageData{Title: "Messages", Data: d})
 		return
 	}
-	msgs, total, err := s.store.ListMessages(r.Context(), f)
-	if err != nil {
+	if err := s.listMessages(r.Context(), &d, f); err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	s.render(w, r, http.StatusOK, "messages", pageData{Title: "Messages", Data: d})
+}
+
+// listMessages fills d's rows and page links for the filter f of d.Filter.
+func (s *Server) listMessages(ctx context.Context, d *messagesData, f persistence.MessageFilter) error {
+	form := d.Filter
+	msgs, total, err := s.store.ListMessages(ctx, f)
+	if err != nil {
+		return err
 	}
 	d.Messages, d.Total = msgs, total
 	if len(msgs) > 0 {
@@ -143,7 +155,8 @@ func (s *Server) messagesPage(w http.ResponseWriter, r *http.Request) {
 	if form.Offset+len(msgs) < total {
 		d.NextURL = form.url(form.Offset + messagesPageSize)
 	}
-	s.render(w, r, http.StatusOK, "messages", pageData{Title: "Messages", Data: d})
+	d.LiveURL = "/ui/live" + strings.TrimPrefix(form.url(form.Offset), "/ui")
+	return nil
 }
 
 // deliveryRow is a delivery as the detail page shows it.
@@ -181,6 +194,8 @@ type messageData struct {
 	Deliveries []deliveryRow
 	History    []persistence.HistoryEntry
 	Payloads   []persistence.Payload
+	// Protocols are the modules' panels, the AS2 section among them.
+	Protocols []protocolPanel
 	// Actions is false when the gateway offers no operator actions; the buttons are hidden.
 	Actions   bool
 	CSRFToken string
@@ -193,8 +208,7 @@ func (s *Server) messagePage(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r)
 		return
 	}
-	ctx := r.Context()
-	m, err := s.store.GetMessage(ctx, id)
+	d, err := s.messageDetail(r.Context(), id)
 	if errors.Is(err, persistence.ErrNotFound) {
 		s.notFound(w, r)
 		return
@@ -203,28 +217,37 @@ func (s *Server) messagePage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	s.render(w, r, http.StatusOK, "message", pageData{Title: fmt.Sprintf("Message %d", id), Data: d})
+}
+
+// messageDetail reads everything the detail page shows of message id.
+func (s *Server) messageDetail(ctx context.Context, id int64) (messageData, error) {
+	m, err := s.store.GetMessage(ctx, id)
+	if err != nil {
+		return messageData{}, err
+	}
 	d := messageData{Message: m, Actions: s.actions != nil}
 	if sess, ok := session.FromContext(ctx); ok {
 		d.CSRFToken = sess.CSRFToken
 	}
 	ds, err := s.store.ListDeliveries(ctx, id)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return d, err
 	}
 	for _, dl := range ds {
 		d.Deliveries = append(d.Deliveries, deliveryRow{Delivery: dl, Badge: deliveryBadge(dl.State),
 			Redeliverable: redeliverable(dl.State)})
 	}
 	if d.History, err = s.store.ListHistory(ctx, id); err != nil {
-		s.fail(w, r, err)
-		return
+		return d, err
 	}
 	if d.Payloads, err = s.store.ListPayloads(ctx, id); err != nil {
-		s.fail(w, r, err)
-		return
+		return d, err
 	}
-	s.render(w, r, http.StatusOK, "message", pageData{Title: fmt.Sprintf("Message %d", id), Data: d})
+	if d.Protocols, err = s.messagePanels(ctx, id); err != nil {
+		return d, err
+	}
+	return d, nil
 }
 
 // messageActor names the signed-in user in history lines and the audit log.

@@ -147,3 +147,17 @@ func badForm(w http.ResponseWriter, err error) {
 	}
 	http.Error(w, "malformed form", http.StatusBadRequest)
 }
+
+// fragment executes one named template of a view's set: a part of the page that a live
+// stream sends again when it changes.
+func (s *Server) fragment(view, name string, data any) (string, error) {
+	t, ok := s.pages[view]
+	if !ok {
+		return "", fmt.Errorf("no view %q", view)
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
+		return "", fmt.Errorf("render %s of %s: %w", name, view, err)
+	}
+	return buf.String(), nil
+}

@@ -16,6 +16,7 @@ import (
 
 	"wharf/internal/auth/password"
 	"wharf/internal/auth/throttle"
+	"wharf/internal/logging"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/ui/session"
@@ -60,6 +61,13 @@ type Deps struct {
 	// PublicURL is the gateway's base URL (no trailing slash), for the set-up links the
 	// users page shows; empty takes the request's scheme and host.
 	PublicURL string
+	// Events announces changed messages for the live pages; nil leaves them static.
+	Events MessageEvents
+	// Logs is the process's recent log records for the logs page; nil leaves it empty.
+	Logs *logging.Ring
+	// Panels are the modules' parts of a message's detail (the AS2 section), by module
+	// name.
+	Panels map[string]module.MessagePanels
 }
 
 // Actions are the operator actions on messages the UI offers.
@@ -100,6 +108,9 @@ type Server struct {
 	ingest          module.Ingester
 	settingsChanged func(context.Context)
 	publicURL       string
+	live            *hub
+	logs            *logging.Ring
+	panels          map[string]module.MessagePanels
 }
 
 // New checks d and parses the templates.
@@ -123,6 +134,14 @@ func New(d Deps) (*Server, error) {
 	}
 	s.services = d.Services
 	s.ingest, s.settingsChanged, s.publicURL = d.Ingest, d.SettingsChanged, d.PublicURL
+	s.live, s.logs, s.panels = newHub(), d.Logs, d.Panels
+	if d.Events != nil {
+		cancel, err := d.Events.SubscribeMessages(s.live.publish)
+		if err != nil {
+			return nil, fmt.Errorf("ui: follow message events: %w", err)
+		}
+		s.live.cancel = cancel
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -152,7 +152,12 @@ func (t *txn) flushHistory(ctx context.Context) error {
 	}
 	rows := make([][]any, len(t.hist))
 	now := t.s.tv(t.now)
+	seen := make(map[int64]bool, len(t.hist))
 	for i, h := range t.hist {
+		if !seen[h.messageID] {
+			seen[h.messageID] = true
+			t.announced = append(t.announced, h.messageID)
+		}
 		at := now
 		if !h.at.IsZero() {
 			at = t.s.tv(h.at)
@@ -190,4 +195,17 @@ func (s *Store) NoteHistory(ctx context.Context, messageID int64, kind persisten
 		return fmt.Errorf("note history of message %d: %w", messageID, err)
 	}
 	return nil
+}
+
+// OnHistory sets fn to be called after every commit that appended history, with the ids
+// of the messages concerned, each once. Every change of a message or its deliveries
+// writes history, so this is the one place that hears of them all: live views and the
+// bus announcement hang off it. fn runs on the committing goroutine and must not block;
+// nil removes it.
+func (s *Store) OnHistory(fn func(messageIDs []int64)) {
+	if fn == nil {
+		s.onHistory.Store(nil)
+		return
+	}
+	s.onHistory.Store(&fn)
 }

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -63,6 +64,8 @@ type Store struct {
 
 	stmtMu sync.Mutex
 	stmts  map[*bun.DB]map[string]*sql.Stmt // SQLite: compiled statements per pool
+
+	onHistory atomic.Pointer[func([]int64)] // see OnHistory
 }
 
 var _ persistence.Store = (*Store)(nil)

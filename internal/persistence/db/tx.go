@@ -30,7 +30,10 @@ type txn struct {
 
 	hist    []historyRow
 	touched map[int64]bool
-	stmts   map[string]*sql.Stmt // SQLite only: see prepared
+	// announced lists the messages whose history this transaction wrote, for the history
+	// hook after the commit.
+	announced []int64
+	stmts     map[string]*sql.Stmt // SQLite only: see prepared
 	// unprepared lists statements this transaction compiled that the pool lacks.
 	unprepared []string
 }
@@ -93,6 +96,11 @@ func (s *Store) runTx(ctx context.Context, db *bun.DB, opts *sql.TxOptions, fn f
 	}
 	if err = tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	if len(t.announced) > 0 {
+		if fn := s.onHistory.Load(); fn != nil {
+			(*fn)(t.announced)
+		}
 	}
 	return nil
 }
