@@ -159,7 +159,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		return nil, err
 	}
 	g.UI, err = ui.New(ui.Deps{Store: g.Store, Sessions: sessions, Sealer: box, Logger: log.With("component", "ui"), Issuer: "Wharf",
-		Actions: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences()})
+		Actions: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(),
+		PartyPanels: g.partyPanels()})
 	if err != nil {
 		return nil, err
 	}
@@ -334,6 +335,17 @@ func (g *Gateway) partyReferences() []module.PartyReferences {
 	var out []module.PartyReferences
 	for _, name := range g.runtimeNames() {
 		if p, ok := g.Runtimes[name].(module.PartyReferences); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// partyPanels are the module runtimes with a part of a party's page in the web UI.
+func (g *Gateway) partyPanels() []module.PartyPanels {
+	var out []module.PartyPanels
+	for _, name := range g.runtimeNames() {
+		if p, ok := g.Runtimes[name].(module.PartyPanels); ok {
 			out = append(out, p)
 		}
 	}

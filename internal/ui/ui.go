@@ -50,6 +50,8 @@ type Deps struct {
 	Payloads Payloads
 	// PartyReferences are the modules whose records keep a party from being deleted.
 	PartyReferences []module.PartyReferences
+	// PartyPanels are the modules with a part of an organization's or partner's page.
+	PartyPanels []module.PartyPanels
 }
 
 // Actions are the operator actions on messages the UI offers.
@@ -85,6 +87,8 @@ type Server struct {
 	// dummyHash is verified against when the name is unknown, so a refusal takes
 	// as long whether or not the account exists.
 	dummyHash func() string
+
+	partyPanels []module.PartyPanels
 }
 
 // New checks d and parses the templates.
@@ -106,6 +110,7 @@ func New(d Deps) (*Server, error) {
 			return h
 		}),
 	}
+	s.partyPanels = d.PartyPanels
 	if s.log == nil {
 		s.log = slog.Default()
 	}
