@@ -287,7 +287,10 @@ func headerText(h http.Header) string {
 	return b.String()
 }
 
-func (c *client) get(t *testing.T, path string) response { t.Helper(); return c.do(t, "GET", path, nil) }
+func (c *client) get(t *testing.T, path string) response {
+	t.Helper()
+	return c.do(t, "GET", path, nil)
+}
 
 // post sends a form with the session's CSRF token, once signed in.
 func (c *client) post(t *testing.T, path string, form url.Values) response {
