@@ -51,8 +51,10 @@ func TestPartnerAS2PanelRefusesLikeREST(t *testing.T) {
 		!strings.Contains(page.body, "No AS2 profile") {
 		t.Fatalf("partner page without a profile = %d:\n%s", page.status, page.body)
 	}
-	if r := c.get(t, "/ui/partners/b/panels/as2/edit"); r.status != http.StatusOK || !strings.Contains(r.body, `name="endpoint_url"`) {
-		t.Fatalf("empty profile form = %d", r.status)
+	// A new profile's form holds the defaults.
+	if r := c.get(t, "/ui/partners/b/panels/as2/edit"); r.status != http.StatusOK ||
+		!strings.Contains(r.body, `name="request_timeout_seconds" type="text" inputmode="numeric" autocomplete="off" spellcheck="false" value="120"`) {
+		t.Fatalf("empty profile form = %d:\n%s", r.status, r.body)
 	}
 
 	for _, tc := range []struct {

@@ -83,10 +83,29 @@ var remoteForm = []formField{
 }
 
 // LocalFields is the local profile's form showing l.
-func LocalFields(l Local) []module.PanelField { return fieldsOf(localForm, l) }
+func LocalFields(l Local) []module.PanelField {
+	// An AS2 id or a party name refuses to be marshalled empty, as a new profile's are;
+	// the form shows them as they are.
+	id := l.AS2ID
+	l.AS2ID, l.Organization = "placeholder", "placeholder"
+	return withValue(fieldsOf(localForm, l), "as2_id", string(id))
+}
 
 // RemoteFields is the remote profile's form showing r.
-func RemoteFields(r Remote) []module.PanelField { return fieldsOf(remoteForm, r.normalized()) }
+func RemoteFields(r Remote) []module.PanelField {
+	id := r.AS2ID
+	r.AS2ID, r.Partner = "placeholder", "placeholder"
+	return withValue(fieldsOf(remoteForm, r.normalized()), "as2_id", string(id))
+}
+
+func withValue(fields []module.PanelField, name, value string) []module.PanelField {
+	for i := range fields {
+		if fields[i].Name == name {
+			fields[i].Value = value
+		}
+	}
+	return fields
+}
 
 // FormFields is the form as typed, for showing it again after a refusal.
 func FormFields(remote bool, form url.Values) []module.PanelField {
@@ -110,11 +129,17 @@ func (f formField) panelField() module.PanelField {
 	return module.PanelField{Name: f.name, Label: f.label, Hint: f.hint, Kind: f.kind, Options: f.options}
 }
 
-// fieldsOf reads each field's value from the profile's JSON form.
+// fieldsOf reads each field's value from the profile's JSON form. A profile that cannot
+// be marshalled is a programming error (see LocalFields), caught by the tests.
 func fieldsOf(spec []formField, profile any) []module.PanelField {
-	raw, _ := json.Marshal(profile)
+	raw, err := json.Marshal(profile)
+	if err != nil {
+		panic(fmt.Sprintf("profile form: %v", err))
+	}
 	var obj map[string]any
-	_ = json.Unmarshal(raw, &obj)
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		panic(fmt.Sprintf("profile form: %v", err))
+	}
 	out := make([]module.PanelField, 0, len(spec))
 	for _, f := range spec {
 		pf := f.panelField()
