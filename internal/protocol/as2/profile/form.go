@@ -107,24 +107,6 @@ func withValue(fields []module.PanelField, name, value string) []module.PanelFie
 	return fields
 }
 
-// FormFields is the form as typed, for showing it again after a refusal.
-func FormFields(remote bool, form url.Values) []module.PanelField {
-	spec := localForm
-	if remote {
-		spec = remoteForm
-	}
-	out := make([]module.PanelField, 0, len(spec))
-	for _, f := range spec {
-		pf := f.panelField()
-		pf.Value = strings.TrimSpace(form.Get(f.name))
-		if f.enc == encBool && pf.Value != "" {
-			pf.Value = "true"
-		}
-		out = append(out, pf)
-	}
-	return out
-}
-
 func (f formField) panelField() module.PanelField {
 	return module.PanelField{Name: f.name, Label: f.label, Hint: f.hint, Kind: f.kind, Options: f.options}
 }
