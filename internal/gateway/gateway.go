@@ -168,7 +168,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	g.UI, err = ui.New(ui.Deps{Store: g.Store, Sessions: sessions, Sealer: box, Logger: log.With("component", "ui"), Issuer: "Wharf",
 		Actions: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(), Services: g.Services,
 		Ingest: g.Dispatcher, SettingsChanged: ops{g}.SettingsChanged, PublicURL: baseURL,
-		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels()})
+		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels(),
+		PartyPanels: g.partyPanels()})
 	if err != nil {
 		return nil, err
 	}
@@ -360,6 +361,17 @@ func (g *Gateway) messagePanels() map[string]module.MessagePanels {
 	for _, name := range g.runtimeNames() {
 		if p, ok := g.Runtimes[name].(module.MessagePanels); ok {
 			out[name] = p
+		}
+	}
+	return out
+}
+
+// partyPanels are the module runtimes with a part of a party's page in the web UI.
+func (g *Gateway) partyPanels() []module.PartyPanels {
+	var out []module.PartyPanels
+	for _, name := range g.runtimeNames() {
+		if p, ok := g.Runtimes[name].(module.PartyPanels); ok {
+			out = append(out, p)
 		}
 	}
 	return out

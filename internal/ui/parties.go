@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/records"
 	"wharf/internal/ui/session"
@@ -153,29 +154,42 @@ func (s *Server) partyPage(p partyPages) http.Handler {
 		if !ok {
 			return
 		}
-		all, err := s.store.ListRoutes(r.Context())
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		// Routes name parties without their kind, so a route naming this name names this party.
-		var routes []persistence.Route
-		for _, rt := range all {
-			if string(rt.From) == string(party.Name) || string(rt.To) == string(party.Name) {
-				routes = append(routes, rt)
-			}
-		}
-		s.render(w, r, http.StatusOK, "party", pageData{Title: string(party.Name), Data: struct {
-			Pages     partyPages
-			Party     persistence.Party
-			Created   string
-			Updated   string
-			Routes    []persistence.Route
-			CSRFField string
-			CSRFToken string
-		}{p, party, party.CreatedAt.UTC().Format(time.RFC3339), party.UpdatedAt.UTC().Format(time.RFC3339),
-			routes, session.CSRFField, sessionCSRFToken(r)}})
+		s.renderParty(w, r, http.StatusOK, p, party, "", nil)
 	})
+}
+
+// renderParty shows a party's page; result, when set, is what the named module's panel
+// action found.
+func (s *Server) renderParty(w http.ResponseWriter, r *http.Request, status int, p partyPages, party persistence.Party,
+	resultModule string, result *module.ActionResult) {
+	all, err := s.store.ListRoutes(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	// Routes name parties without their kind, so a route naming this name names this party.
+	var routes []persistence.Route
+	for _, rt := range all {
+		if string(rt.From) == string(party.Name) || string(rt.To) == string(party.Name) {
+			routes = append(routes, rt)
+		}
+	}
+	panels, err := s.panelViews(r, p, party.Name, resultModule, result)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, status, "party", pageData{Title: string(party.Name), Data: struct {
+		Pages     partyPages
+		Party     persistence.Party
+		Created   string
+		Updated   string
+		Routes    []persistence.Route
+		Panels    []panelView
+		CSRFField string
+		CSRFToken string
+	}{p, party, party.CreatedAt.UTC().Format(time.RFC3339), party.UpdatedAt.UTC().Format(time.RFC3339),
+		routes, panels, session.CSRFField, sessionCSRFToken(r)}})
 }
 
 func (s *Server) editPartyPage(p partyPages) http.Handler {

@@ -68,6 +68,8 @@ type Deps struct {
 	// Panels are the modules' parts of a message's detail (the AS2 section), by module
 	// name.
 	Panels map[string]module.MessagePanels
+	// PartyPanels are the modules with a part of an organization's or partner's page.
+	PartyPanels []module.PartyPanels
 }
 
 // Actions are the operator actions on messages the UI offers.
@@ -111,6 +113,7 @@ type Server struct {
 	live            *hub
 	logs            *logging.Ring
 	panels          map[string]module.MessagePanels
+	partyPanels     []module.PartyPanels
 }
 
 // New checks d and parses the templates.
@@ -142,6 +145,7 @@ func New(d Deps) (*Server, error) {
 		}
 		s.live.cancel = cancel
 	}
+	s.partyPanels = d.PartyPanels
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -166,6 +170,9 @@ func (s *Server) Handler() http.Handler {
 	routes := s.pageRoutes()
 	for _, rt := range routes {
 		h := s.sessions.Require(rt.handler)
+		if strings.HasPrefix(rt.pattern, "GET "+livePrefix) {
+			h = s.sessions.RequireWithoutRenewal(rt.handler)
+		}
 		if !strings.HasPrefix(rt.pattern, "GET ") {
 			h = s.sessions.Require(session.CSRF(rt.handler))
 		}
@@ -199,6 +206,10 @@ func (s *Server) partyReferenced(ctx context.Context, kind persistence.PartyKind
 	}
 	return nil
 }
+
+// livePrefix starts the paths of the live streams, which do not renew the session: see
+// session.Manager.RequireWithoutRenewal.
+const livePrefix = "/ui/live/"
 
 // pageRoute is one signed-in page or form action; every one requires a session, and every
 // one that is not a GET also the session's CSRF token.

@@ -147,8 +147,7 @@ type testMessageInput struct {
 
 // sendTestMessage sends a small text document to the partner through an as2-sender
 // instance, as a message the operator can follow like any other.
-func (rt *Runtime) sendTestMessage(r *http.Request, partner persistence.PartyName, in testMessageInput) (persistence.Message, error) {
-	ctx := r.Context()
+func (rt *Runtime) sendTestMessage(ctx context.Context, partner persistence.PartyName, in testMessageInput, actor string) (persistence.Message, error) {
 	org := in.Organization
 	if org == "" {
 		var err error
@@ -183,7 +182,7 @@ func (rt *Runtime) sendTestMessage(r *http.Request, partner persistence.PartyNam
 		From: org, To: string(partner), Target: sender,
 		FileName: "wharf-test-" + now.Format("20060102T150405Z") + ".txt",
 		Body:     bytes.NewReader([]byte(body)),
-		Actor:    api.Actor(r),
+		Actor:    actor,
 	})
 }
 
@@ -240,7 +239,7 @@ func (rt *Runtime) toolRoutes() []module.APIRoute {
 				if err := api.DecodeJSON(r, &in); err != nil {
 					return 0, nil, err
 				}
-				m, err := rt.sendTestMessage(r, partner, in)
+				m, err := rt.sendTestMessage(r.Context(), partner, in, api.Actor(r))
 				if err != nil {
 					if errors.Is(err, module.ErrUnknownParty) {
 						return 0, nil, fmt.Errorf("%w: %w", err, persistence.ErrNotFound)

@@ -34,7 +34,16 @@ const HomePath = "/ui/"
 // and puts in the context. Without one, a GET or HEAD is redirected to sign in with the
 // page to return to; any other method is 401, because replaying it after sign-in would
 // repeat a change the user may no longer intend.
-func (m *Manager) Require(next http.Handler) http.Handler {
+func (m *Manager) Require(next http.Handler) http.Handler { return m.require(next, true) }
+
+// RequireWithoutRenewal is Require for requests the browser makes by itself (a live
+// stream, its reconnects): they neither keep an idle session alive nor set a cookie, so
+// a stream's late answer cannot bring back a cookie that signing out removed.
+func (m *Manager) RequireWithoutRenewal(next http.Handler) http.Handler {
+	return m.require(next, false)
+}
+
+func (m *Manager) require(next http.Handler, renew bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s, err := m.Load(r)
 		if err != nil && !errors.Is(err, ErrNoSession) {
@@ -50,8 +59,10 @@ func (m *Manager) Require(next http.Handler) http.Handler {
 			http.Error(w, "sign in required", http.StatusUnauthorized)
 			return
 		}
-		if err := m.Touch(w, s); err != nil {
-			m.log.ErrorContext(r.Context(), "touch session", "err", err)
+		if renew {
+			if err := m.Touch(w, s); err != nil {
+				m.log.ErrorContext(r.Context(), "touch session", "err", err)
+			}
 		}
 		next.ServeHTTP(w, r.WithContext(NewContext(r.Context(), s)))
 	})

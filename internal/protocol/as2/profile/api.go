@@ -222,8 +222,17 @@ func (s *Store) deleteRemote(r *http.Request) (int, any, error) {
 // single-certificate form) as the list when partner_certificate_ids is absent. When both
 // come, as in an object read back from GET, the single one must be in the list.
 func decodeRemote(r *http.Request, rem *Remote) (persistence.PartyName, error) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return "", err
+	}
+	return decodeRemoteJSON(raw, rem)
+}
+
+// decodeRemoteJSON is decodeRemote of a body already read; the UI's form arrives here too.
+func decodeRemoteJSON(raw []byte, rem *Remote) (persistence.PartyName, error) {
 	var single json.RawMessage
-	got, err := decodeProfile(r, rem, "partner", map[string]*json.RawMessage{"partner_certificate_id": &single})
+	got, err := decodeProfileJSON(raw, rem, "partner", map[string]*json.RawMessage{"partner_certificate_id": &single})
 	if err != nil {
 		return "", err
 	}
@@ -267,6 +276,12 @@ func decodeProfile(r *http.Request, dst any, nameKey string, extra map[string]*j
 	if err != nil {
 		return decoded{}, err
 	}
+	return decodeProfileJSON(raw, dst, nameKey, extra)
+}
+
+// decodeProfileJSON is decodeProfile of a body already read.
+func decodeProfileJSON(raw []byte, dst any, nameKey string, extra map[string]*json.RawMessage) (decoded, error) {
+	var err error
 	var obj map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&obj); err != nil || obj == nil {

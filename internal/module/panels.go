@@ -1,0 +1,97 @@
+package module
+
+import (
+	"context"
+	"net/url"
+
+	"wharf/internal/persistence"
+)
+
+// PartyPanels is implemented by a module runtime with a part of an organization's or a
+// partner's page in the web UI (the AS2 profile): shown there, created and edited in a
+// form checked by the module's own rules (the same as its REST routes), and with tools the
+// operator runs from the page. The UI renders the panel from this description, so it
+// needs no import of the module.
+type PartyPanels interface {
+	// PartyPanel describes the module's part of the party's page; ok false when the
+	// module has nothing for parties of this kind.
+	PartyPanel(ctx context.Context, kind persistence.PartyKind, name persistence.PartyName) (panel PartyPanel, ok bool, err error)
+	// SavePartyPanel creates or replaces the module's record from the submitted form,
+	// whose keys are the panel's field names. A refusal is a *persistence.FieldError (or
+	// an errors.Join of them) naming a field.
+	SavePartyPanel(ctx context.Context, kind persistence.PartyKind, name persistence.PartyName, form url.Values) error
+	// RunPartyAction runs one of the panel's actions for actor (who is recorded on
+	// anything it creates). A refusal the operator can act on is a *persistence.FieldError.
+	RunPartyAction(ctx context.Context, kind persistence.PartyKind, name persistence.PartyName, action, actor string) (ActionResult, error)
+}
+
+// PartyPanel is a module's part of a party's page.
+type PartyPanel struct {
+	// Module names the module; the UI's panel URLs carry it.
+	Module string
+	Title  string
+	// Exists says whether the module's record exists; without one, the form creates it
+	// and Empty says what is missing.
+	Exists bool
+	Empty  string
+	// Details are shown as label and value pairs.
+	Details []PanelDetail
+	// Fields are the edit form with the current values (the defaults when !Exists).
+	Fields []PanelField
+	// Actions are offered while the record exists.
+	Actions []PanelAction
+}
+
+// PanelDetail is one label and value of a panel.
+type PanelDetail struct {
+	Label string
+	Value string
+}
+
+// PanelFieldKind is how a panel field is entered.
+type PanelFieldKind string
+
+const (
+	FieldText     PanelFieldKind = "text"
+	FieldURL      PanelFieldKind = "url"
+	FieldNumber   PanelFieldKind = "number"
+	FieldCheckbox PanelFieldKind = "checkbox"
+	FieldSelect   PanelFieldKind = "select"
+)
+
+// PanelField is one input of a panel's form. Value is what the input shows ("true" for
+// a ticked checkbox). Never a secret: the form is shown again as typed.
+type PanelField struct {
+	Name    string
+	Label   string
+	Hint    string
+	Kind    PanelFieldKind
+	Value   string
+	Options []string // of a select
+}
+
+// PanelAction is a tool the operator runs from the panel.
+type PanelAction struct {
+	Name  string
+	Label string
+	// Confirm, when set, is asked before the action runs.
+	Confirm string
+}
+
+// ActionResult is what an action found or did, shown on the party's page.
+type ActionResult struct {
+	OK      bool
+	Summary string
+	// Steps are the action's stages in order (a connection check's name lookup, TCP, TLS
+	// and HTTP request).
+	Steps []ActionStep
+	// MessageID, when not 0, is a message the action created, which the UI links.
+	MessageID int64
+}
+
+// ActionStep is one stage of an action.
+type ActionStep struct {
+	Name   string
+	OK     bool
+	Detail string
+}

@@ -1,0 +1,251 @@
+package profile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"wharf/internal/module"
+	"wharf/internal/persistence"
+)
+
+// The web UI edits profiles in forms whose field names are the JSON keys: a form is turned
+// into the JSON object REST would take and goes through the same decoding and rules, so a
+// refusal names the same field either way. Fields a form leaves out (a remote profile's
+// retry policy) keep their stored value.
+
+// encoding is how a form value becomes a JSON value.
+type encoding int
+
+const (
+	encString      encoding = iota
+	encInt                  // a whole number
+	encOptionalInt          // a whole number, or empty for null
+	encBool                 // a checkbox
+	encIDs                  // certificate ids separated by commas or spaces
+	encStrings              // words separated by commas or spaces
+)
+
+type formField struct {
+	name, label, hint string
+	kind              module.PanelFieldKind
+	enc               encoding
+	options           []string
+}
+
+func names[T ~string](all []T) []string {
+	out := make([]string, len(all))
+	for i, v := range all {
+		out[i] = string(v)
+	}
+	return out
+}
+
+var localForm = []formField{
+	{name: "as2_id", label: "AS2 id", hint: "How partners address this organization.", kind: module.FieldText},
+	{name: "signing_certificate_id", label: "Signing certificate id", hint: "A certificate with its private key; 0 for none.", kind: module.FieldNumber, enc: encInt},
+	{name: "decryption_certificate_id", label: "Decryption certificate id", hint: "A certificate with its private key; 0 for none.", kind: module.FieldNumber, enc: encInt},
+	{name: "previous_decryption_certificate_id", label: "Previous decryption certificate id", hint: "Also tried during a key rollover; empty for none.", kind: module.FieldNumber, enc: encOptionalInt},
+	{name: "mdn_notification_to", label: "MDN notification to", hint: "The Disposition-Notification-To value sent.", kind: module.FieldText},
+	{name: "max_message_size_mib", label: "Largest inbound message (MiB)", kind: module.FieldNumber, enc: encInt},
+}
+
+var remoteForm = []formField{
+	{name: "as2_id", label: "AS2 id", hint: "The partner's AS2 identifier.", kind: module.FieldText},
+	{name: "endpoint_url", label: "Endpoint URL", hint: "Where messages to the partner are posted.", kind: module.FieldURL},
+	{name: "partner_certificate_ids", label: "Partner certificate ids", hint: "Separated by commas; the newest valid one encrypts.", kind: module.FieldText, enc: encIDs},
+	{name: "our_signing_certificate_id", label: "Our signing certificate id", hint: "Overrides the organization's; empty for its own.", kind: module.FieldNumber, enc: encOptionalInt},
+	{name: "our_decryption_certificate_id", label: "Our decryption certificate id", hint: "Overrides the organization's; empty for its own.", kind: module.FieldNumber, enc: encOptionalInt},
+	{name: "compress", label: "Compress", kind: module.FieldCheckbox, enc: encBool},
+	{name: "signing_algorithm", label: "Signing algorithm", kind: module.FieldSelect, options: names(AllSigningAlgorithms)},
+	{name: "encryption_algorithm", label: "Encryption algorithm", kind: module.FieldSelect, options: names(AllEncryptionAlgorithms)},
+	{name: "key_transport", label: "Key transport", kind: module.FieldSelect, options: names(AllKeyTransports)},
+	{name: "mdn_mode", label: "MDN", kind: module.FieldSelect, options: names(AllMDNModes)},
+	{name: "signed_mdn", label: "Ask for a signed MDN", kind: module.FieldCheckbox, enc: encBool},
+	{name: "mdn_mic_algorithm", label: "MDN MIC algorithm", kind: module.FieldSelect, options: names(AllMICAlgorithms)},
+	{name: "async_mdn_url", label: "Async MDN URL", hint: "Empty: the receiver's MDN path.", kind: module.FieldURL},
+	{name: "require_signed", label: "Require signed messages", kind: module.FieldCheckbox, enc: encBool},
+	{name: "require_encrypted", label: "Require encrypted messages", kind: module.FieldCheckbox, enc: encBool},
+	{name: "allow_sha1", label: "Accept SHA-1 from this partner", kind: module.FieldCheckbox, enc: encBool},
+	{name: "mic_preference", label: "MIC of our MDNs", kind: module.FieldSelect, options: names(AllMICPreferences)},
+	{name: "async_mdn_hosts", label: "Async MDN hosts", hint: "Hosts our async MDNs may go to, separated by commas.", kind: module.FieldText, enc: encStrings},
+	{name: "duplicate_filename", label: "Duplicate file name", kind: module.FieldSelect, options: names(AllDuplicateFilenames)},
+	{name: "duplicate_filename_window_hours", label: "Duplicate window (hours)", kind: module.FieldNumber, enc: encInt},
+	{name: "connect_timeout_seconds", label: "Connect timeout (s)", kind: module.FieldNumber, enc: encInt},
+	{name: "request_timeout_seconds", label: "Request timeout (s)", kind: module.FieldNumber, enc: encInt},
+	{name: "receipt_timeout_minutes", label: "Receipt timeout (min)", kind: module.FieldNumber, enc: encInt},
+	{name: "tls_trust_certificate_ids", label: "Extra TLS roots (certificate ids)", hint: "Separated by commas.", kind: module.FieldText, enc: encIDs},
+	{name: "max_message_size_mib", label: "Largest message (MiB)", kind: module.FieldNumber, enc: encInt},
+}
+
+// LocalFields is the local profile's form showing l.
+func LocalFields(l Local) []module.PanelField {
+	// An AS2 id or a party name refuses to be marshalled empty, as a new profile's are;
+	// the form shows them as they are.
+	id := l.AS2ID
+	l.AS2ID, l.Organization = "placeholder", "placeholder"
+	return withValue(fieldsOf(localForm, l), "as2_id", string(id))
+}
+
+// RemoteFields is the remote profile's form showing r.
+func RemoteFields(r Remote) []module.PanelField {
+	id := r.AS2ID
+	r.AS2ID, r.Partner = "placeholder", "placeholder"
+	return withValue(fieldsOf(remoteForm, r.normalized()), "as2_id", string(id))
+}
+
+func withValue(fields []module.PanelField, name, value string) []module.PanelField {
+	for i := range fields {
+		if fields[i].Name == name {
+			fields[i].Value = value
+		}
+	}
+	return fields
+}
+
+func (f formField) panelField() module.PanelField {
+	return module.PanelField{Name: f.name, Label: f.label, Hint: f.hint, Kind: f.kind, Options: f.options}
+}
+
+// fieldsOf reads each field's value from the profile's JSON form. A profile that cannot
+// be marshalled is a programming error (see LocalFields), caught by the tests.
+func fieldsOf(spec []formField, profile any) []module.PanelField {
+	raw, err := json.Marshal(profile)
+	if err != nil {
+		panic(fmt.Sprintf("profile form: %v", err))
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		panic(fmt.Sprintf("profile form: %v", err))
+	}
+	out := make([]module.PanelField, 0, len(spec))
+	for _, f := range spec {
+		pf := f.panelField()
+		pf.Value = formValue(obj[f.name])
+		out = append(out, pf)
+	}
+	return out
+}
+
+func formValue(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case bool:
+		if v {
+			return "true"
+		}
+		return ""
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case []any:
+		parts := make([]string, len(v))
+		for i, x := range v {
+			parts[i] = formValue(x)
+		}
+		return strings.Join(parts, ", ")
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// formJSON turns a submitted form into the JSON object of the fields in spec.
+func formJSON(spec []formField, form url.Values) ([]byte, error) {
+	obj := map[string]any{}
+	var errs []error
+	for _, f := range spec {
+		v := strings.TrimSpace(form.Get(f.name))
+		switch f.enc {
+		case encString:
+			obj[f.name] = v
+		case encBool:
+			obj[f.name] = v != ""
+		case encInt, encOptionalInt:
+			if v == "" && f.enc == encOptionalInt {
+				obj[f.name] = nil
+				continue
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				errs = append(errs, fieldErr(f.name, "must be a whole number"))
+				continue
+			}
+			obj[f.name] = n
+		case encIDs:
+			ids := []int64{}
+			for _, w := range splitList(v) {
+				n, err := strconv.ParseInt(w, 10, 64)
+				if err != nil {
+					errs = append(errs, fieldErr(f.name, "must be certificate ids separated by commas"))
+					break
+				}
+				ids = append(ids, n)
+			}
+			obj[f.name] = ids
+		case encStrings:
+			obj[f.name] = append([]string{}, splitList(v)...)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return json.Marshal(obj)
+}
+
+func splitList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' })
+}
+
+// SaveLocalForm creates or replaces org's local profile from the UI's form: the form's
+// fields onto the stored profile (the defaults for a new one), checked like REST.
+func (s *Store) SaveLocalForm(ctx context.Context, org persistence.PartyName, form url.Values) (Local, error) {
+	l, err := s.GetLocal(ctx, org)
+	creating := errors.Is(err, persistence.ErrNotFound)
+	switch {
+	case creating:
+		l = NewLocal()
+	case err != nil:
+		return Local{}, err
+	}
+	raw, err := formJSON(localForm, form)
+	if err != nil {
+		return Local{}, err
+	}
+	if _, err := decodeProfileJSON(raw, &l, "organization", nil); err != nil {
+		return Local{}, err
+	}
+	l.Organization = org
+	if creating {
+		return s.CreateLocal(ctx, l)
+	}
+	return s.UpdateLocal(ctx, l)
+}
+
+// SaveRemoteForm creates or replaces partner's remote profile from the UI's form, as
+// SaveLocalForm does.
+func (s *Store) SaveRemoteForm(ctx context.Context, partner persistence.PartyName, form url.Values) (Remote, error) {
+	r, err := s.GetRemote(ctx, partner)
+	creating := errors.Is(err, persistence.ErrNotFound)
+	switch {
+	case creating:
+		r = NewRemote()
+	case err != nil:
+		return Remote{}, err
+	}
+	raw, err := formJSON(remoteForm, form)
+	if err != nil {
+		return Remote{}, err
+	}
+	if _, err := decodeRemoteJSON(raw, &r); err != nil {
+		return Remote{}, err
+	}
+	r.Partner = partner
+	if creating {
+		return s.CreateRemote(ctx, r)
+	}
+	return s.UpdateRemote(ctx, r)
+}

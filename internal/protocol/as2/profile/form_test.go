@@ -1,0 +1,63 @@
+package profile
+
+import (
+	"net/url"
+	"testing"
+
+	"wharf/internal/module"
+)
+
+func valueOf(fields []module.PanelField, name string) string {
+	for _, f := range fields {
+		if f.Name == name {
+			return f.Value
+		}
+	}
+	return "(no field)"
+}
+
+// TestFormFieldsShowProfiles holds the forms' values equal to the profiles', new ones
+// (whose empty AS2 id cannot be marshalled) included.
+func TestFormFieldsShowProfiles(t *testing.T) {
+	stored := NewRemote()
+	stored.AS2ID, stored.Partner, stored.PartnerCertificateIDs, stored.AsyncMDNHosts = "PARTNER", "b", []int64{3, 4}, []string{"a.example", "b.example"}
+	own := int64(7)
+	stored.OurSigningCertificateID = &own
+	for _, tc := range []struct {
+		name   string
+		fields []module.PanelField
+		want   map[string]string
+	}{
+		{"new remote", RemoteFields(NewRemote()), map[string]string{"as2_id": "", "connect_timeout_seconds": "10",
+			"signing_algorithm": "sha256", "compress": "true", "allow_sha1": "", "partner_certificate_ids": "", "our_signing_certificate_id": ""}},
+		{"stored remote", RemoteFields(stored), map[string]string{"as2_id": "PARTNER", "partner_certificate_ids": "3, 4",
+			"async_mdn_hosts": "a.example, b.example", "our_signing_certificate_id": "7"}},
+		{"new local", LocalFields(NewLocal()), map[string]string{"as2_id": "", "max_message_size_mib": "512",
+			"signing_certificate_id": "0", "previous_decryption_certificate_id": ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for name, want := range tc.want {
+				if got := valueOf(tc.fields, name); got != want {
+					t.Errorf("%s = %q, want %q", name, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestFormJSON turns form values into the JSON REST takes, refusing what is not a number.
+func TestFormJSON(t *testing.T) {
+	got, err := formJSON(localForm, url.Values{"as2_id": {"A"}, "signing_certificate_id": {"2"}, "decryption_certificate_id": {"0"},
+		"max_message_size_mib": {"8"}, "mdn_notification_to": {"ops@example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"as2_id":"A","decryption_certificate_id":0,"max_message_size_mib":8,"mdn_notification_to":"ops@example.com","previous_decryption_certificate_id":null,"signing_certificate_id":2}`
+	if string(got) != want {
+		t.Errorf("formJSON = %s\nwant %s", got, want)
+	}
+	_, err = formJSON(localForm, url.Values{"signing_certificate_id": {"two"}, "decryption_certificate_id": {"0"}, "max_message_size_mib": {"8"}})
+	if err == nil || err.Error() != "signing_certificate_id: must be a whole number" {
+		t.Errorf("a word for a number: %v", err)
+	}
+}

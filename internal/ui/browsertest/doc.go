@@ -1,0 +1,5 @@
+// Package browsertest holds the web UI's tests against a whole gateway: the pages of the
+// modules' party panels, a crawl of every link the pages show, a check that no secret
+// reaches a page, a response or a log line, and flows driven in real headless Chromium
+// (run when WHARF_TEST_CHROMIUM names the browser binary). It has no code of its own.
+package browsertest
