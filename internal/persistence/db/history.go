@@ -41,6 +41,12 @@ func (t *txn) changed(tr transition, reason, actor string, at time.Time) {
 		at:         at,
 	})
 	t.touch(tr.d.MessageID)
+	if tr.d.State == persistence.DeliveryFailed && t.s.onFailed.Load() != nil {
+		if t.lastFailed == nil {
+			t.lastFailed = make(map[int64]FailedMessage)
+		}
+		t.lastFailed[tr.d.MessageID] = FailedMessage{Target: tr.d.Target, Reason: persistence.SanitizeReason(reason)}
+	}
 }
 
 // touch marks a message whose deliveries changed (or were added).
@@ -128,6 +134,12 @@ func (t *txn) settle(ctx context.Context) (map[int64]persistence.Message, error)
 				to:        string(status),
 				actor:     t.actor,
 			})
+		}
+		if status == persistence.StatusError && m.Status != persistence.StatusError && t.s.onFailed.Load() != nil {
+			f := t.lastFailed[id]
+			f.Message = m
+			f.Message.Stage, f.Message.Status = stage, status
+			t.failed = append(t.failed, f)
 		}
 		m.Stage, m.Status, m.UpdatedAt = stage, status, t.now
 		msgs[id] = m

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -48,6 +49,26 @@ type Options struct {
 	Modules []ModuleSchema
 }
 
+// OnMessageFailed sets fn to be called after each commit for every message whose status
+// that commit turned to error: once per message and event, from the one code that derives
+// statuses. fn runs in the committing goroutine and must not block (the alert queue's
+// Raise); nil removes it.
+func (s *Store) OnMessageFailed(fn func(FailedMessage)) {
+	if fn == nil {
+		s.onFailed.Store(nil)
+		return
+	}
+	s.onFailed.Store(&fn)
+}
+
+// FailedMessage is a message whose status became error, with the failed delivery that
+// made it so when the commit failed one (its target and sanitized reason).
+type FailedMessage struct {
+	Message persistence.Message
+	Target  persistence.InstanceName
+	Reason  string
+}
+
 // Store implements persistence.Store on SQLite or PostgreSQL.
 type Store struct {
 	dialect string
@@ -55,6 +76,8 @@ type Store struct {
 	r       *bun.DB // reads; the same pool as w on PostgreSQL
 	log     *slog.Logger
 	now     func() time.Time
+
+	onFailed atomic.Pointer[func(FailedMessage)]
 
 	// Dialect fragments, fixed at Open.
 	lockRows   string // appended to a SELECT that locks the rows it returns
