@@ -34,7 +34,7 @@ type txn struct {
 	// lists the messages whose status became error, reported after the commit.
 	lastFailed map[int64]FailedMessage
 	failed     []FailedMessage
-	stmts   map[string]*sql.Stmt // SQLite only: see prepared
+	stmts      map[string]*sql.Stmt // SQLite only: see prepared
 	// unprepared lists statements this transaction compiled that the pool lacks.
 	unprepared []string
 }
