@@ -11,11 +11,11 @@ import (
 
 // A message is reported once when its status becomes error, with the delivery that failed
 // it, and not again when a second delivery of it fails.
-func TestOnMessageFailedOncePerEvent(t *testing.T) {
+func TestOnMessageAlertOncePerEvent(t *testing.T) {
 	forEach(t, func(t *testing.T, s *db.Store) {
 		var mu sync.Mutex
-		var got []db.FailedMessage
-		s.OnMessageFailed(func(f db.FailedMessage) {
+		var got []db.MessageAlert
+		s.OnMessageAlert(func(f db.MessageAlert) {
 			mu.Lock()
 			got = append(got, f)
 			mu.Unlock()
@@ -43,7 +43,7 @@ func TestOnMessageFailedOncePerEvent(t *testing.T) {
 		if len(got) != 2 {
 			t.Fatalf("reported %d failures, want 2 (one per message): %+v", len(got), got)
 		}
-		byID := map[int64]db.FailedMessage{}
+		byID := map[int64]db.MessageAlert{}
 		for _, f := range got {
 			byID[f.Message.ID] = f
 		}
@@ -52,6 +52,13 @@ func TestOnMessageFailedOncePerEvent(t *testing.T) {
 		}
 		if f := byID[msgs[1].ID]; f.Target != poster {
 			t.Fatalf("second message reported as %+v, want its poster delivery", f)
+		}
+		got = nil
+		mu.Unlock()
+		lone := insert(t, s, 1)
+		mu.Lock()
+		if len(got) != 1 || got[0].Message.ID != lone[0].ID || got[0].Message.Status != persistence.StatusNotRouted {
+			t.Fatalf("a message no route matched reported as %+v", got)
 		}
 	})
 }

@@ -41,11 +41,11 @@ func (t *txn) changed(tr transition, reason, actor string, at time.Time) {
 		at:         at,
 	})
 	t.touch(tr.d.MessageID)
-	if tr.d.State == persistence.DeliveryFailed && t.s.onFailed.Load() != nil {
-		if t.lastFailed == nil {
-			t.lastFailed = make(map[int64]FailedMessage)
+	if (tr.d.State == persistence.DeliveryFailed || tr.d.State == persistence.DeliveryStalled) && t.s.onAlert.Load() != nil {
+		if t.lastChange == nil {
+			t.lastChange = make(map[int64]MessageAlert)
 		}
-		t.lastFailed[tr.d.MessageID] = FailedMessage{Target: tr.d.Target, Reason: persistence.SanitizeReason(reason)}
+		t.lastChange[tr.d.MessageID] = MessageAlert{Target: tr.d.Target, Reason: persistence.SanitizeReason(reason)}
 	}
 }
 
@@ -135,11 +135,11 @@ func (t *txn) settle(ctx context.Context) (map[int64]persistence.Message, error)
 				actor:     t.actor,
 			})
 		}
-		if status == persistence.StatusError && m.Status != persistence.StatusError && t.s.onFailed.Load() != nil {
-			f := t.lastFailed[id]
+		if status != m.Status && slices.Contains(alertStatuses, status) && t.s.onAlert.Load() != nil {
+			f := t.lastChange[id]
 			f.Message = m
 			f.Message.Stage, f.Message.Status = stage, status
-			t.failed = append(t.failed, f)
+			t.alerts = append(t.alerts, f)
 		}
 		m.Stage, m.Status, m.UpdatedAt = stage, status, t.now
 		msgs[id] = m

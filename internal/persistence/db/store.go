@@ -49,21 +49,24 @@ type Options struct {
 	Modules []ModuleSchema
 }
 
-// OnMessageFailed sets fn to be called after each commit for every message whose status
-// that commit turned to error: once per message and event, from the one code that derives
-// statuses. fn runs in the committing goroutine and must not block (the alert queue's
-// Raise); nil removes it.
-func (s *Store) OnMessageFailed(fn func(FailedMessage)) {
+// OnMessageAlert sets fn to be called after each commit for every message whose status
+// that commit turned to error, stalled or not_routed (the statuses that need someone):
+// once per message and event, from the one code that derives statuses. fn runs in the
+// committing goroutine and must not block (the alert queue's Raise); nil removes it.
+func (s *Store) OnMessageAlert(fn func(MessageAlert)) {
 	if fn == nil {
-		s.onFailed.Store(nil)
+		s.onAlert.Store(nil)
 		return
 	}
-	s.onFailed.Store(&fn)
+	s.onAlert.Store(&fn)
 }
 
-// FailedMessage is a message whose status became error, with the failed delivery that
-// made it so when the commit failed one (its target and sanitized reason).
-type FailedMessage struct {
+// alertStatuses are the statuses OnMessageAlert reports a message entering.
+var alertStatuses = []persistence.MessageStatus{persistence.StatusError, persistence.StatusStalled, persistence.StatusNotRouted}
+
+// MessageAlert is a message whose status became one of alertStatuses, with the delivery
+// that made it so when the commit changed one (its target and sanitized reason).
+type MessageAlert struct {
 	Message persistence.Message
 	Target  persistence.InstanceName
 	Reason  string
@@ -77,7 +80,7 @@ type Store struct {
 	log     *slog.Logger
 	now     func() time.Time
 
-	onFailed atomic.Pointer[func(FailedMessage)]
+	onAlert atomic.Pointer[func(MessageAlert)]
 
 	// Dialect fragments, fixed at Open.
 	lockRows   string // appended to a SELECT that locks the rows it returns

@@ -30,10 +30,10 @@ type txn struct {
 
 	hist    []historyRow
 	touched map[int64]bool
-	// lastFailed is the last delivery failed per message in this transaction; failed
-	// lists the messages whose status became error, reported after the commit.
-	lastFailed map[int64]FailedMessage
-	failed     []FailedMessage
+	// lastChange is the last delivery that failed or stalled per message in this
+	// transaction; alerts lists the messages OnMessageAlert reports after the commit.
+	lastChange map[int64]MessageAlert
+	alerts     []MessageAlert
 	stmts      map[string]*sql.Stmt // SQLite only: see prepared
 	// unprepared lists statements this transaction compiled that the pool lacks.
 	unprepared []string
@@ -98,8 +98,8 @@ func (s *Store) runTx(ctx context.Context, db *bun.DB, opts *sql.TxOptions, fn f
 	if err = tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	if fn := s.onFailed.Load(); fn != nil {
-		for _, f := range t.failed {
+	if fn := s.onAlert.Load(); fn != nil {
+		for _, f := range t.alerts {
 			(*fn)(f)
 		}
 	}
