@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"wharf/internal/alert"
 	"wharf/internal/api"
 	"wharf/internal/bus"
 	"wharf/internal/certs"
@@ -46,8 +47,10 @@ type Gateway struct {
 	Dispatcher *dispatch.Dispatcher
 	Engine     *delivery.Engine
 	Sweeper    *delivery.Sweeper
-	// Certs checks certificate expiry hourly; its OnExpiry is where alerts attach.
-	Certs    *certs.Monitor
+	// Certs checks certificate expiry hourly and raises alerts.
+	Certs *certs.Monitor
+	// Alerts takes the alerts of this process and hands them to the bus.
+	Alerts   *alert.Queue
 	Services *services.Manager
 	// Runtimes are the modules' shared parts by module name (module.Module.Setup).
 	Runtimes map[string]any
@@ -116,6 +119,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		return delivery.SweepSettings{Interval: s.SweepInterval, Wakeups: s.WakeupPolicy()}
 	})
 	g.Certs = certs.NewMonitor(g.Store, log.With("component", "certificates"))
+	g.Alerts = g.newAlerts(log)
 	baseURL, err := cfg.BaseURL()
 	if err != nil {
 		return nil, err
@@ -130,6 +134,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		Certs:   certs.NewOpener(g.Store, box),
 		Sealer:  box,
 		Ingest:  g.Dispatcher,
+		Alerts:  g.Alerts,
+		Bus:     moduleBus{g.Bus},
 	}
 	g.Runtimes = map[string]any{}
 	for _, m := range module.Modules() {
@@ -221,6 +227,9 @@ func (g *Gateway) readSettings(ctx context.Context) settings.Values {
 // Start begins work: the delivery engine, every enabled plugin instance, the sweep, the
 // certificate expiry check and the HTTP server.
 func (g *Gateway) Start(ctx context.Context) error {
+	if err := g.Alerts.Start(ctx); err != nil {
+		return err
+	}
 	if err := g.Engine.Start(ctx); err != nil {
 		return err
 	}
@@ -284,7 +293,8 @@ func (g *Gateway) ServeErr() <-chan error { return g.serveErr }
 
 // Shutdown stops in order: the HTTP server, the sources (nothing new comes in), the
 // targets (drain within the configured bound, then release what was interrupted), the
-// sweep and the certificate check, then the bus and the database.
+// sweep and the certificate check, the alert queue (what it holds goes out), the modules'
+// background work, then the bus and the database.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	var errs []error
 	g.stopOnce.Do(func() {
@@ -302,16 +312,20 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			errs = append(errs, g.Engine.Stop(dctx))
 			cancel()
 		}
-		for _, name := range g.runtimeNames() {
-			if st, ok := g.Runtimes[name].(module.Stopper); ok {
-				errs = append(errs, st.Stop(ctx))
-			}
-		}
 		if g.Sweeper != nil {
 			errs = append(errs, g.Sweeper.Stop(ctx))
 		}
 		if g.Certs != nil {
 			errs = append(errs, g.Certs.Stop(ctx))
+		}
+		// The alerts raised so far go out on the bus while the modules still listen.
+		if g.Alerts != nil {
+			errs = append(errs, g.Alerts.Stop(ctx))
+		}
+		for _, name := range g.runtimeNames() {
+			if st, ok := g.Runtimes[name].(module.Stopper); ok {
+				errs = append(errs, st.Stop(ctx))
+			}
 		}
 		g.closeResources()
 	})
