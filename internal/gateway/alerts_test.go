@@ -18,7 +18,6 @@ import (
 	"wharf/internal/config"
 	"wharf/internal/gateway"
 	"wharf/internal/notification"
-
 )
 
 // hook is a webhook receiver that keeps what it was sent.
