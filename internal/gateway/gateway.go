@@ -148,7 +148,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		}
 		g.Runtimes[m.Name] = rt
 	}
-	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes})
+	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes, Alerts: g.Alerts})
 	key, _, err := session.LoadOrCreateKey(cfg.SessionKeyPath(), log)
 	if err != nil {
 		return nil, err
