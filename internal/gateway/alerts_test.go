@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"wharf/internal/alert"
 	"wharf/internal/api"
 	"wharf/internal/config"
 	"wharf/internal/gateway"
@@ -172,6 +173,14 @@ func TestFailedDeliveryNotifies(t *testing.T) {
 			h.mustJSON("GET", "/api/v1/alerts?code=message_failed", nil, &alerts)
 			if len(alerts.Alerts) != 1 {
 				t.Fatalf("%d message_failed alerts recorded, want 1", len(alerts.Alerts))
+			}
+			// What the web UI's dashboard card reads.
+			if h.g.Notifications == nil {
+				t.Fatal("the gateway offers no notification log")
+			}
+			crit, _, err := h.g.Notifications.ListAlerts(context.Background(), alert.Filter{Severity: alert.SeverityCritical, Limit: 5})
+			if err != nil || len(crit) != 1 || crit[0].Subject.ID != fmt.Sprint(m.ID) {
+				t.Fatalf("recent critical alerts: %+v, %v", crit, err)
 			}
 
 			// The test button: the alert goes over the bus to the instance.

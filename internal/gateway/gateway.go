@@ -56,6 +56,9 @@ type Gateway struct {
 	Runtimes map[string]any
 	// UI is the web UI under /ui/.
 	UI *ui.Server
+	// Notifications is the notifier module's log and alerts (alert.Log), nil in a build
+	// without the module; the web UI's Notifications page and dashboard card read it.
+	Notifications alert.Log
 
 	server   *http.Server
 	listener net.Listener
@@ -147,6 +150,9 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 			return nil, fmt.Errorf("set up module %s: %w", m.Name, err)
 		}
 		g.Runtimes[m.Name] = rt
+		if l, ok := rt.(alert.Log); ok {
+			g.Notifications = l
+		}
 	}
 	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes, Alerts: g.Alerts})
 	key, _, err := session.LoadOrCreateKey(cfg.SessionKeyPath(), log)

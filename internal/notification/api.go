@@ -69,7 +69,7 @@ func parseFilter(r *http.Request, withState bool) (Filter, error) {
 		f.Severity = s
 	}
 	if v := q.Get("state"); v != "" && withState {
-		s, err := ParseState(v)
+		s, err := alert.ParseNotificationState(v)
 		if err != nil {
 			return f, fieldErr("state", err.Error())
 		}

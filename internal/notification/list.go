@@ -11,36 +11,13 @@ import (
 	"wharf/internal/persistence"
 )
 
-// Notification is one row of the notification log, as REST and the web UI show it: the
-// alert's headline, the instance and what came of sending it.
-type Notification struct {
-	ID            int64          `json:"id"`
-	AlertID       string         `json:"alert_id"`
-	Instance      string         `json:"instance"`
-	Kind          string         `json:"kind"` // alert or summary
-	State         State          `json:"state"`
-	Severity      alert.Severity `json:"severity"`
-	Code          alert.Code     `json:"code"`
-	Summary       string         `json:"summary"`
-	Link          string         `json:"link"`
-	Attempts      int            `json:"attempts"`
-	LastError     string         `json:"last_error"`
-	NextAttemptAt *time.Time     `json:"next_attempt_at"`
-	SummaryID     *int64         `json:"summary_id"`
-	CreatedAt     time.Time      `json:"created_at"`
-	UpdatedAt     time.Time      `json:"updated_at"`
-}
+// Notification is one row of the notification log.
+type Notification = alert.Notification
 
-// Filter narrows a list; zero fields do not filter. Severity keeps that severity and the
-// more urgent ones.
-type Filter struct {
-	Instance string
-	State    State
-	Code     alert.Code
-	Severity alert.Severity
-	Limit    int
-	Offset   int
-}
+// Filter narrows a list.
+type Filter = alert.Filter
+
+var _ alert.Log = (*Runtime)(nil)
 
 // Paging of lists, as the core's.
 const (
@@ -48,7 +25,7 @@ const (
 	maxLimit     = 1000
 )
 
-func (f Filter) page() (int, int) {
+func page(f Filter) (int, int) {
 	limit := f.Limit
 	if limit <= 0 || limit > maxLimit {
 		limit = defaultLimit
@@ -57,7 +34,7 @@ func (f Filter) page() (int, int) {
 }
 
 // where builds the filter's conditions on a table alias.
-func (f Filter) where(alias string, withState bool) (string, []any) {
+func where(f Filter, alias string, withState bool) (string, []any) {
 	var conds []string
 	var args []any
 	if f.Instance != "" {
@@ -85,18 +62,18 @@ func (f Filter) where(alias string, withState bool) (string, []any) {
 // ListNotifications returns a page of the notification log, newest first, and the count
 // of rows the filter matches.
 func (rt *Runtime) ListNotifications(ctx context.Context, f Filter) ([]Notification, int, error) {
-	limit, offset := f.page()
-	where, args := f.where("n.", true)
+	limit, offset := page(f)
+	cond, args := where(f, "n.", true)
 	var out []Notification
 	var total int
 	err := rt.db.Read(ctx, func(tx module.Tx) error {
 		out = out[:0]
-		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM notifications n`+where, args...).Scan(&total); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM notifications n`+cond, args...).Scan(&total); err != nil {
 			return fmt.Errorf("count notifications: %w", err)
 		}
 		rows, err := tx.Query(ctx, `SELECT n.id, n.alert_id, n.instance, n.kind, n.state, n.severity, n.code, a.summary, a.link,
 			n.attempts, n.last_error, n.next_attempt_at, n.summary_id, n.created_at, n.updated_at
-			FROM notifications n JOIN alerts a ON a.id = n.alert_id`+where+` ORDER BY n.id DESC LIMIT ? OFFSET ?`,
+			FROM notifications n JOIN alerts a ON a.id = n.alert_id`+cond+` ORDER BY n.id DESC LIMIT ? OFFSET ?`,
 			append(args, limit, offset)...)
 		if err != nil {
 			return fmt.Errorf("list notifications: %w", err)
@@ -110,7 +87,7 @@ func (rt *Runtime) ListNotifications(ctx context.Context, f Filter) ([]Notificat
 				&n.Attempts, &n.LastError, tx.ScanTime(&next), &n.SummaryID, tx.ScanTime(&n.CreatedAt), tx.ScanTime(&n.UpdatedAt)); err != nil {
 				return fmt.Errorf("read notification: %w", err)
 			}
-			n.State, n.Severity, n.Code = State(state), alert.Severity(sev), alert.Code(code)
+			n.State, n.Severity, n.Code = alert.NotificationState(state), alert.Severity(sev), alert.Code(code)
 			if !next.IsZero() && n.State == StateRetrying {
 				n.NextAttemptAt = &next
 			}
@@ -127,16 +104,16 @@ func (rt *Runtime) ListNotifications(ctx context.Context, f Filter) ([]Notificat
 // ListAlerts returns a page of the alerts heard, newest first (a dashboard card asks for
 // the recent critical ones), and the count the filter matches. Filter.State is ignored.
 func (rt *Runtime) ListAlerts(ctx context.Context, f Filter) ([]alert.Alert, int, error) {
-	limit, offset := f.page()
-	where, args := f.where("", false)
+	limit, offset := page(f)
+	cond, args := where(f, "", false)
 	var out []alert.Alert
 	var total int
 	err := rt.db.Read(ctx, func(tx module.Tx) error {
 		out = out[:0]
-		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM alerts`+where, args...).Scan(&total); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM alerts`+cond, args...).Scan(&total); err != nil {
 			return fmt.Errorf("count alerts: %w", err)
 		}
-		rows, err := tx.Query(ctx, `SELECT body FROM alerts`+where+` ORDER BY raised_at DESC, id DESC LIMIT ? OFFSET ?`,
+		rows, err := tx.Query(ctx, `SELECT body FROM alerts`+cond+` ORDER BY raised_at DESC, id DESC LIMIT ? OFFSET ?`,
 			append(args, limit, offset)...)
 		if err != nil {
 			return fmt.Errorf("list alerts: %w", err)

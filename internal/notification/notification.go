@@ -29,8 +29,8 @@ import (
 // ModuleName keys the module's runtime.
 const ModuleName = "notification"
 
-// ChangedSubject announces changed notification rows ({"ids": [...]}) for live pages.
-const ChangedSubject = "notification.changed"
+// ChangedSubject announces changed notification rows for live pages.
+const ChangedSubject = alert.ChangedSubject
 
 //go:embed schema
 var schemaFS embed.FS

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,30 +18,18 @@ import (
 )
 
 // State is where a notification row stands.
-type State string
+type State = alert.NotificationState
 
+// The states, named for this package's code.
 const (
-	StateQueued     State = "queued"
-	StateDelivering State = "delivering"
-	StateRetrying   State = "retrying"
-	StateDelivered  State = "delivered"
-	StateFailed     State = "failed"
-	// StateHeld is a row the rate limit kept back; a summary covers it.
-	StateHeld State = "held"
-	// StateSuppressed is a row the cooldown dropped.
-	StateSuppressed State = "suppressed"
+	StateQueued     = alert.NotificationQueued
+	StateDelivering = alert.NotificationDelivering
+	StateRetrying   = alert.NotificationRetrying
+	StateDelivered  = alert.NotificationDelivered
+	StateFailed     = alert.NotificationFailed
+	StateHeld       = alert.NotificationHeld
+	StateSuppressed = alert.NotificationSuppressed
 )
-
-// AllStates lists the states.
-var AllStates = []State{StateQueued, StateDelivering, StateRetrying, StateDelivered, StateFailed, StateHeld, StateSuppressed}
-
-// ParseState parses a state name.
-func ParseState(s string) (State, error) {
-	if i := slices.Index(AllStates, State(s)); i >= 0 {
-		return AllStates[i], nil
-	}
-	return "", fmt.Errorf("invalid state %q", s)
-}
 
 // Row kinds: an alert, or the summary of the alerts the rate limit held.
 const (
