@@ -200,7 +200,8 @@ func (rt *Runtime) running(ctx context.Context) (map[string]*Notifier, error) {
 }
 
 // Accept records an alert once, and queues, holds or suppresses it for each running
-// notifier instance whose filters it passes, in one transaction.
+// notifier instance whose filters it passes, in one transaction. Hearing an alert again
+// changes nothing.
 func (rt *Runtime) Accept(ctx context.Context, a alert.Alert) error {
 	now := rt.clock()
 	if err := a.Normalize(now); err != nil {
@@ -214,8 +215,9 @@ func (rt *Runtime) Accept(ctx context.Context, a alert.Alert) error {
 	var changed []int64
 	err = rt.db.Write(ctx, func(tx module.Tx) error {
 		woken, changed = woken[:0], changed[:0]
-		fresh, err := insertAlert(ctx, tx, a)
-		if err != nil || !fresh {
+		// Every process on the bus hears the alert: the first records it, and each queues
+		// it for the instances it runs; a row per alert and instance is made once.
+		if _, err := insertAlert(ctx, tx, a); err != nil {
 			return err
 		}
 		for _, name := range slices.Sorted(maps.Keys(insts)) {

@@ -319,6 +319,9 @@ func TestFiltersAndCooldown(t *testing.T) {
 		if err != nil || total != 4 || len(all) != 4 {
 			t.Fatalf("alerts: %d (%d), %v", total, len(all), err)
 		}
+		if n := len(b.list(Filter{Instance: "crit"})); n != 2 {
+			t.Fatalf("hearing an alert again changed crit's rows: %d", n)
+		}
 		crits, _, _ := b.rt.ListAlerts(context.Background(), Filter{Severity: alert.SeverityCritical})
 		if len(crits) != 1 || crits[0].Code != alert.MessageFailed {
 			t.Fatalf("critical alerts: %+v", crits)
@@ -446,5 +449,24 @@ func TestDisabledInstanceGetsNothing(t *testing.T) {
 		if _, err := b.rt.Test(ctx, "ops", "tester"); err == nil {
 			t.Fatal("a disabled instance accepted a test")
 		}
+	})
+}
+
+// Each process on the bus hears every alert: one without notifiers records it first, and
+// the process that runs the instance still queues it.
+func TestAlertHeardFirstByAnotherProcess(t *testing.T) {
+	forEach(t, func(t *testing.T, b *bundle) {
+		other := b.runtime() // runs no notifier
+		b.notifier(b.rt, "ops", true, nil)
+		a := failed(1)
+		a.ID = alert.NewID()
+		if err := other.Accept(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+		if rows := b.list(Filter{}); len(rows) != 0 {
+			t.Fatalf("a process without the instance queued %+v", rows)
+		}
+		b.accept(a)
+		b.waitState(Filter{Instance: "ops"}, StateDelivered, 1)
 	})
 }

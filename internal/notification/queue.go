@@ -240,6 +240,13 @@ func decide(ctx context.Context, tx module.Tx, cfg *Config, instance string, a a
 	if a.Code == alert.NotificationTest {
 		return StateQueued, "", nil
 	}
+	var have int
+	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM notifications WHERE alert_id = ? AND instance = ?`, a.ID, instance).Scan(&have); err != nil {
+		return "", "", fmt.Errorf("check for a row of alert %s: %w", a.ID, err)
+	}
+	if have > 0 {
+		return StateQueued, "", nil // heard before: the insert is a no-op
+	}
 	if cfg.Cooldown > 0 {
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM notifications WHERE instance = ? AND dedupe_key = ?
