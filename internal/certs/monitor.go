@@ -32,6 +32,9 @@ type Monitor struct {
 	OnExpiry func(ctx context.Context, cert persistence.Certificate, expired bool)
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Warning tells, at each check, how long before its end a certificate is reported
+	// as expiring; ExpiryWarning when nil.
+	Warning func() time.Duration
 
 	quit, done chan struct{}
 }
@@ -77,14 +80,23 @@ func (m *Monitor) run(ctx context.Context) {
 	}
 }
 
-// Check looks at every certificate once, logs and reports those that expire within
-// ExpiryWarning or have expired, and returns them.
-func (m *Monitor) Check(ctx context.Context) (expiring, expired []persistence.Certificate, err error) {
-	now := time.Now()
+func (m *Monitor) clock() time.Time {
 	if m.Now != nil {
-		now = m.Now()
+		return m.Now()
 	}
-	horizon := now.Add(ExpiryWarning)
+	return time.Now()
+}
+
+// Check looks at every certificate once, logs and reports those that expire within
+// the warning (ExpiryWarning unless Warning says otherwise) or have expired, and returns
+// them.
+func (m *Monitor) Check(ctx context.Context) (expiring, expired []persistence.Certificate, err error) {
+	now := m.clock()
+	warning := ExpiryWarning
+	if m.Warning != nil {
+		warning = m.Warning()
+	}
+	horizon := now.Add(warning)
 	const batch = 500
 	for offset := 0; ; offset += batch {
 		list, _, err := m.store.ListCertificates(ctx, persistence.ListOptions{Limit: batch, Offset: offset})

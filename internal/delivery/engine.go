@@ -23,6 +23,24 @@ type Store interface {
 	GetPayload(ctx context.Context, messageID int64, stage persistence.PayloadStage) (persistence.Payload, error)
 }
 
+// Queue is where a worker claims work and records its outcomes. The engine's Store is
+// the queue of message deliveries; a target whose Deliverer implements QueueOwner brings
+// its own (the notifier's notification rows), and the engine runs it the same way: claims
+// under a renewed lease, the instance's retry policy, draining at shutdown.
+type Queue interface {
+	ClaimDeliveries(ctx context.Context, target persistence.InstanceName, n int, lease time.Duration, now time.Time) ([]persistence.Claim, error)
+	RenewLease(ctx context.Context, deliveryID int64, token string, until time.Time) error
+	CompleteDeliveries(ctx context.Context, cs []persistence.Completion) ([]error, error)
+	ReleaseDeliveries(ctx context.Context, rs []persistence.Release) error
+}
+
+// QueueOwner is implemented by a Deliverer whose work is not message deliveries. Its
+// attempts have no document: Attempt.Open fails and Attempt.Message is zero but for
+// what the queue's claims fill in.
+type QueueOwner interface {
+	DeliveryQueue() Queue
+}
+
 // Payloads opens stored payload blobs and makes those targets wrote durable.
 type Payloads interface {
 	Open(ctx context.Context, key string) (io.ReadCloser, error)
@@ -77,6 +95,7 @@ type Engine struct {
 }
 
 type pending struct {
+	q    Queue // nil: the engine's store
 	c    persistence.Completion
 	ctx  context.Context
 	done chan struct{}
@@ -176,8 +195,8 @@ func (e *Engine) Stop(ctx context.Context) error {
 
 // complete queues an outcome and waits until it is written (or ctx ends), so a worker's
 // slot frees only when the database knows the result.
-func (e *Engine) complete(ctx context.Context, c persistence.Completion) {
-	p := pending{c: c, ctx: ctx, done: make(chan struct{})}
+func (e *Engine) complete(ctx context.Context, q Queue, c persistence.Completion) {
+	p := pending{q: q, c: c, ctx: ctx, done: make(chan struct{})}
 	e.completions <- p
 	<-p.done
 }
@@ -202,7 +221,51 @@ func (e *Engine) runBatcher() {
 				break fill
 			}
 		}
-		e.writeBatch(batch)
+		// Outcomes of targets with their own queue are written to that queue, apart.
+		own := batch[:0:0]
+		rest := batch[:0]
+		for _, p := range batch {
+			if p.q != nil {
+				own = append(own, p)
+			} else {
+				rest = append(rest, p)
+			}
+		}
+		if len(rest) > 0 {
+			e.writeBatch(rest)
+		}
+		for len(own) > 0 {
+			q := own[0].q
+			var same, other []pending
+			for _, p := range own {
+				if p.q == q {
+					same = append(same, p)
+				} else {
+					other = append(other, p)
+				}
+			}
+			e.writeQueueBatch(q, same)
+			own = other
+		}
+	}
+}
+
+// writeQueueBatch records the outcomes of one target's own queue.
+func (e *Engine) writeQueueBatch(q Queue, batch []pending) {
+	cs := make([]persistence.Completion, len(batch))
+	for i, p := range batch {
+		cs[i] = p.c
+	}
+	results, err := q.CompleteDeliveries(context.Background(), cs)
+	if err != nil {
+		// The leases run out and the queue's claims take the rows again.
+		e.log.Error("record outcomes of an own queue", "count", len(cs), "err", err)
+	}
+	for i, p := range batch {
+		if err == nil && i < len(results) && results[i] != nil {
+			e.log.WarnContext(p.ctx, "outcome dropped: claim lost", "err", results[i])
+		}
+		close(p.done)
 	}
 }
 
@@ -251,6 +314,7 @@ type worker struct {
 	e           *Engine
 	name        persistence.InstanceName
 	d           Deliverer
+	q           Queue // the target's own queue; nil for message deliveries
 	opts        TargetOptions
 	log         *slog.Logger
 	unsubscribe func()
@@ -272,8 +336,12 @@ type worker struct {
 
 func newWorker(e *Engine, name persistence.InstanceName, d Deliverer, opts TargetOptions) *worker {
 	ctx, cancel := context.WithCancel(context.Background())
+	var q Queue
+	if o, ok := d.(QueueOwner); ok {
+		q = o.DeliveryQueue()
+	}
 	return &worker{
-		e: e, name: name, d: d, opts: opts,
+		e: e, name: name, d: d, q: q, opts: opts,
 		log:           e.log.With("target", string(name)),
 		wake:          make(chan struct{}, 1),
 		slotFree:      make(chan struct{}, 1),
@@ -335,7 +403,7 @@ func (w *worker) loop() {
 func (w *worker) claimAndStart(n int) (int, error) {
 	now := w.e.cfg.Now()
 	lease := w.e.cfg.Lease()
-	claims, err := w.e.store.ClaimDeliveries(w.attemptCtx, w.name, n, lease, now)
+	claims, err := w.queue().ClaimDeliveries(w.attemptCtx, w.name, n, lease, now)
 	if err != nil {
 		return 0, err
 	}
@@ -373,6 +441,9 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 		Message:  c.Message,
 		Number:   c.Delivery.Attempts,
 		Open: func(ctx context.Context) (io.ReadCloser, error) {
+			if w.q != nil {
+				return nil, errors.New("this target's work has no document")
+			}
 			p, err := w.e.store.GetPayload(ctx, c.Message.ID, persistence.PayloadUnpacked)
 			if err != nil {
 				return nil, fmt.Errorf("find document: %w", err)
@@ -393,7 +464,7 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 	}
 	if w.attemptCtx.Err() != nil && res.Kind != persistence.OutcomeDelivered && res.Kind != persistence.OutcomeAwaitingAck {
 		// Interrupted by shutdown: hand the delivery back without counting a failure.
-		err := w.e.store.ReleaseDeliveries(context.Background(), []persistence.Release{{
+		err := w.queue().ReleaseDeliveries(context.Background(), []persistence.Release{{
 			DeliveryID: c.Delivery.ID, Token: c.Delivery.ClaimToken, Reason: "interrupted by shutdown",
 		}})
 		if err != nil {
@@ -414,7 +485,15 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 	default:
 		w.log.WarnContext(ctx, "delivery attempt failed", "outcome", comp.Kind, "attempt", c.Delivery.Attempts, "reason", comp.Reason)
 	}
-	w.e.complete(ctx, comp)
+	w.e.complete(ctx, w.q, comp)
+}
+
+// queue is where the worker claims: its target's own queue, or the message deliveries.
+func (w *worker) queue() Queue {
+	if w.q != nil {
+		return w.q
+	}
+	return w.e.store
 }
 
 // keepPayloads records the stages an attempt stored whose outcome is not recorded (its
@@ -424,7 +503,7 @@ func (w *worker) keepPayloads(ctx context.Context, c persistence.Claim, res Resu
 	if len(res.Payloads) == 0 {
 		return
 	}
-	w.e.complete(ctx, persistence.Completion{DeliveryID: c.Delivery.ID, Kind: res.Kind, Payloads: res.Payloads,
+	w.e.complete(ctx, w.q, persistence.Completion{DeliveryID: c.Delivery.ID, Kind: res.Kind, Payloads: res.Payloads,
 		AckDeadline: res.Deadline})
 }
 
@@ -450,7 +529,7 @@ func (w *worker) renew(ctx context.Context, d persistence.Delivery, lease time.D
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			err := w.e.store.RenewLease(context.WithoutCancel(ctx), d.ID, d.ClaimToken, w.e.cfg.Now().Add(lease))
+			err := w.queue().RenewLease(context.WithoutCancel(ctx), d.ID, d.ClaimToken, w.e.cfg.Now().Add(lease))
 			if errors.Is(err, persistence.ErrLostClaim) {
 				w.log.WarnContext(ctx, "claim lost while delivering")
 				close(lost)

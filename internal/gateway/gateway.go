@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"wharf/internal/alert"
 	"wharf/internal/api"
 	"wharf/internal/bus"
 	"wharf/internal/certs"
@@ -47,13 +48,18 @@ type Gateway struct {
 	Dispatcher *dispatch.Dispatcher
 	Engine     *delivery.Engine
 	Sweeper    *delivery.Sweeper
-	// Certs checks certificate expiry hourly; its OnExpiry is where alerts attach.
-	Certs    *certs.Monitor
+	// Certs checks certificate expiry hourly and raises alerts.
+	Certs *certs.Monitor
+	// Alerts takes the alerts of this process and hands them to the bus.
+	Alerts   *alert.Queue
 	Services *services.Manager
 	// Runtimes are the modules' shared parts by module name (module.Module.Setup).
 	Runtimes map[string]any
 	// UI is the web UI under /ui/.
 	UI *ui.Server
+	// Notifications is the notifier module's log and alerts (alert.Log), nil in a build
+	// without the module; the web UI's Notifications page and dashboard card read it.
+	Notifications alert.Log
 
 	server   *http.Server
 	listener net.Listener
@@ -123,6 +129,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		return delivery.SweepSettings{Interval: s.SweepInterval, Wakeups: s.WakeupPolicy()}
 	})
 	g.Certs = certs.NewMonitor(g.Store, log.With("component", "certificates"))
+	g.Alerts = g.newAlerts(log)
 	baseURL, err := cfg.BaseURL()
 	if err != nil {
 		return nil, err
@@ -137,6 +144,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		Certs:   certs.NewOpener(g.Store, box),
 		Sealer:  box,
 		Ingest:  g.Dispatcher,
+		Alerts:  g.Alerts,
+		Bus:     moduleBus{g.Bus},
 	}
 	g.Runtimes = map[string]any{}
 	for _, m := range module.Modules() {
@@ -148,8 +157,11 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 			return nil, fmt.Errorf("set up module %s: %w", m.Name, err)
 		}
 		g.Runtimes[m.Name] = rt
+		if l, ok := rt.(alert.Log); ok {
+			g.Notifications = l
+		}
 	}
-	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes})
+	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes, Alerts: g.Alerts})
 	key, _, err := session.LoadOrCreateKey(cfg.SessionKeyPath(), log)
 	if err != nil {
 		return nil, err
@@ -234,6 +246,9 @@ func (g *Gateway) readSettings(ctx context.Context) settings.Values {
 // Start begins work: the delivery engine, every enabled plugin instance, the sweep, the
 // certificate expiry check and the HTTP server.
 func (g *Gateway) Start(ctx context.Context) error {
+	if err := g.Alerts.Start(ctx); err != nil {
+		return err
+	}
 	if err := g.Engine.Start(ctx); err != nil {
 		return err
 	}
@@ -299,7 +314,8 @@ func (g *Gateway) ServeErr() <-chan error { return g.serveErr }
 
 // Shutdown stops in order: the HTTP server, the sources (nothing new comes in), the
 // targets (drain within the configured bound, then release what was interrupted), the
-// sweep and the certificate check, then the bus and the database.
+// sweep and the certificate check, the alert queue (what it holds goes out), the modules'
+// background work, then the bus and the database.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	var errs []error
 	g.stopOnce.Do(func() {
@@ -317,16 +333,20 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			errs = append(errs, g.Engine.Stop(dctx))
 			cancel()
 		}
-		for _, name := range g.runtimeNames() {
-			if st, ok := g.Runtimes[name].(module.Stopper); ok {
-				errs = append(errs, st.Stop(ctx))
-			}
-		}
 		if g.Sweeper != nil {
 			errs = append(errs, g.Sweeper.Stop(ctx))
 		}
 		if g.Certs != nil {
 			errs = append(errs, g.Certs.Stop(ctx))
+		}
+		// The alerts raised so far go out on the bus while the modules still listen.
+		if g.Alerts != nil {
+			errs = append(errs, g.Alerts.Stop(ctx))
+		}
+		for _, name := range g.runtimeNames() {
+			if st, ok := g.Runtimes[name].(module.Stopper); ok {
+				errs = append(errs, st.Stop(ctx))
+			}
 		}
 		g.closeResources()
 	})

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"wharf/internal/alert"
 	"wharf/internal/persistence"
 	"wharf/internal/storage"
 )
@@ -72,6 +73,17 @@ type Core struct {
 	Certs   Certificates
 	Sealer  Sealer
 	Ingest  Ingester
+	// Alerts takes the alerts a module raises; it never blocks.
+	Alerts alert.Raiser
+	// Bus is the internal bus, for what a module tells its parts in other processes.
+	Bus Bus
+}
+
+// Bus carries messages between processes (internal/bus in production). Subscribers of a
+// subject are called one message at a time.
+type Bus interface {
+	Publish(subject string, data []byte) error
+	Subscribe(subject string, fn func(subject string, data []byte)) (unsubscribe func(), err error)
 }
 
 // BodyKind is what a module's REST route reads as its request body.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 
+	"wharf/internal/alert"
 	"wharf/internal/delivery"
 	"wharf/internal/persistence"
 )
@@ -84,6 +85,17 @@ type Env struct {
 	Ingest  Ingester
 	// Runtimes holds each module's Setup result by module name.
 	Runtimes map[string]any
+	// Alerts takes the alerts an instance raises (a file it cannot route); it never
+	// blocks. Nil means alert.Discard.
+	Alerts alert.Raiser
+}
+
+// Raiser returns Alerts, or alert.Discard when there is none.
+func (e Env) Raiser() alert.Raiser {
+	if e.Alerts == nil {
+		return alert.Discard
+	}
+	return e.Alerts
 }
 
 // Runtime returns the Setup result of the named module.

@@ -119,6 +119,10 @@ func checkInstanceRole(ctx context.Context, st Store, field string, name persist
 	if err != nil {
 		return err
 	}
+	// A notifier's worker sends alerts from its own queue and never claims a message.
+	if cfg.Type == persistence.PluginNotificationWebhook {
+		return fieldError(field, fmt.Sprintf("instance %q is a notifier: it sends alerts, not messages", name))
+	}
 	p, ok := module.Lookup(cfg.Type)
 	if !ok {
 		return fieldError(field, fmt.Sprintf("plugin type %s of instance %q is not available in this build", cfg.Type, name))

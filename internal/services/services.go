@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"wharf/internal/alert"
 	"wharf/internal/delivery"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
@@ -242,6 +243,18 @@ func (m *Manager) set(name persistence.InstanceName, typ persistence.PluginType,
 		role = p.Role
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	prev := m.instances[name]
 	m.instances[name] = &instance{typ: typ, role: role, enabled: enabled, state: st, err: errText, since: time.Now().UTC(), source: svc}
+	m.mu.Unlock()
+	// A notifier that fails says nothing about itself: its alert would go through it.
+	if st == StateFailed && (prev == nil || prev.state != StateFailed) && typ != persistence.PluginNotificationWebhook {
+		m.env.Raiser().Raise(alert.Alert{
+			Code:    alert.PluginFailed,
+			Subject: alert.Subject{Kind: "plugin", ID: string(name), Name: string(name)},
+			Summary: fmt.Sprintf("Plugin instance %s (%s) failed", name, typ),
+			Details: []alert.Detail{{Label: "Instance", Value: string(name)}, {Label: "Type", Value: string(typ)},
+				{Label: "Error", Value: persistence.SanitizeReason(errText)}},
+			Link: "/ui/services",
+		})
+	}
 }

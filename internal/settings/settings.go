@@ -24,6 +24,7 @@ const (
 	ShutdownDrainTimeout = "shutdown_drain_timeout"
 	MaxUploadMiB         = "max_upload_mib"
 	DisplayTimezone      = "display_timezone"
+	CertificateWarning   = "certificate_warning_days"
 )
 
 // MaxWakeupBackoff caps the doubling delay between unanswered wake-ups.
@@ -74,6 +75,11 @@ var catalogue = []Setting{
 		Description: "IANA time zone in which times are shown, such as Europe/Berlin.",
 		check:       timezone,
 	},
+	{
+		Key: CertificateWarning, Default: "30",
+		Description: "Days before its end a certificate raises a certificate_expiring alert (1 to 365).",
+		check:       intBetween(1, 365),
+	},
 }
 
 // Catalogue returns every setting in display order.
@@ -119,6 +125,8 @@ type Values struct {
 	ShutdownDrainTimeout time.Duration
 	MaxUploadMiB         int
 	DisplayTimezone      *time.Location
+	// CertificateWarning is how long before its end a certificate is reported expiring.
+	CertificateWarning time.Duration
 }
 
 // Parse reads stored settings into Values; keys m lacks take their defaults. An unknown key
@@ -154,6 +162,8 @@ func Parse(m map[string]string) (Values, error) {
 		return Values{}, fmt.Errorf("setting %s: %w", DisplayTimezone, err)
 	}
 	v.DisplayTimezone = loc
+	days, _ := strconv.Atoi(get(CertificateWarning))
+	v.CertificateWarning = time.Duration(days) * 24 * time.Hour
 	return v, nil
 }
 

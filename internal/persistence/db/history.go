@@ -41,6 +41,12 @@ func (t *txn) changed(tr transition, reason, actor string, at time.Time) {
 		at:         at,
 	})
 	t.touch(tr.d.MessageID)
+	if (tr.d.State == persistence.DeliveryFailed || tr.d.State == persistence.DeliveryStalled) && t.s.onAlert.Load() != nil {
+		if t.lastChange == nil {
+			t.lastChange = make(map[int64]MessageAlert)
+		}
+		t.lastChange[tr.d.MessageID] = MessageAlert{Target: tr.d.Target, Reason: persistence.SanitizeReason(reason)}
+	}
 }
 
 // touch marks a message whose deliveries changed (or were added).
@@ -128,6 +134,12 @@ func (t *txn) settle(ctx context.Context) (map[int64]persistence.Message, error)
 				to:        string(status),
 				actor:     t.actor,
 			})
+		}
+		if status != m.Status && slices.Contains(alertStatuses, status) && t.s.onAlert.Load() != nil {
+			f := t.lastChange[id]
+			f.Message = m
+			f.Message.Stage, f.Message.Status = stage, status
+			t.alerts = append(t.alerts, f)
 		}
 		m.Stage, m.Status, m.UpdatedAt = stage, status, t.now
 		msgs[id] = m

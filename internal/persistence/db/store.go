@@ -49,6 +49,29 @@ type Options struct {
 	Modules []ModuleSchema
 }
 
+// OnMessageAlert sets fn to be called after each commit for every message whose status
+// that commit turned to error, stalled or not_routed (the statuses that need someone):
+// once per message and event, from the one code that derives statuses. fn runs in the
+// committing goroutine and must not block (the alert queue's Raise); nil removes it.
+func (s *Store) OnMessageAlert(fn func(MessageAlert)) {
+	if fn == nil {
+		s.onAlert.Store(nil)
+		return
+	}
+	s.onAlert.Store(&fn)
+}
+
+// alertStatuses are the statuses OnMessageAlert reports a message entering.
+var alertStatuses = []persistence.MessageStatus{persistence.StatusError, persistence.StatusStalled, persistence.StatusNotRouted}
+
+// MessageAlert is a message whose status became one of alertStatuses, with the delivery
+// that made it so when the commit changed one (its target and sanitized reason).
+type MessageAlert struct {
+	Message persistence.Message
+	Target  persistence.InstanceName
+	Reason  string
+}
+
 // Store implements persistence.Store on SQLite or PostgreSQL.
 type Store struct {
 	dialect string
@@ -56,6 +79,8 @@ type Store struct {
 	r       *bun.DB // reads; the same pool as w on PostgreSQL
 	log     *slog.Logger
 	now     func() time.Time
+
+	onAlert atomic.Pointer[func(MessageAlert)]
 
 	// Dialect fragments, fixed at Open.
 	lockRows   string // appended to a SELECT that locks the rows it returns

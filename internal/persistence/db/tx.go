@@ -33,7 +33,11 @@ type txn struct {
 	// announced lists the messages whose history this transaction wrote, for the history
 	// hook after the commit.
 	announced []int64
-	stmts     map[string]*sql.Stmt // SQLite only: see prepared
+	// lastChange is the last delivery that failed or stalled per message in this
+	// transaction; alerts lists the messages OnMessageAlert reports after the commit.
+	lastChange map[int64]MessageAlert
+	alerts     []MessageAlert
+	stmts      map[string]*sql.Stmt // SQLite only: see prepared
 	// unprepared lists statements this transaction compiled that the pool lacks.
 	unprepared []string
 }
@@ -100,6 +104,11 @@ func (s *Store) runTx(ctx context.Context, db *bun.DB, opts *sql.TxOptions, fn f
 	if len(t.announced) > 0 {
 		if fn := s.onHistory.Load(); fn != nil {
 			(*fn)(t.announced)
+		}
+	}
+	if fn := s.onAlert.Load(); fn != nil {
+		for _, f := range t.alerts {
+			(*fn)(f)
 		}
 	}
 	return nil

@@ -100,6 +100,7 @@ func (rt *Runtime) senderDeps() sender.Deps {
 		Logger:      rt.core.Logger.With("component", "as2-sender"),
 		BaseURL:     rt.core.BaseURL,
 		AsyncMDNURL: rt.asyncMDNURL,
+		Alerts:      rt.core.Alerts,
 	}
 }
 

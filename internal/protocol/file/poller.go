@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"wharf/internal/alert"
 	"wharf/internal/durable"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
@@ -33,6 +34,7 @@ type Poller struct {
 	dir           string
 	inflightDir   string
 	unroutableDir string
+	alerts        alert.Raiser
 	processedDir  string // empty: delete taken files
 
 	ingest module.Ingester
@@ -80,6 +82,7 @@ func NewPoller(env module.Env, name persistence.InstanceName, cfg *PollerConfig)
 		inflightDir:   filepath.Join(dir, inflightDirName),
 		unroutableDir: cfg.unroutableDir(),
 		ingest:        env.Ingest,
+		alerts:        env.Raiser(),
 		log:           logger.With("instance", string(name), "plugin", string(persistence.PluginFilePoller)),
 		now:           time.Now,
 		seen:          map[string]observation{},
@@ -452,5 +455,12 @@ func (p *Poller) putAside(src, side, rel, reason string) bool {
 		return false
 	}
 	p.log.Warn("file unroutable", "code", "file_unroutable", "path", rel, "reason", reason)
+	p.alerts.Raise(alert.Alert{
+		Code:    alert.FileUnroutable,
+		Subject: alert.Subject{Kind: "file", ID: rel, Name: path.Base(rel)},
+		Summary: fmt.Sprintf("File %s in %s was put aside: %s", rel, p.name, reason),
+		Details: []alert.Detail{{Label: "Source", Value: string(p.name)}, {Label: "Path", Value: rel}, {Label: "Reason", Value: reason}},
+		Link:    "/ui/services",
+	})
 	return true
 }

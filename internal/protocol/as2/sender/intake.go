@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
+	"wharf/internal/alert"
 	"wharf/internal/logging"
 	"wharf/internal/persistence"
 	"wharf/internal/protocol/as2/profile"
@@ -65,6 +67,16 @@ func (in *Intake) AcceptMDN(ctx context.Context, contentType string, header http
 	v := judge(contentType, body, in.expectation(rec, out))
 	if !v.Definitive {
 		in.log.WarnContext(ctx, "async MDN refused", "as2_message_id", rec.AS2MessageID, "reason", v.Reason)
+		mid := strconv.FormatInt(rec.MessageID, 10)
+		in.alerts.Raise(alert.Alert{
+			Code:    alert.AsyncMDNFailed,
+			Subject: alert.Subject{Kind: "message", ID: mid},
+			Summary: fmt.Sprintf("An asynchronous MDN from %s for message %s was refused: %s", rec.Partner, mid, v.Reason),
+			Details: []alert.Detail{{Label: "Message", Value: mid}, {Label: "Partner", Value: rec.Partner},
+				{Label: "AS2 Message-ID", Value: rec.AS2MessageID}, {Label: "Reason", Value: v.Reason}},
+			DedupeKey: "async_mdn_failed:" + rec.AS2MessageID,
+			Link:      "/ui/messages/" + mid,
+		})
 		return fmt.Errorf("%w: %s: %w", ErrInvalidMDN, v.Reason, v.Err)
 	}
 	if _, err := in.keepReceipt(ctx, rec, contentType, body); err != nil {

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"time"
 
+	"wharf/internal/alert"
 	"wharf/internal/delivery"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
@@ -42,16 +43,19 @@ type Deps struct {
 	AsyncMDNURL func(org string) string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Alerts takes the intake's async_mdn_failed alerts; nil means alert.Discard.
+	Alerts alert.Raiser
 }
 
 // core is what the sender and the intake share.
 type core struct {
-	dir   profile.Directory
-	db    module.SQL
-	blobs module.Blobs
-	store persistence.Store
-	log   *slog.Logger
-	now   func() time.Time
+	dir    profile.Directory
+	db     module.SQL
+	blobs  module.Blobs
+	store  persistence.Store
+	log    *slog.Logger
+	now    func() time.Time
+	alerts alert.Raiser
 }
 
 func newCore(deps Deps) (*core, error) {
@@ -65,7 +69,10 @@ func newCore(deps Deps) (*core, error) {
 	case deps.Store == nil:
 		return nil, errors.New("as2-sender: no store")
 	}
-	c := &core{dir: deps.Directory, db: deps.DB, blobs: deps.Blobs, store: deps.Store, log: deps.Logger, now: deps.Now}
+	c := &core{dir: deps.Directory, db: deps.DB, blobs: deps.Blobs, store: deps.Store, log: deps.Logger, now: deps.Now, alerts: deps.Alerts}
+	if c.alerts == nil {
+		c.alerts = alert.Discard
+	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}

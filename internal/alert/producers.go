@@ -1,0 +1,75 @@
+package alert
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"wharf/internal/persistence"
+)
+
+// ForMessage is the alert of a message whose status became error (message_failed),
+// stalled (delivery_stalled) or not_routed (message_not_routed); target and reason name
+// the delivery that made it so, when one did. ok is false for any other status. The alert
+// names the parties, the file name and the sanitized reason, never the document.
+func ForMessage(m persistence.Message, target persistence.InstanceName, reason string) (a Alert, ok bool) {
+	var code Code
+	var what string
+	switch m.Status {
+	case persistence.StatusError:
+		code, what = MessageFailed, "failed"
+	case persistence.StatusStalled:
+		code, what = DeliveryStalled, "is stalled"
+	case persistence.StatusNotRouted:
+		code, what = MessageNotRouted, "matched no route"
+	default:
+		return Alert{}, false
+	}
+	id := strconv.FormatInt(m.ID, 10)
+	summary := fmt.Sprintf("Message %s from %s to %s %s", id, m.From, m.To, what)
+	if target != "" {
+		summary += " on " + string(target)
+	}
+	details := []Detail{{"Message", id}, {"From", string(m.From)}, {"To", string(m.To)}}
+	if m.OriginalFileName != "" {
+		details = append(details, Detail{"File name", string(m.OriginalFileName)})
+	}
+	if target != "" {
+		details = append(details, Detail{"Target", string(target)})
+	}
+	if reason != "" {
+		details = append(details, Detail{"Reason", persistence.SanitizeReason(reason)})
+	}
+	details = append(details, Detail{"Status", string(m.Status)})
+	return Alert{
+		Code:    code,
+		Subject: Subject{Kind: "message", ID: id, Name: string(m.OriginalFileName)},
+		Summary: summary,
+		Details: details,
+		Link:    "/ui/messages/" + id,
+	}, true
+}
+
+// ForCertificate is the certificate_expiring or certificate_expired alert of a stored
+// certificate; it names the certificate, never its key.
+func ForCertificate(c persistence.Certificate, expired bool, now time.Time) Alert {
+	id := strconv.FormatInt(c.ID, 10)
+	code, summary := CertificateExpiring, ""
+	days := int(c.NotAfter.Sub(now) / (24 * time.Hour))
+	if expired {
+		code = CertificateExpired
+		summary = fmt.Sprintf("Certificate %s (%s) expired on %s", id, c.Subject, c.NotAfter.UTC().Format("2006-01-02"))
+	} else {
+		summary = fmt.Sprintf("Certificate %s (%s) expires in %d days, on %s", id, c.Subject, days, c.NotAfter.UTC().Format("2006-01-02"))
+	}
+	return Alert{
+		Code:    code,
+		Subject: Subject{Kind: "certificate", ID: id, Name: c.Subject},
+		Summary: summary,
+		Details: []Detail{
+			{"Subject", c.Subject}, {"Issuer", c.Issuer}, {"Fingerprint (SHA-256)", c.Fingerprint},
+			{"Not after", c.NotAfter.UTC().Format(time.RFC3339)},
+		},
+		Link: "/ui/certificates/" + id,
+	}
+}

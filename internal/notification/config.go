@@ -1,0 +1,236 @@
+package notification
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"wharf/internal/alert"
+	"wharf/internal/delivery"
+	"wharf/internal/persistence"
+)
+
+// Format is the body a notifier sends, chosen for what the receiver understands.
+type Format string
+
+const (
+	FormatGeneric    Format = "generic"
+	FormatSlack      Format = "slack"
+	FormatTeams      Format = "teams"
+	FormatDiscord    Format = "discord"
+	FormatGoogleChat Format = "googlechat"
+	FormatNtfy       Format = "ntfy"
+)
+
+// AllFormats lists the formats.
+var AllFormats = []Format{FormatGeneric, FormatSlack, FormatTeams, FormatDiscord, FormatGoogleChat, FormatNtfy}
+
+// ParseFormat parses a format name.
+func ParseFormat(s string) (Format, error) {
+	if i := slices.Index(AllFormats, Format(s)); i >= 0 {
+		return AllFormats[i], nil
+	}
+	return "", fmt.Errorf("invalid format %q: want generic, slack, teams, discord, googlechat or ntfy", s)
+}
+
+func (f *Format) UnmarshalText(b []byte) error {
+	v, err := ParseFormat(string(b))
+	if err != nil {
+		return err
+	}
+	*f = v
+	return nil
+}
+
+// Signed reports whether the format carries the signature headers: the generic format,
+// whose receivers are written to verify them, and ntfy, which passes headers through.
+// Chat services accept only their own body and ignore them.
+func (f Format) Signed() bool { return f == FormatGeneric || f == FormatNtfy }
+
+// Config is a notification-webhook instance's configuration.
+type Config struct {
+	delivery.TargetOptions
+	// URL receives the POST. Write-only: a chat webhook's URL is its credential.
+	URL string `json:"url"`
+	// Format of the body.
+	Format Format `json:"format"`
+	// Headers are extra request headers (an Authorization); write-only.
+	Headers map[string]string `json:"headers,omitempty"`
+	// SigningSecret keys the HMAC-SHA256 signature (Standard Webhooks); write-only. A
+	// "whsec_" prefix marks a base64 secret as Standard Webhooks libraries make them.
+	SigningSecret string `json:"signing_secret,omitempty"`
+	// MinSeverity drops alerts below it.
+	MinSeverity alert.Severity `json:"min_severity"`
+	// Codes, when not empty, are the only alert codes sent.
+	Codes []alert.Code `json:"codes,omitempty"`
+	// Cooldown drops an alert whose dedupe key was notified within it.
+	Cooldown delivery.Duration `json:"cooldown"`
+	// RateLimit alerts are sent per RateWindow; the rest are held and summed up in one
+	// summary alert once the window has passed.
+	RateLimit  int               `json:"rate_limit"`
+	RateWindow delivery.Duration `json:"rate_window"`
+	// Timeout bounds one attempt.
+	Timeout delivery.Duration `json:"timeout"`
+}
+
+// Defaults and limits of a notifier.
+const (
+	DefaultCooldown   = 15 * time.Minute
+	DefaultRateLimit  = 20
+	DefaultRateWindow = time.Minute
+	DefaultTimeout    = 10 * time.Second
+	// DefaultMaxDelay caps the back-off between attempts unless the retry policy names
+	// its own cap.
+	DefaultMaxDelay = 15 * time.Minute
+	maxURLLength    = 4096
+	maxHeaderValue  = 8 << 10
+	maxSecretLength = 512
+)
+
+// NewConfig returns a config with its defaults set.
+func NewConfig() *Config {
+	n := 8
+	return &Config{
+		TargetOptions: delivery.TargetOptions{MaxConcurrent: 4, Retry: delivery.RetryPolicy{
+			Base: delivery.Duration(10 * time.Second), MaxDelay: delivery.Duration(DefaultMaxDelay), MaxRetries: &n,
+		}},
+		Format:      FormatGeneric,
+		MinSeverity: alert.SeverityWarning,
+		Cooldown:    delivery.Duration(DefaultCooldown),
+		RateLimit:   DefaultRateLimit,
+		RateWindow:  delivery.Duration(DefaultRateWindow),
+		Timeout:     delivery.Duration(DefaultTimeout),
+	}
+}
+
+// WriteOnlyFields names the fields sealed at rest and never returned.
+func (c *Config) WriteOnlyFields() []string { return []string{"url", "headers", "signing_secret"} }
+
+// Validate checks the config; errors are *persistence.FieldError and never repeat the
+// URL, a header value or the secret.
+func (c *Config) Validate() error {
+	if err := c.TargetOptions.Validate(); err != nil {
+		field, msg, ok := strings.Cut(err.Error(), ": ")
+		if !ok {
+			field, msg = "retry", err.Error()
+		}
+		return &persistence.FieldError{Field: field, Message: msg}
+	}
+	if err := checkURL(c.URL); err != nil {
+		return &persistence.FieldError{Field: "url", Message: err.Error()}
+	}
+	if _, err := ParseFormat(string(c.Format)); err != nil {
+		return &persistence.FieldError{Field: "format", Message: err.Error()}
+	}
+	if _, err := alert.ParseSeverity(string(c.MinSeverity)); err != nil {
+		return &persistence.FieldError{Field: "min_severity", Message: err.Error()}
+	}
+	for _, code := range c.Codes {
+		if _, err := alert.ParseCode(string(code)); err != nil {
+			return &persistence.FieldError{Field: "codes", Message: err.Error()}
+		}
+	}
+	if len(c.SigningSecret) > maxSecretLength {
+		return &persistence.FieldError{Field: "signing_secret", Message: fmt.Sprintf("longer than %d bytes", maxSecretLength)}
+	}
+	if c.SigningSecret != "" {
+		if _, err := secretKey(c.SigningSecret); err != nil {
+			return &persistence.FieldError{Field: "signing_secret", Message: err.Error()}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
+		if err := checkHeader(name, c.Headers[name]); err != nil {
+			return &persistence.FieldError{Field: "headers", Message: err.Error()}
+		}
+	}
+	switch {
+	case c.Cooldown < 0 || time.Duration(c.Cooldown) > 7*24*time.Hour:
+		return &persistence.FieldError{Field: "cooldown", Message: "must be between 0s and 168h"}
+	case c.RateLimit < 1 || c.RateLimit > 10000:
+		return &persistence.FieldError{Field: "rate_limit", Message: "must be between 1 and 10000"}
+	case time.Duration(c.RateWindow) < time.Second || time.Duration(c.RateWindow) > 24*time.Hour:
+		return &persistence.FieldError{Field: "rate_window", Message: "must be between 1s and 24h"}
+	case c.Timeout <= 0 || time.Duration(c.Timeout) > 5*time.Minute:
+		return &persistence.FieldError{Field: "timeout", Message: "must be between 1ms and 5m"}
+	}
+	return nil
+}
+
+func checkURL(s string) error {
+	if s == "" {
+		return fmt.Errorf("required")
+	}
+	if len(s) > maxURLLength {
+		return fmt.Errorf("longer than %d bytes", maxURLLength)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("not a valid URL")
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("must be an http or https URL")
+	case u.Hostname() == "":
+		return fmt.Errorf("must name a host")
+	case u.User != nil:
+		return fmt.Errorf("must not carry credentials; use headers (Authorization)")
+	case u.Fragment != "" || strings.Contains(s, "#"):
+		return fmt.Errorf("must not have a fragment")
+	}
+	return nil
+}
+
+// reservedHeaders are set by the transport or by the notifier itself.
+var reservedHeaders = []string{
+	"Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Proxy-Connection",
+	"Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Upgrade", "Expect", "Content-Type",
+	"Webhook-Id", "Webhook-Timestamp", "Webhook-Signature",
+}
+
+func checkHeader(name, value string) error {
+	if name == "" {
+		return fmt.Errorf("empty header name")
+	}
+	for i := 0; i < len(name); i++ {
+		if !isTokenChar(name[i]) {
+			return fmt.Errorf("header name %q has a character not allowed in a header name", name)
+		}
+	}
+	canon := http.CanonicalHeaderKey(name)
+	if slices.Contains(reservedHeaders, canon) || strings.HasPrefix(canon, "X-Wharf-") {
+		return fmt.Errorf("header %s is set by the notifier or the transport", canon)
+	}
+	if len(value) > maxHeaderValue {
+		return fmt.Errorf("header %s: value longer than %d bytes", canon, maxHeaderValue)
+	}
+	for i := 0; i < len(value); i++ {
+		if b := value[i]; (b < 0x20 && b != '\t') || b == 0x7f {
+			return fmt.Errorf("header %s: value contains a control character", canon)
+		}
+	}
+	return nil
+}
+
+func isTokenChar(b byte) bool {
+	switch {
+	case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
+}
+
+// passes reports whether the filter rules let a through (tests addressed to this
+// instance always pass).
+func (c *Config) passes(a alert.Alert) bool {
+	if a.Code == alert.NotificationTest {
+		return true
+	}
+	if a.Severity.Rank() < c.MinSeverity.Rank() {
+		return false
+	}
+	return len(c.Codes) == 0 || slices.Contains(c.Codes, a.Code)
+}

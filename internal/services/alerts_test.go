@@ -1,0 +1,58 @@
+package services_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"wharf/internal/alert"
+	"wharf/internal/module"
+	"wharf/internal/persistence"
+	"wharf/internal/persistence/db/dbtest"
+	"wharf/internal/services"
+
+	_ "wharf/internal/notification"
+)
+
+type raised struct {
+	mu sync.Mutex
+	as []alert.Alert
+}
+
+func (r *raised) Raise(a alert.Alert) {
+	r.mu.Lock()
+	r.as = append(r.as, a)
+	r.mu.Unlock()
+}
+
+// An instance that fails to start raises plugin_failed once, not again while it stays
+// failed; a notifier that fails raises nothing about itself.
+func TestFailedInstanceRaisesAlert(t *testing.T) {
+	s := dbtest.SQLite(t)
+	ctx := context.Background()
+	for _, rec := range []persistence.PluginConfig{
+		{Name: "broken", Type: persistence.PluginFileWriter, Enabled: true, Config: json.RawMessage(`{}`)},
+		{Name: "loud", Type: persistence.PluginNotificationWebhook, Enabled: true, Config: json.RawMessage(`{}`)},
+	} {
+		if _, err := s.CreatePluginConfig(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &raised{}
+	m := services.New(s, plainSealer{}, &targets{running: map[persistence.InstanceName]bool{}},
+		module.Env{Logger: slog.New(slog.DiscardHandler), DataDir: t.TempDir(), Ingest: refuseAll{}, Alerts: r})
+	for range 2 {
+		if err := m.StartAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := states(t, m)
+	if st["broken"] != services.StateFailed || st["loud"] != services.StateFailed {
+		t.Fatalf("states %v", st)
+	}
+	if len(r.as) != 1 || r.as[0].Code != alert.PluginFailed || r.as[0].Subject.ID != "broken" {
+		t.Fatalf("raised %+v, want one plugin_failed for broken", r.as)
+	}
+}
