@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"wharf/internal/api"
+	"wharf/internal/audit"
 	"wharf/internal/config"
 	"wharf/internal/logging"
 	"wharf/internal/persistence"
@@ -20,7 +21,12 @@ func openStore(ctx context.Context, cfg config.Config, stderr io.Writer) (*db.St
 	if err := ensureDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	return db.Open(ctx, db.Options{URL: cfg.DBURL, SQLitePath: cfg.SQLitePath(), Logger: logging.New(stderr, cfg.LogLevel)})
+	log := logging.New(stderr, cfg.LogLevel)
+	key, err := audit.LoadOrCreateKey(cfg.AuditKeyPath(), log)
+	if err != nil {
+		return nil, err
+	}
+	return db.Open(ctx, db.Options{URL: cfg.DBURL, SQLitePath: cfg.SQLitePath(), Logger: log, AuditKey: key})
 }
 
 func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) error {
