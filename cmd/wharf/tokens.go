@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"os/user"
 	"text/tabwriter"
 	"time"
 
@@ -16,6 +17,15 @@ import (
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
 )
+
+// cliActor names who a command's changes are audited as: cli:<operating system user>.
+func cliActor(ctx context.Context) context.Context {
+	name := "cli"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name += ":" + u.Username
+	}
+	return audit.WithActor(ctx, name)
+}
 
 func openStore(ctx context.Context, cfg config.Config, stderr io.Writer) (*db.Store, error) {
 	if err := ensureDir(cfg.DataDir); err != nil {
@@ -51,6 +61,7 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("invalid token name %q: use 1 to 64 of a-z, 0-9, _ and -", rest[0])
 		}
 	}
+	ctx = cliActor(ctx)
 	store, err := openStore(ctx, cfg, stderr)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"wharf/internal/audit"
 	"wharf/internal/persistence"
 )
 
@@ -36,7 +37,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		infoOf(r.Context()).actor = "token:" + t.Name
-		next.ServeHTTP(w, r)
+		// Changes the request makes are audited as the token's.
+		next.ServeHTTP(w, r.WithContext(audit.WithActor(r.Context(), "token:"+t.Name)))
 	})
 }
 
