@@ -240,7 +240,8 @@ func flatten(v any) (map[string]json.RawMessage, error) {
 	}
 	var walk func(prefix string, v any) error
 	walk = func(prefix string, v any) error {
-		if m, ok := v.(map[string]any); ok && (len(m) > 0 || prefix == "") {
+		// An empty object has no leaves: a field appearing in it later is one change.
+		if m, ok := v.(map[string]any); ok {
 			for k, c := range m {
 				p := k
 				if prefix != "" {
