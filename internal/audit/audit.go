@@ -266,6 +266,12 @@ func flatten(v any) (map[string]json.RawMessage, error) {
 // KeySize is the length of the chain's HMAC key.
 const KeySize = 32
 
+// LoadKeyFile reads an existing audit key file; verifying needs the key the events
+// were written with, never a new one.
+func LoadKeyFile(path string, logger *slog.Logger) ([]byte, error) {
+	return durable.LoadKeyFile(path, KeySize, "audit key", logger)
+}
+
 // LoadOrCreateKey reads the audit key file at path (WHARF_AUDIT_KEY_FILE, or audit.key in
 // the data directory) or, when there is none, generates one; see
 // durable.LoadOrCreateKeyFile.
