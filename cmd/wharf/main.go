@@ -26,6 +26,11 @@ Commands:
   tokens create NAME    create an API token (printed once, on the last line)
   tokens list           list API tokens
   tokens revoke NAME    revoke an API token
+  audit verify [--file F]
+                        check the audit log's hash chain in the database, or in an
+                        export file; names every changed event and every gap
+  audit export [--after-id N]
+                        write the audit events after N as JSON lines
   loadtest files        measure file-to-file throughput on a throwaway instance
   loadtest as2          measure AS2 throughput between two throwaway instances
   version               print the version
@@ -60,6 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runUsers(ctx, args[1:], stdout, stderr)
 	case "tokens":
 		err = runTokens(ctx, args[1:], stdout, stderr)
+	case "audit":
+		err = runAudit(ctx, args[1:], stdout, stderr)
 	case "loadtest":
 		err = runLoadtest(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
@@ -71,6 +78,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "wharf:", err)
+		if errors.Is(err, errAuditFailed) {
+			return 1
+		}
 		if errors.Is(err, errUsage) {
 			fmt.Fprint(stderr, "\n", usage)
 			return 2

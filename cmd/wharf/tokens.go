@@ -4,20 +4,36 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os/user"
 	"text/tabwriter"
 	"time"
 
+	"wharf/internal/audit"
 	"wharf/internal/auth/apitoken"
 	"wharf/internal/config"
 	"wharf/internal/logging"
 	"wharf/internal/persistence/db"
 )
 
+// cliActor names who a command's changes are audited as: cli:<operating system user>.
+func cliActor(ctx context.Context) context.Context {
+	name := "cli"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name += ":" + u.Username
+	}
+	return audit.WithActor(ctx, name)
+}
+
 func openStore(ctx context.Context, cfg config.Config, stderr io.Writer) (*db.Store, error) {
 	if err := ensureDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	return db.Open(ctx, db.Options{URL: cfg.DBURL, SQLitePath: cfg.SQLitePath(), Logger: logging.New(stderr, cfg.LogLevel)})
+	log := logging.New(stderr, cfg.LogLevel)
+	key, err := audit.LoadOrCreateKey(cfg.AuditKeyPath(), log)
+	if err != nil {
+		return nil, err
+	}
+	return db.Open(ctx, db.Options{URL: cfg.DBURL, SQLitePath: cfg.SQLitePath(), Logger: log, AuditKey: key})
 }
 
 func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -42,6 +58,7 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("invalid token name %q: use 1 to 64 of a-z, 0-9, _ and -", rest[0])
 		}
 	}
+	ctx = cliActor(ctx)
 	store, err := openStore(ctx, cfg, stderr)
 	if err != nil {
 		return err

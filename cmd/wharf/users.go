@@ -52,6 +52,7 @@ func runUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
+	ctx = cliActor(ctx)
 	store, err := openStore(ctx, cfg, stderr)
 	if err != nil {
 		return err

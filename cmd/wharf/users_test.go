@@ -13,6 +13,7 @@ import (
 	"wharf/internal/config"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
+	"wharf/internal/persistence/db/dbtest"
 )
 
 const testPublicURL = "https://wharf.example.com"
@@ -45,7 +46,7 @@ func mustUsers(t *testing.T, dir string, args ...string) string {
 // command under test and the test never hold it at the same time.
 func withStore(t *testing.T, dir string, fn func(s *db.Store)) {
 	t.Helper()
-	s, err := db.Open(context.Background(), db.Options{SQLitePath: filepath.Join(dir, "wharf.db")})
+	s, err := db.Open(context.Background(), db.Options{SQLitePath: filepath.Join(dir, "wharf.db"), AuditKey: dbtest.AuditKey})
 	if err != nil {
 		t.Fatal(err)
 	}

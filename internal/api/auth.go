@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"wharf/internal/audit"
 	"wharf/internal/auth/apitoken"
 	"wharf/internal/persistence"
 )
@@ -31,7 +32,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		infoOf(r.Context()).actor = "token:" + t.Name
-		next.ServeHTTP(w, r)
+		// Changes the request makes are audited as the token's.
+		next.ServeHTTP(w, r.WithContext(audit.WithActor(r.Context(), "token:"+t.Name)))
 	})
 }
 

@@ -73,6 +73,9 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/api/v1/settings", handle: s.getSettings},
 		{method: "PUT", path: "/api/v1/settings", body: bodyJSON, handle: s.putSettings},
 
+		{method: "GET", path: "/api/v1/audit", handle: s.listAudit},
+		{method: "POST", path: "/api/v1/audit/verify", body: bodyJSON, handle: s.verifyAudit},
+
 		{method: "GET", path: "/api/v1/services", handle: s.listServices},
 		{method: "POST", path: "/api/v1/services/{type}/{name}/start", body: bodyJSON, handle: s.serviceAction(actionStart)},
 		{method: "POST", path: "/api/v1/services/{type}/{name}/stop", body: bodyJSON, handle: s.serviceAction(actionStop)},

@@ -18,6 +18,7 @@ import (
 
 	"wharf/internal/alert"
 	"wharf/internal/api"
+	"wharf/internal/audit"
 	"wharf/internal/bus"
 	"wharf/internal/certs"
 	"wharf/internal/config"
@@ -98,7 +99,12 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 			schemas = append(schemas, db.ModuleSchema{Name: m.Name, FS: m.Schema})
 		}
 	}
-	g.Store, err = db.Open(ctx, db.Options{URL: cfg.DBURL, SQLitePath: cfg.SQLitePath(), Logger: log, Modules: schemas})
+	auditKey, err := audit.LoadOrCreateKey(cfg.AuditKeyPath(), log)
+	if err != nil {
+		return nil, err
+	}
+	g.Store, err = db.Open(ctx, db.Options{URL: cfg.DBURL, SQLitePath: cfg.SQLitePath(), Logger: log, Modules: schemas,
+		AuditKey: auditKey})
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,11 @@ type Tx interface {
 	ScanTime(dst *time.Time) sql.Scanner
 	// IsUniqueViolation reports whether err is a unique constraint's refusal.
 	IsUniqueViolation(err error) bool
+	// Audit records a change of a module's configuration record in this transaction:
+	// the fields that differ between before and after (nil for a created or deleted
+	// record, both encoding as JSON objects); fields named in secret are recorded as
+	// changed without values. The actor comes from ctx.
+	Audit(ctx context.Context, action, kind, recordID, recordName string, before, after any, secret ...string) error
 }
 
 // Blobs stores and opens payload blobs of messages.

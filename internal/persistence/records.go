@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -37,6 +38,11 @@ type Route struct {
 	Target    InstanceName `json:"target"`
 	Ordered   bool         `json:"ordered"`
 	CreatedAt time.Time    `json:"created_at"`
+}
+
+// Describe names the route for people: "source from→to target".
+func (r Route) Describe() string {
+	return fmt.Sprintf("%s %s→%s %s", r.Source, r.From, r.To, r.Target)
 }
 
 // Matches reports whether the route takes a message from source with the given parties.

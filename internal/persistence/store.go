@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"wharf/internal/audit"
 )
 
 // Sentinel errors every Store implementation returns (wrapped with context), so callers
@@ -32,6 +34,18 @@ func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Me
 type ListOptions struct {
 	Limit  int
 	Offset int
+}
+
+// AuditFilter selects audit events for a list; zero fields do not filter.
+type AuditFilter struct {
+	Actor    string
+	Kind     string
+	Action   string
+	RecordID string
+	AfterID  int64
+	Since    time.Time // at or after
+	Until    time.Time // before
+	ListOptions
 }
 
 // MessageFilter selects messages for a list; zero fields do not filter.
@@ -279,6 +293,17 @@ type Store interface {
 	DeleteUser(ctx context.Context, id int64) error
 	// TouchUserSignIn records a successful sign-in.
 	TouchUserSignIn(ctx context.Context, id int64, at time.Time) error
+
+	// RecordAudit writes an audit event about an operator action that changes no row
+	// (a service restarted); changes to records are audited by their own methods, in
+	// their transactions. The actor comes from ctx (audit.WithActor).
+	RecordAudit(ctx context.Context, action, kind, recordID, recordName string, changes []audit.Change) error
+	// ListAudit lists audit events newest first, with the total count.
+	ListAudit(ctx context.Context, f AuditFilter) ([]audit.Event, int, error)
+	// EachAudit calls fn with every audit event after afterID, oldest first.
+	EachAudit(ctx context.Context, afterID int64, fn func(audit.Event) error) error
+	// VerifyAudit checks the audit log's hash chain: changed, missing and reordered events.
+	VerifyAudit(ctx context.Context) (checked int, problems []audit.Problem, err error)
 
 	Close() error
 }

@@ -4,6 +4,7 @@ package services
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"wharf/internal/alert"
+	"wharf/internal/audit"
 	"wharf/internal/delivery"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
@@ -42,6 +44,7 @@ type Status struct {
 type Store interface {
 	ListPluginConfigs(ctx context.Context, typ persistence.PluginType) ([]persistence.PluginConfig, error)
 	GetPluginConfig(ctx context.Context, name persistence.InstanceName) (persistence.PluginConfig, error)
+	RecordAudit(ctx context.Context, action, kind, recordID, recordName string, changes []audit.Change) error
 }
 
 // Targets is the delivery engine's side of running targets.
@@ -96,8 +99,50 @@ func (m *Manager) StartAll(ctx context.Context) error {
 	return nil
 }
 
-// Start starts one instance from its stored config.
+// Start starts one instance from its stored config; the operator's action is audited.
 func (m *Manager) Start(ctx context.Context, name persistence.InstanceName) error {
+	return m.audited(ctx, "start", name, m.start)
+}
+
+// Stop stops one instance: a source stops taking documents, a target's worker drains.
+// The operator's action is audited.
+func (m *Manager) Stop(ctx context.Context, name persistence.InstanceName) error {
+	return m.audited(ctx, "stop", name, m.stop)
+}
+
+// Restart stops the instance and starts it from its current stored config; the
+// operator's action is audited once.
+func (m *Manager) Restart(ctx context.Context, name persistence.InstanceName) error {
+	return m.audited(ctx, "restart", name, func(ctx context.Context, name persistence.InstanceName) error {
+		if err := m.stop(ctx, name); err != nil {
+			return err
+		}
+		return m.start(ctx, name)
+	})
+}
+
+// audited runs an operator's action on an instance and records it in the audit log with
+// its outcome. The action has no transaction of its own, so the event follows it; a
+// failure to record is logged and does not undo the action.
+func (m *Manager) audited(ctx context.Context, action string, name persistence.InstanceName,
+	fn func(context.Context, persistence.InstanceName) error) error {
+	err := fn(ctx, name)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return err // nothing was acted on
+	}
+	outcome := "done"
+	if err != nil {
+		outcome = "failed"
+	}
+	b, _ := json.Marshal(outcome) // a string always encodes
+	if aerr := m.store.RecordAudit(ctx, action, "service", string(name), string(name),
+		[]audit.Change{{Path: "outcome", New: b}}); aerr != nil {
+		m.log.Error("record service action in the audit log", "instance", string(name), "action", action, "err", aerr)
+	}
+	return err
+}
+
+func (m *Manager) start(ctx context.Context, name persistence.InstanceName) error {
 	rec, err := m.store.GetPluginConfig(ctx, name)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
@@ -112,8 +157,7 @@ func (m *Manager) Start(ctx context.Context, name persistence.InstanceName) erro
 	return m.startRecord(ctx, rec)
 }
 
-// Stop stops one instance: a source stops taking documents, a target's worker drains.
-func (m *Manager) Stop(ctx context.Context, name persistence.InstanceName) error {
+func (m *Manager) stop(ctx context.Context, name persistence.InstanceName) error {
 	if _, err := m.store.GetPluginConfig(ctx, name); err != nil {
 		return fmt.Errorf("stop %s: %w", name, err)
 	}
@@ -137,14 +181,6 @@ func (m *Manager) Stop(ctx context.Context, name persistence.InstanceName) error
 	return nil
 }
 
-// Restart stops the instance and starts it from its current stored config.
-func (m *Manager) Restart(ctx context.Context, name persistence.InstanceName) error {
-	if err := m.Stop(ctx, name); err != nil {
-		return err
-	}
-	return m.Start(ctx, name)
-}
-
 // StopRole stops every running instance of a role; shutdown stops sources first so
 // nothing new arrives while targets drain.
 func (m *Manager) StopRole(ctx context.Context, role module.Role) error {
@@ -162,7 +198,7 @@ func (m *Manager) StopRole(ctx context.Context, role module.Role) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = m.Stop(ctx, n)
+			errs[i] = m.stop(ctx, n) // shutdown, not an operator action
 		}()
 	}
 	wg.Wait()

@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"wharf/internal/audit"
 	"wharf/internal/auth/password"
 	"wharf/internal/auth/qrsvg"
 	"wharf/internal/auth/recovery"
@@ -146,7 +147,9 @@ func (s *Server) setupSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	// One conditional write uses the link and completes the set-up: of two tabs posting
 	// at once one wins, and a failure leaves the link usable.
-	claimed, err := s.store.CompleteUserSetupWithToken(r.Context(), st.UserID, tokenHash, now, pwHash, sealedTOTP, codeHashes)
+	// The user completes their own set-up: the audit log names them.
+	ctx := audit.WithActor(r.Context(), "user:"+string(u.Name))
+	claimed, err := s.store.CompleteUserSetupWithToken(ctx, st.UserID, tokenHash, now, pwHash, sealedTOTP, codeHashes)
 	if errors.Is(err, persistence.ErrNotFound) {
 		s.notFound(w, r)
 		return

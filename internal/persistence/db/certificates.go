@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
+	"time"
 
+	"wharf/internal/audit"
 	"wharf/internal/persistence"
 )
 
@@ -78,6 +81,9 @@ func (s *Store) CreateCertificates(ctx context.Context, certs []persistence.Cert
 			if err != nil {
 				return fmt.Errorf("create certificate %s: %w", c.Fingerprint, err)
 			}
+			if err := t.auditCertificate(ctx, "create", nil, &created); err != nil {
+				return err
+			}
 			out = append(out, created)
 		}
 		return nil
@@ -121,8 +127,7 @@ func (s *Store) ListCertificates(ctx context.Context, opt persistence.ListOption
 // DeleteCertificate deletes a certificate no record uses.
 func (s *Store) DeleteCertificate(ctx context.Context, id int64) error {
 	return s.write(ctx, func(t *txn) error {
-		var fp string
-		err := t.queryRow(ctx, `SELECT fingerprint FROM certificates WHERE id = ?`+t.s.lockRows, id).Scan(&fp)
+		before, err := scanCertificate(t.queryRow(ctx, `SELECT `+certificateCols+` FROM certificates WHERE id = ?`+t.s.lockRows, id))
 		if err != nil {
 			return notFound(err, "certificate %d", id)
 		}
@@ -141,8 +146,39 @@ func (s *Store) DeleteCertificate(ctx context.Context, id int64) error {
 		if err != nil {
 			return fmt.Errorf("delete certificate %d: %w", id, err)
 		}
-		return nil
+		return t.auditCertificate(ctx, "delete", &before, nil)
 	})
+}
+
+// auditCertificate records a certificate stored or deleted: what identifies it, and its
+// private key only as present.
+func (t *txn) auditCertificate(ctx context.Context, action string, before, after *persistence.Certificate) error {
+	type view struct {
+		Fingerprint  string    `json:"fingerprint"`
+		Subject      string    `json:"subject"`
+		Issuer       string    `json:"issuer"`
+		SerialNumber string    `json:"serial_number"`
+		NotBefore    time.Time `json:"not_before"`
+		NotAfter     time.Time `json:"not_after"`
+		Description  string    `json:"description"`
+	}
+	var b, a any
+	c := after
+	if before != nil {
+		c = before
+		b = view{before.Fingerprint, before.Subject, before.Issuer, before.SerialNumber, before.NotBefore, before.NotAfter, before.Description}
+	}
+	if after != nil {
+		a = view{after.Fingerprint, after.Subject, after.Issuer, after.SerialNumber, after.NotBefore, after.NotAfter, after.Description}
+	}
+	changes, err := audit.Diff(b, a)
+	if err != nil {
+		return fmt.Errorf("audit %s certificate %d: %w", action, c.ID, err)
+	}
+	if len(c.SealedKey) > 0 {
+		changes = append(changes, audit.SecretChange("private_key"))
+	}
+	return t.audit(ctx, action, "certificate", strconv.FormatInt(c.ID, 10), c.Subject, changes)
 }
 
 // SetCertificateUses replaces the certificates the record (kind, name) uses.

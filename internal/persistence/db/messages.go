@@ -2,9 +2,12 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
+	"wharf/internal/audit"
 	"wharf/internal/persistence"
 )
 
@@ -198,6 +201,18 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 		7, deliveryRows); err != nil {
 		return nil, fmt.Errorf("insert deliveries: %w", err)
 	}
+	for i, nm := range batch {
+		if !byOperator(nm.Actor) {
+			continue
+		}
+		m := out[i]
+		id := strconv.FormatInt(m.ID, 10)
+		if err := t.audit(operatorCtx(ctx, nm.Actor), "send", "message", id, string(m.OriginalFileName),
+			[]audit.Change{{Path: "from", New: jsonString(string(m.From))}, {Path: "to", New: jsonString(string(m.To))},
+				{Path: "source", New: jsonString(string(m.Source))}, {Path: "size", New: json.RawMessage(strconv.FormatInt(m.Size, 10))}}); err != nil {
+			return nil, err
+		}
+	}
 	settled, err := t.settle(ctx)
 	if err != nil {
 		return nil, err
@@ -208,6 +223,13 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 		}
 	}
 	return out, nil
+}
+
+// byOperator reports whether a message's actor is a person or an API token (a message
+// sent by hand, a test message) rather than a source: those are operator actions and
+// audited.
+func byOperator(actor string) bool {
+	return strings.HasPrefix(actor, "user:") || strings.HasPrefix(actor, "token:")
 }
 
 // duplicateMessage names an id of the batch that exists already. The failed statement

@@ -116,6 +116,10 @@ func (x moduleTx) Now() time.Time                   { return x.t.now }
 func (x moduleTx) Time(t time.Time) any             { return x.t.s.tv(t) }
 func (x moduleTx) IsUniqueViolation(err error) bool { return isUniqueViolation(err) }
 
+func (x moduleTx) Audit(ctx context.Context, action, kind, recordID, recordName string, before, after any, secret ...string) error {
+	return x.t.auditDiff(ctx, action, kind, recordID, recordName, before, after, secret...)
+}
+
 func (x moduleTx) ScanTime(dst *time.Time) sql.Scanner { return zeroTimeCol{dst} }
 
 // zeroTimeCol scans a time column; NULL leaves the zero time.

@@ -75,7 +75,7 @@ func TestModuleSchemaRefusals(t *testing.T) {
 		{"bad sql", widgetSchema("CREATE TABLE (;"), "apply schema 0001_a.sql of module widgets"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := db.Open(context.Background(), db.Options{SQLitePath: t.TempDir() + "/w.db", Modules: []db.ModuleSchema{tc.mod}})
+			_, err := db.Open(context.Background(), db.Options{SQLitePath: t.TempDir() + "/w.db", Modules: []db.ModuleSchema{tc.mod}, AuditKey: dbtest.AuditKey})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Open = %v, want an error containing %q", err, tc.want)
 			}
@@ -88,11 +88,11 @@ func TestModuleSchemaAppliedOnceAndNewerRefused(t *testing.T) {
 	ctx := context.Background()
 	two := widgetSchema("CREATE TABLE a (x INTEGER);", "CREATE TABLE b (x INTEGER);")
 	for range 2 { // the second open finds both versions applied
-		s, err := db.Open(ctx, db.Options{SQLitePath: path, Modules: []db.ModuleSchema{two}})
+		s, err := db.Open(ctx, db.Options{SQLitePath: path, Modules: []db.ModuleSchema{two}, AuditKey: dbtest.AuditKey})
 		must(t, err)
 		s.Close()
 	}
-	_, err := db.Open(ctx, db.Options{SQLitePath: path, Modules: []db.ModuleSchema{widgetSchema("CREATE TABLE a (x INTEGER);")}})
+	_, err := db.Open(ctx, db.Options{SQLitePath: path, Modules: []db.ModuleSchema{widgetSchema("CREATE TABLE a (x INTEGER);")}, AuditKey: dbtest.AuditKey})
 	if err == nil || !strings.Contains(err.Error(), "knows only up to 1") {
 		t.Fatalf("older binary: %v, want refusal", err)
 	}

@@ -2,11 +2,14 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"wharf/internal/audit"
 	"wharf/internal/persistence"
 )
 
@@ -87,7 +90,11 @@ func (s *Store) Redispatch(ctx context.Context, messageID int64, targets []persi
 		}
 		t.touch(messageID)
 		out = deliveriesOf(trs)
-		return nil
+		if t.actor == systemActor {
+			return nil // the source's own first dispatch, not an operator's action
+		}
+		return t.audit(operatorCtx(ctx, t.actor), "redispatch", "message", strconv.FormatInt(messageID, 10),
+			strconv.FormatInt(messageID, 10), []audit.Change{{Path: "result", New: jsonString(reason)}})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("redispatch message %d: %w", messageID, err)
@@ -156,10 +163,27 @@ func (s *Store) Redeliver(ctx context.Context, deliveryID int64, actor string) (
 			from: string(state), to: string(persistence.DeliveryQueued), actor: t.actor})
 		t.changed(trs[0], "redeliver requested", t.actor, time.Time{})
 		out = trs[0].d
-		return nil
+		return t.audit(operatorCtx(ctx, t.actor), "redeliver", "delivery", strconv.FormatInt(deliveryID, 10),
+			fmt.Sprintf("message %d to %s", messageID, out.Target), []audit.Change{{Path: "state",
+				Old: jsonString(string(state)), New: jsonString(string(persistence.DeliveryQueued))}})
 	})
 	if err != nil {
 		return persistence.Delivery{}, fmt.Errorf("redeliver delivery %d: %w", deliveryID, err)
 	}
 	return out, nil
+}
+
+// operatorCtx makes actor the audit actor of ctx unless ctx names one already: operator
+// methods take their actor as an argument, for the history lines.
+func operatorCtx(ctx context.Context, actor string) context.Context {
+	if audit.ActorFrom(ctx) == audit.SystemActor && actor != "" {
+		return audit.WithActor(ctx, actor)
+	}
+	return ctx
+}
+
+// jsonString encodes s as a JSON string for an audit change.
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s) // a string always encodes
+	return b
 }

@@ -45,8 +45,10 @@ func (s *Store) CreateParty(ctx context.Context, p persistence.Party) (persisten
 	}
 	var out persistence.Party
 	err := s.write(ctx, func(t *txn) (err error) {
-		out, err = t.insertParty(ctx, p)
-		return err
+		if out, err = t.insertParty(ctx, p); err != nil {
+			return err
+		}
+		return t.auditDiff(ctx, "create", string(out.Kind), string(out.Name), string(out.Name), nil, out)
 	})
 	return out, err
 }
@@ -106,9 +108,17 @@ func (s *Store) UpdateParty(ctx context.Context, p persistence.Party) (persisten
 	}
 	var out persistence.Party
 	err := s.write(ctx, func(t *txn) (err error) {
+		before, err := scanParty(t.queryRow(ctx, `SELECT `+partyCols+` FROM parties WHERE kind = ? AND name = ?`+t.s.lockRows,
+			p.Kind, p.Name))
+		if err != nil {
+			return notFound(err, "%s %q", p.Kind, p.Name)
+		}
 		out, err = scanParty(t.queryRow(ctx, `UPDATE parties SET display_name = ?, updated_at = ?
 			WHERE kind = ? AND name = ? RETURNING `+partyCols, p.DisplayName, t.s.tv(t.now), p.Kind, p.Name))
-		return notFound(err, "%s %q", p.Kind, p.Name)
+		if err != nil {
+			return notFound(err, "%s %q", p.Kind, p.Name)
+		}
+		return t.auditDiff(ctx, "update", string(out.Kind), string(out.Name), string(out.Name), before, out)
 	})
 	return out, err
 }
@@ -117,12 +127,12 @@ func (s *Store) UpdateParty(ctx context.Context, p persistence.Party) (persisten
 // its kind, so any route naming the name keeps the party.
 func (s *Store) DeleteParty(ctx context.Context, kind persistence.PartyKind, name persistence.PartyName) error {
 	return s.write(ctx, func(t *txn) error {
-		var id int64
-		err := t.queryRow(ctx, `SELECT id FROM parties WHERE kind = ? AND name = ?`+t.s.lockRows,
-			string(kind), string(name)).Scan(&id)
+		before, err := scanParty(t.queryRow(ctx, `SELECT `+partyCols+` FROM parties WHERE kind = ? AND name = ?`+t.s.lockRows,
+			string(kind), string(name)))
 		if err != nil {
 			return notFound(err, "%s %q", kind, name)
 		}
+		id := before.ID
 		var routeID int64
 		err = t.queryRow(ctx, `SELECT id FROM routes WHERE from_party = ? OR to_party = ? ORDER BY id LIMIT 1`,
 			string(name), string(name)).Scan(&routeID)
@@ -135,6 +145,6 @@ func (s *Store) DeleteParty(ctx context.Context, kind persistence.PartyKind, nam
 		if _, err := t.exec(ctx, `DELETE FROM parties WHERE id = ?`, id); err != nil {
 			return fmt.Errorf("delete %s %q: %w", kind, name, err)
 		}
-		return nil
+		return t.auditDiff(ctx, "delete", string(kind), string(name), string(name), before, nil)
 	})
 }

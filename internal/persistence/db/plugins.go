@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"wharf/internal/audit"
 	"wharf/internal/persistence"
 )
 
@@ -38,8 +39,10 @@ func (s *Store) CreatePluginConfig(ctx context.Context, c persistence.PluginConf
 	}
 	var out persistence.PluginConfig
 	err := s.write(ctx, func(t *txn) (err error) {
-		out, err = t.insertPlugin(ctx, c)
-		return err
+		if out, err = t.insertPlugin(ctx, c); err != nil {
+			return err
+		}
+		return t.auditPlugin(ctx, "create", nil, &out)
 	})
 	return out, err
 }
@@ -101,12 +104,11 @@ func (s *Store) UpdatePluginConfig(ctx context.Context, c persistence.PluginConf
 	}
 	var out persistence.PluginConfig
 	err := s.write(ctx, func(t *txn) error {
-		var typ persistence.PluginType
-		err := t.queryRow(ctx, `SELECT type FROM plugin_configs WHERE name = ?`+t.s.lockRows, c.Name).Scan(&typ)
+		before, err := scanPlugin(t.queryRow(ctx, `SELECT `+pluginCols+` FROM plugin_configs WHERE name = ?`+t.s.lockRows, c.Name))
 		if err != nil {
 			return notFound(err, "plugin instance %q", c.Name)
 		}
-		if typ != c.Type {
+		if typ := before.Type; typ != c.Type {
 			return fmt.Errorf("plugin instance %q is of type %s, not %s: %w", c.Name, typ, c.Type, persistence.ErrConflict)
 		}
 		out, err = scanPlugin(t.queryRow(ctx, `UPDATE plugin_configs SET enabled = ?, config = ?, secrets = ?, updated_at = ?
@@ -114,7 +116,7 @@ func (s *Store) UpdatePluginConfig(ctx context.Context, c persistence.PluginConf
 		if err != nil {
 			return fmt.Errorf("update plugin instance %q: %w", c.Name, err)
 		}
-		return nil
+		return t.auditPlugin(ctx, "update", &before, &out)
 	})
 	return out, err
 }
@@ -122,8 +124,7 @@ func (s *Store) UpdatePluginConfig(ctx context.Context, c persistence.PluginConf
 // DeletePluginConfig deletes an instance no route names.
 func (s *Store) DeletePluginConfig(ctx context.Context, name persistence.InstanceName) error {
 	return s.write(ctx, func(t *txn) error {
-		var typ string
-		err := t.queryRow(ctx, `SELECT type FROM plugin_configs WHERE name = ?`+t.s.lockRows, string(name)).Scan(&typ)
+		before, err := scanPlugin(t.queryRow(ctx, `SELECT `+pluginCols+` FROM plugin_configs WHERE name = ?`+t.s.lockRows, string(name)))
 		if err != nil {
 			return notFound(err, "plugin instance %q", name)
 		}
@@ -143,6 +144,33 @@ func (s *Store) DeletePluginConfig(ctx context.Context, name persistence.Instanc
 		if err != nil {
 			return fmt.Errorf("delete plugin instance %q: %w", name, err)
 		}
-		return nil
+		return t.auditPlugin(ctx, "delete", &before, nil)
 	})
+}
+
+// auditPlugin records a plugin instance's change: its type, enabled flag and config by
+// field, and its sealed secrets only as changed.
+func (t *txn) auditPlugin(ctx context.Context, action string, before, after *persistence.PluginConfig) error {
+	type view struct {
+		Type    persistence.PluginType `json:"type"`
+		Enabled bool                   `json:"enabled"`
+		Config  json.RawMessage        `json:"config"`
+	}
+	var b, a any
+	var bs, as []byte
+	name := ""
+	if before != nil {
+		b, bs, name = view{before.Type, before.Enabled, before.Config}, before.Secrets, string(before.Name)
+	}
+	if after != nil {
+		a, as, name = view{after.Type, after.Enabled, after.Config}, after.Secrets, string(after.Name)
+	}
+	changes, err := audit.Diff(b, a)
+	if err != nil {
+		return fmt.Errorf("audit %s plugin instance %q: %w", action, name, err)
+	}
+	if !bytes.Equal(bs, as) && len(bs)+len(as) > 0 {
+		changes = append(changes, audit.SecretChange("secrets"))
+	}
+	return t.audit(ctx, action, "plugin_instance", name, name, changes)
 }

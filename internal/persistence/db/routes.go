@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"wharf/internal/persistence"
 )
@@ -31,8 +32,10 @@ func (s *Store) CreateRoute(ctx context.Context, r persistence.Route) (persisten
 	}
 	var out persistence.Route
 	err := s.write(ctx, func(t *txn) (err error) {
-		out, err = t.insertRoute(ctx, r)
-		return err
+		if out, err = t.insertRoute(ctx, r); err != nil {
+			return err
+		}
+		return t.auditDiff(ctx, "create", "route", strconv.FormatInt(out.ID, 10), out.Describe(), nil, out)
 	})
 	return out, err
 }
@@ -118,13 +121,13 @@ func (s *Store) ListRoutes(ctx context.Context) ([]persistence.Route, error) {
 // DeleteRoute deletes one route.
 func (s *Store) DeleteRoute(ctx context.Context, id int64) error {
 	return s.write(ctx, func(t *txn) error {
-		res, err := t.exec(ctx, `DELETE FROM routes WHERE id = ?`, id)
+		before, err := scanRoute(t.queryRow(ctx, `SELECT `+routeCols+` FROM routes WHERE id = ?`+t.s.lockRows, id))
 		if err != nil {
+			return notFound(err, "route %d", id)
+		}
+		if _, err := t.exec(ctx, `DELETE FROM routes WHERE id = ?`, id); err != nil {
 			return fmt.Errorf("delete route %d: %w", id, err)
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return fmt.Errorf("route %d: %w", id, persistence.ErrNotFound)
-		}
-		return nil
+		return t.auditDiff(ctx, "delete", "route", strconv.FormatInt(id, 10), before.Describe(), before, nil)
 	})
 }

@@ -2,7 +2,10 @@ package db
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"strconv"
 
 	"wharf/internal/persistence"
 )
@@ -57,10 +60,19 @@ func (s *Store) PutSetting(ctx context.Context, key, value string) error {
 		return fmt.Errorf("put setting: %w", err)
 	}
 	return s.write(ctx, func(t *txn) error {
+		var before any
+		var old string
+		err := t.queryRow(ctx, `SELECT value FROM settings WHERE key = ?`+t.s.lockRows, key).Scan(&old)
+		switch {
+		case err == nil:
+			before = map[string]string{"value": old}
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("put setting %q: %w", key, err)
+		}
 		if err := t.putSetting(ctx, key, value, true); err != nil {
 			return fmt.Errorf("put setting %q: %w", key, err)
 		}
-		return nil
+		return t.auditDiff(ctx, "update", "setting", key, key, before, map[string]string{"value": value})
 	})
 }
 
@@ -101,7 +113,11 @@ func (s *Store) Seed(ctx context.Context, data persistence.SeedData) (bool, erro
 			if err := checkParty(&p); err != nil {
 				return prefixField(fmt.Sprintf("organizations[%d].", i), err)
 			}
-			if _, err := t.insertParty(ctx, p); err != nil {
+			out, err := t.insertParty(ctx, p)
+			if err != nil {
+				return err
+			}
+			if err := t.auditDiff(ctx, "create", string(out.Kind), string(out.Name), string(out.Name), nil, out); err != nil {
 				return err
 			}
 		}
@@ -109,7 +125,11 @@ func (s *Store) Seed(ctx context.Context, data persistence.SeedData) (bool, erro
 			if err := checkPlugin(&c); err != nil {
 				return prefixField(fmt.Sprintf("plugins[%d].", i), err)
 			}
-			if _, err := t.insertPlugin(ctx, c); err != nil {
+			out, err := t.insertPlugin(ctx, c)
+			if err != nil {
+				return err
+			}
+			if err := t.auditPlugin(ctx, "create", nil, &out); err != nil {
 				return err
 			}
 		}
@@ -117,8 +137,12 @@ func (s *Store) Seed(ctx context.Context, data persistence.SeedData) (bool, erro
 			if err := checkRoute(r); err != nil {
 				return prefixField(fmt.Sprintf("routes[%d].", i), err)
 			}
-			if _, err := t.insertRoute(ctx, r); err != nil {
+			out, err := t.insertRoute(ctx, r)
+			if err != nil {
 				return prefixField(fmt.Sprintf("routes[%d].", i), err)
+			}
+			if err := t.auditDiff(ctx, "create", "route", strconv.FormatInt(out.ID, 10), out.Describe(), nil, out); err != nil {
+				return err
 			}
 		}
 		for k, v := range data.Settings {
@@ -130,6 +154,9 @@ func (s *Store) Seed(ctx context.Context, data persistence.SeedData) (bool, erro
 			}
 			if err := t.putSetting(ctx, k, v, false); err != nil {
 				return fmt.Errorf("seed setting %q: %w", k, err)
+			}
+			if err := t.auditDiff(ctx, "update", "setting", k, k, nil, map[string]string{"value": v}); err != nil {
+				return err
 			}
 		}
 		seeded = true

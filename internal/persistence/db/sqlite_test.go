@@ -19,7 +19,7 @@ func TestSQLiteSettings(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "odd ?#% dir")
 	must(t, os.Mkdir(dir, 0o700))
 	path := filepath.Join(dir, "wharf.db")
-	s := must1[*db.Store](t)(db.Open(ctx, db.Options{SQLitePath: path, Logger: slog.New(slog.DiscardHandler)}))
+	s := must1[*db.Store](t)(db.Open(ctx, db.Options{SQLitePath: path, Logger: slog.New(slog.DiscardHandler), AuditKey: dbtest.AuditKey}))
 	defer s.Close()
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("database not created at %s: %v", path, err)
@@ -72,9 +72,9 @@ func TestSQLiteReadsDoNotWaitForTheWriter(t *testing.T) {
 func TestSQLiteTwoStoresOnOneFile(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "wharf.db")
-	a := must1[*db.Store](t)(db.Open(ctx, db.Options{SQLitePath: path, Logger: slog.New(slog.DiscardHandler)}))
+	a := must1[*db.Store](t)(db.Open(ctx, db.Options{SQLitePath: path, Logger: slog.New(slog.DiscardHandler), AuditKey: dbtest.AuditKey}))
 	defer a.Close()
-	b := must1[*db.Store](t)(db.Open(ctx, db.Options{SQLitePath: path, Logger: slog.New(slog.DiscardHandler)}))
+	b := must1[*db.Store](t)(db.Open(ctx, db.Options{SQLitePath: path, Logger: slog.New(slog.DiscardHandler), AuditKey: dbtest.AuditKey}))
 	defer b.Close()
 	fixture(t, a)
 	insert(t, a, 60, writer)

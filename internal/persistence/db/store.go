@@ -1,6 +1,7 @@
 package db
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"wharf/internal/audit"
 	"wharf/internal/persistence"
 )
 
@@ -47,6 +49,8 @@ type Options struct {
 	Now func() time.Time
 	// Modules are the modules' own tables, applied after the core's schema.
 	Modules []ModuleSchema
+	// AuditKey keys the audit log's hash chain (audit.KeySize bytes); required.
+	AuditKey []byte
 }
 
 // OnMessageAlert sets fn to be called after each commit for every message whose status
@@ -87,6 +91,8 @@ type Store struct {
 	lockStatus string // appended to a SELECT of messages whose status is to be recomputed
 	skipLocked string // appended to a SELECT that picks rows other workers have not locked
 
+	auditKey []byte
+
 	stmtMu sync.Mutex
 	stmts  map[*bun.DB]map[string]*sql.Stmt // SQLite: compiled statements per pool
 
@@ -98,7 +104,10 @@ var _ persistence.Store = (*Store)(nil)
 // Open connects to the database, applies the embedded schema versions it lacks and
 // refuses a database whose schema is newer than this binary.
 func Open(ctx context.Context, opt Options) (*Store, error) {
-	s := &Store{log: opt.Logger, now: opt.Now}
+	if len(opt.AuditKey) != audit.KeySize {
+		return nil, fmt.Errorf("open database: the audit key is %d bytes, want %d", len(opt.AuditKey), audit.KeySize)
+	}
+	s := &Store{log: opt.Logger, now: opt.Now, auditKey: bytes.Clone(opt.AuditKey)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -2,9 +2,11 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
+	"wharf/internal/audit"
 	"wharf/internal/persistence"
 )
 
@@ -28,7 +30,10 @@ func (s *Store) CreateAPIToken(ctx context.Context, name, hash string) (persiste
 	err := s.write(ctx, func(t *txn) (err error) {
 		out, err = scanToken(t.queryRow(ctx, `INSERT INTO api_tokens (name, hash, created_at) VALUES (?, ?, ?)
 			RETURNING `+tokenCols, name, hash, t.s.tv(t.now)))
-		return err
+		if err != nil {
+			return err
+		}
+		return t.audit(ctx, "create", "api_token", name, name, []audit.Change{audit.SecretChange("token")})
 	})
 	if isUniqueViolation(err) {
 		return persistence.APIToken{}, fmt.Errorf("API token %q (or its hash) already exists: %w", name, persistence.ErrConflict)
@@ -61,11 +66,15 @@ func (s *Store) RevokeAPIToken(ctx context.Context, name string) error {
 		if err != nil {
 			return notFound(err, "API token %q", name)
 		}
-		_, err = t.exec(ctx, `UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, t.s.tv(t.now), id)
+		res, err := t.exec(ctx, `UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, t.s.tv(t.now), id)
 		if err != nil {
 			return fmt.Errorf("revoke API token %q: %w", name, err)
 		}
-		return nil
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err // revoked before: nothing changed, nothing to record
+		}
+		return t.audit(ctx, "revoke", "api_token", name, name, []audit.Change{{Path: "revoked",
+			Old: json.RawMessage(`false`), New: json.RawMessage(`true`)}})
 	})
 }
 

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"wharf/internal/audit"
 	"wharf/internal/persistence"
 )
 
@@ -200,7 +202,7 @@ func (s *Store) CreateUser(ctx context.Context, u persistence.User) (persistence
 		if err != nil {
 			return fmt.Errorf("create user %q: %w", u.Name, err)
 		}
-		return nil
+		return t.auditUser(ctx, "create", nil, &out, userSecrets(out)...)(out)
 	})
 	return out, err
 }
@@ -267,12 +269,15 @@ func (s *Store) SetUserSetupToken(ctx context.Context, id int64, tokenHash strin
 		return fmt.Errorf("set set-up link of user %d: %w", id, fieldMsg("setup_expires_at", "is missing"))
 	}
 	return s.write(ctx, func(t *txn) error {
-		_, err := scanID(t.queryRow(ctx, `UPDATE users SET setup_token_hash = ?, setup_expires_at = ?, updated_at = ?
-			WHERE id = ? RETURNING id`, tokenHash, t.s.tv(expires), t.s.tv(t.now), id))
+		u, err := scanUser(t.queryRow(ctx, `UPDATE users SET setup_token_hash = ?, setup_expires_at = ?, updated_at = ?
+			WHERE id = ? RETURNING `+userCols, tokenHash, t.s.tv(expires), t.s.tv(t.now), id))
 		if isUniqueViolation(err) {
 			return fmt.Errorf("set set-up link of user %d: the token is taken: %w", id, persistence.ErrConflict)
 		}
-		return userErr("set set-up link of", id, err)
+		if err != nil {
+			return userErr("set set-up link of", id, err)
+		}
+		return t.auditUser(ctx, "issue_setup_link", nil, nil, "setup_link")(u)
 	})
 }
 
@@ -288,7 +293,10 @@ func (s *Store) ConsumeUserSetupToken(ctx context.Context, tokenHash string, now
 		out, err = scanUser(t.queryRow(ctx, `UPDATE users SET setup_token_hash = '', setup_expires_at = NULL,
 			updated_at = ? WHERE setup_token_hash = ? AND setup_expires_at > ? AND NOT disabled RETURNING `+userCols,
 			t.s.tv(t.now), tokenHash, t.s.tv(now)))
-		return notFound(err, "set-up link")
+		if err != nil {
+			return notFound(err, "set-up link")
+		}
+		return t.auditUser(ctx, "use_setup_link", nil, nil, "setup_link")(out)
 	})
 	return out, err
 }
@@ -303,7 +311,7 @@ func (s *Store) CompleteUserSetup(ctx context.Context, id int64, passwordHash st
 			return persistence.User{}, fmt.Errorf("complete set-up of user %d: %w", id, err)
 		}
 	}
-	return s.updateUser(ctx, id, "complete set-up of", `password_hash = ?, totp_secret = ?, recovery_hashes = ?,
+	return s.updateUser(ctx, id, "complete set-up of", "complete_setup", []string{"password", "totp", "recovery_codes"}, `password_hash = ?, totp_secret = ?, recovery_hashes = ?,
 		setup_token_hash = '', setup_expires_at = NULL, generation = generation + 1`,
 		passwordHash, sealedTOTP, encodeHashes(recoveryHashes))
 }
@@ -339,7 +347,10 @@ func (s *Store) CompleteUserSetupWithToken(ctx context.Context, id int64, tokenH
 			WHERE id = ? AND setup_token_hash = ? AND setup_expires_at > ? AND NOT disabled
 			RETURNING `+userCols,
 			passwordHash, sealedTOTP, encodeHashes(recoveryHashes), t.s.tv(t.now), id, tokenHash, t.s.tv(now)))
-		return notFound(err, "set-up link")
+		if err != nil {
+			return notFound(err, "set-up link")
+		}
+		return t.auditUser(ctx, "complete_setup", nil, nil, "password", "totp", "recovery_codes")(out)
 	})
 	if err != nil {
 		return persistence.User{}, fmt.Errorf("complete set-up of user %d: %w", id, err)
@@ -352,7 +363,7 @@ func (s *Store) SetUserPassword(ctx context.Context, id int64, hash string) (per
 	if err := checkPasswordHash(hash, false); err != nil {
 		return persistence.User{}, fmt.Errorf("set password of user %d: %w", id, err)
 	}
-	return s.updateUser(ctx, id, "set password of", `password_hash = ?, generation = generation + 1`, hash)
+	return s.updateUser(ctx, id, "set password of", "change_password", []string{"password"}, `password_hash = ?, generation = generation + 1`, hash)
 }
 
 // SetUserTOTP replaces a user's sealed TOTP secret and ends the user's sessions.
@@ -360,7 +371,7 @@ func (s *Store) SetUserTOTP(ctx context.Context, id int64, sealed []byte) (persi
 	if err := checkSealedTOTP(sealed, false); err != nil {
 		return persistence.User{}, fmt.Errorf("set TOTP secret of user %d: %w", id, err)
 	}
-	return s.updateUser(ctx, id, "set TOTP secret of", `totp_secret = ?, generation = generation + 1`, sealed)
+	return s.updateUser(ctx, id, "set TOTP secret of", "replace_authenticator", []string{"totp"}, `totp_secret = ?, generation = generation + 1`, sealed)
 }
 
 // SetUserRecoveryCodes replaces a user's recovery code hashes; sessions go on.
@@ -368,18 +379,73 @@ func (s *Store) SetUserRecoveryCodes(ctx context.Context, id int64, hashes []str
 	if err := checkRecoveryHashes(hashes); err != nil {
 		return persistence.User{}, fmt.Errorf("set recovery codes of user %d: %w", id, err)
 	}
-	return s.updateUser(ctx, id, "set recovery codes of", `recovery_hashes = ?`, encodeHashes(hashes))
+	return s.updateUser(ctx, id, "set recovery codes of", "renew_recovery_codes", []string{"recovery_codes"}, `recovery_hashes = ?`, encodeHashes(hashes))
 }
 
-// updateUser sets columns (set, with args) and updated_at of one user and returns it.
-func (s *Store) updateUser(ctx context.Context, id int64, op, set string, args ...any) (persistence.User, error) {
+// updateUser sets credential columns (set, with args) and updated_at of one user and
+// returns it; the audit event (action) names the secrets changed, without values.
+func (s *Store) updateUser(ctx context.Context, id int64, op, action string, secrets []string, set string, args ...any) (persistence.User, error) {
 	var out persistence.User
 	err := s.write(ctx, func(t *txn) (err error) {
 		out, err = scanUser(t.queryRow(ctx, `UPDATE users SET `+set+`, updated_at = ? WHERE id = ? RETURNING `+userCols,
 			append(args, t.s.tv(t.now), id)...))
-		return userErr(op, id, err)
+		if err != nil {
+			return userErr(op, id, err)
+		}
+		return t.auditUser(ctx, action, nil, nil, secrets...)(out)
 	})
 	return out, err
+}
+
+// userView is what the audit log records of a user; credentials only as changed.
+type userView struct {
+	Name           persistence.UserName `json:"name"`
+	DisplayName    string               `json:"display_name"`
+	Role           persistence.UserRole `json:"role"`
+	Disabled       bool                 `json:"disabled"`
+	OIDCIssuer     string               `json:"oidc_issuer,omitempty"`
+	OIDCSubject    string               `json:"oidc_subject,omitempty"`
+	SetupExpiresAt *time.Time           `json:"setup_expires_at,omitempty"`
+}
+
+func viewUser(u *persistence.User) any {
+	if u == nil {
+		return nil
+	}
+	return userView{u.Name, u.DisplayName, u.Role, u.Disabled, u.OIDCIssuer, u.OIDCSubject, u.SetupExpiresAt}
+}
+
+// userSecrets names the credentials a new user was given.
+func userSecrets(u persistence.User) []string {
+	var out []string
+	if u.PasswordHash != "" {
+		out = append(out, "password")
+	}
+	if len(u.SealedTOTP) > 0 {
+		out = append(out, "totp")
+	}
+	if len(u.RecoveryHashes) > 0 {
+		out = append(out, "recovery_codes")
+	}
+	if u.SetupTokenHash != "" {
+		out = append(out, "setup_link")
+	}
+	return out
+}
+
+// auditUser returns a function recording action on the user it is given: the fields
+// that differ between before and after (both nil: none), then secrets as changed.
+func (t *txn) auditUser(ctx context.Context, action string, before, after *persistence.User, secrets ...string) func(persistence.User) error {
+	return func(u persistence.User) error {
+		changes, err := audit.Diff(viewUser(before), viewUser(after))
+		if err != nil {
+			return fmt.Errorf("audit %s user %q: %w", action, u.Name, err)
+		}
+		for _, s := range secrets {
+			changes = append(changes, audit.SecretChange(s))
+		}
+		return t.audit(ctx, action, "user", strconv.FormatInt(u.ID, 10), string(u.Name), changes)
+	}
 }
 
 // AcceptTOTPStep moves the user's last accepted TOTP step up to step. The update is
@@ -439,12 +505,16 @@ func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool) er
 				return err
 			}
 		}
-		_, err := scanID(t.queryRow(ctx, `UPDATE users SET `+set+`, updated_at = ? WHERE id = ? AND disabled <> ?
-			RETURNING id`, disabled, t.s.tv(t.now), id, disabled))
+		u, err := scanUser(t.queryRow(ctx, `UPDATE users SET `+set+`, updated_at = ? WHERE id = ? AND disabled <> ?
+			RETURNING `+userCols, disabled, t.s.tv(t.now), id, disabled))
 		if errors.Is(err, sql.ErrNoRows) {
 			return t.userExists(ctx, id, op)
 		}
-		return userErr(op, id, err)
+		if err != nil {
+			return userErr(op, id, err)
+		}
+		return t.audit(ctx, op, "user", strconv.FormatInt(u.ID, 10), string(u.Name), []audit.Change{{Path: "disabled",
+			Old: json.RawMessage(strconv.FormatBool(!disabled)), New: json.RawMessage(strconv.FormatBool(disabled))}})
 	})
 }
 
@@ -461,9 +531,16 @@ func (s *Store) SetUserRole(ctx context.Context, id int64, role persistence.User
 				return err
 			}
 		}
+		before, err := scanUser(t.queryRow(ctx, `SELECT `+userCols+` FROM users WHERE id = ?`+t.s.lockRows, id))
+		if err != nil {
+			return userErr("set role of", id, err)
+		}
 		out, err = scanUser(t.queryRow(ctx, `UPDATE users SET role = ?, updated_at = ? WHERE id = ? RETURNING `+userCols,
 			role, t.s.tv(t.now), id))
-		return userErr("set role of", id, err)
+		if err != nil {
+			return userErr("set role of", id, err)
+		}
+		return t.auditUser(ctx, "update", &before, &out)(out)
 	})
 	return out, err
 }
@@ -471,8 +548,11 @@ func (s *Store) SetUserRole(ctx context.Context, id int64, role persistence.User
 // BumpUserGeneration ends every session of the user.
 func (s *Store) BumpUserGeneration(ctx context.Context, id int64) error {
 	return s.write(ctx, func(t *txn) error {
-		_, err := scanID(t.queryRow(ctx, `UPDATE users SET generation = generation + 1 WHERE id = ? RETURNING id`, id))
-		return userErr("end sessions of", id, err)
+		u, err := scanUser(t.queryRow(ctx, `UPDATE users SET generation = generation + 1 WHERE id = ? RETURNING `+userCols, id))
+		if err != nil {
+			return userErr("end sessions of", id, err)
+		}
+		return t.auditUser(ctx, "sign_out_everywhere", nil, nil)(u)
 	})
 }
 
@@ -483,8 +563,11 @@ func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 		if err := t.guardLastUser(ctx, id, "delete", true); err != nil {
 			return err
 		}
-		_, err := scanID(t.queryRow(ctx, `DELETE FROM users WHERE id = ? RETURNING id`, id))
-		return userErr("delete", id, err)
+		u, err := scanUser(t.queryRow(ctx, `DELETE FROM users WHERE id = ? RETURNING `+userCols, id))
+		if err != nil {
+			return userErr("delete", id, err)
+		}
+		return t.auditUser(ctx, "delete", &u, nil)(u)
 	})
 }
 

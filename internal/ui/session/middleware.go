@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"wharf/internal/audit"
 )
 
 type contextKey struct{}
@@ -64,7 +66,9 @@ func (m *Manager) require(next http.Handler, renew bool) http.Handler {
 				m.log.ErrorContext(r.Context(), "touch session", "err", err)
 			}
 		}
-		next.ServeHTTP(w, r.WithContext(NewContext(r.Context(), s)))
+		// Changes the request makes are audited as the signed-in user's.
+		ctx := audit.WithActor(NewContext(r.Context(), s), "user:"+string(s.User.Name))
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -34,6 +34,10 @@ import (
 	"wharf/internal/persistence/db"
 )
 
+// AuditKey keys the audit chain of every store dbtest opens; tests that verify the
+// chain themselves use it.
+var AuditKey = []byte("wharf-test-audit-key-32-bytes!!!")
+
 // PostgresURLEnv names the variable holding the PostgreSQL URL tests may use; without
 // it, PostgreSQL tests are skipped.
 const PostgresURLEnv = "WHARF_TEST_POSTGRES_URL"
@@ -105,6 +109,7 @@ func sqliteWith(tb testing.TB, mods []db.ModuleSchema) *db.Store {
 		SQLitePath: filepath.Join(tb.TempDir(), "wharf.db"),
 		Logger:     quietLogger(),
 		Modules:    mods,
+		AuditKey:   AuditKey,
 	})
 	if err != nil {
 		tb.Fatalf("dbtest: open SQLite store: %v", err)
@@ -158,7 +163,7 @@ func Postgres(tb testing.TB) *db.Store { return postgresWith(tb, nil) }
 func postgresWith(tb testing.TB, mods []db.ModuleSchema) *db.Store {
 	tb.Helper()
 	ctx := context.Background()
-	s, err := db.Open(ctx, db.Options{URL: PostgresURL(tb), Logger: quietLogger(), Modules: mods})
+	s, err := db.Open(ctx, db.Options{URL: PostgresURL(tb), Logger: quietLogger(), Modules: mods, AuditKey: AuditKey})
 	if err != nil {
 		tb.Fatalf("dbtest: open PostgreSQL store: %v", err)
 	}

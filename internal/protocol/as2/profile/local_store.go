@@ -93,7 +93,10 @@ func (s *Store) CreateLocal(ctx context.Context, l Local) (Local, error) {
 		if tx.IsUniqueViolation(err) {
 			return fmt.Errorf("organization %q or AS2 id %q was taken meanwhile: %w", l.Organization, l.AS2ID, persistence.ErrConflict)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return tx.Audit(ctx, "create", AuditKindLocal, string(out.Organization), string(out.Organization), nil, out)
 	})
 	if err = s.afterWrite(ctx, UseLocalProfile, l.Organization, err); err != nil {
 		return Local{}, fmt.Errorf("create AS2 local profile: %w", err)
@@ -191,7 +194,13 @@ func (s *Store) UpdateLocal(ctx context.Context, l Local) (Local, error) {
 		if err := checkLocalConflicts(ctx, tx, l, false); err != nil {
 			return err
 		}
-		var err error
+		before, err := getLocal(ctx, tx, `organization = ?`, l.Organization)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFoundParty(persistence.PartyOrganization, l.Organization, "local")
+		}
+		if err != nil {
+			return err
+		}
 		out, err = scanLocal(tx, tx.QueryRow(ctx, `UPDATE as2_local_profiles SET as2_id = ?, signing_certificate_id = ?,
 			decryption_certificate_id = ?, previous_decryption_certificate_id = ?, mdn_notification_to = ?,
 			max_message_size_mib = ?, updated_at = ? WHERE organization = ? RETURNING `+localCols,
@@ -202,8 +211,10 @@ func (s *Store) UpdateLocal(ctx context.Context, l Local) (Local, error) {
 			return notFoundParty(persistence.PartyOrganization, l.Organization, "local")
 		case tx.IsUniqueViolation(err):
 			return fmt.Errorf("AS2 id %q was taken meanwhile: %w", l.AS2ID, persistence.ErrConflict)
+		case err != nil:
+			return err
 		}
-		return err
+		return tx.Audit(ctx, "update", AuditKindLocal, string(out.Organization), string(out.Organization), before, out)
 	})
 	if err = s.afterWrite(ctx, UseLocalProfile, l.Organization, err); err != nil {
 		return Local{}, fmt.Errorf("update AS2 local profile: %w", err)
@@ -215,6 +226,13 @@ func (s *Store) UpdateLocal(ctx context.Context, l Local) (Local, error) {
 // DeleteLocal removes an organization's local profile and releases its certificates.
 func (s *Store) DeleteLocal(ctx context.Context, org persistence.PartyName) error {
 	err := s.sql.Write(ctx, func(tx module.Tx) error {
+		before, err := getLocal(ctx, tx, `organization = ?`, org)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFoundParty(persistence.PartyOrganization, org, "local")
+		}
+		if err != nil {
+			return err
+		}
 		res, err := tx.Exec(ctx, `DELETE FROM as2_local_profiles WHERE organization = ?`, org)
 		if err != nil {
 			return err
@@ -222,7 +240,7 @@ func (s *Store) DeleteLocal(ctx context.Context, org persistence.PartyName) erro
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return errors.Join(err, notFoundParty(persistence.PartyOrganization, org, "local"))
 		}
-		return nil
+		return tx.Audit(ctx, "delete", AuditKindLocal, string(org), string(org), before, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("delete AS2 local profile: %w", err)

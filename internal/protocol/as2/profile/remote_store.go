@@ -180,7 +180,10 @@ func (s *Store) CreateRemote(ctx context.Context, r Remote) (Remote, error) {
 		if tx.IsUniqueViolation(err) {
 			return fmt.Errorf("partner %q or AS2 id %q was taken meanwhile: %w", r.Partner, r.AS2ID, persistence.ErrConflict)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return tx.Audit(ctx, "create", AuditKindRemote, string(out.Partner), string(out.Partner), nil, out)
 	})
 	if err = s.afterWrite(ctx, UseRemoteProfile, r.Partner, err); err != nil {
 		return Remote{}, fmt.Errorf("create AS2 remote profile: %w", err)
@@ -283,7 +286,13 @@ func (s *Store) UpdateRemote(ctx context.Context, r Remote) (Remote, error) {
 		if err := checkRemoteConflicts(ctx, tx, r, false); err != nil {
 			return err
 		}
-		var err error
+		before, err := getRemote(ctx, tx, `partner = ?`, r.Partner)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFoundParty(persistence.PartyPartner, r.Partner, "remote")
+		}
+		if err != nil {
+			return err
+		}
 		out, err = scanRemote(tx, tx.QueryRow(ctx, `UPDATE as2_remote_profiles SET as2_id = ?, endpoint_url = ?,
 			partner_certificate_ids = ?, our_signing_certificate_id = ?, our_decryption_certificate_id = ?,
 			compress = ?, signing_algorithm = ?, encryption_algorithm = ?, key_transport = ?, mdn_mode = ?,
@@ -303,8 +312,10 @@ func (s *Store) UpdateRemote(ctx context.Context, r Remote) (Remote, error) {
 			return notFoundParty(persistence.PartyPartner, r.Partner, "remote")
 		case tx.IsUniqueViolation(err):
 			return fmt.Errorf("AS2 id %q was taken meanwhile: %w", r.AS2ID, persistence.ErrConflict)
+		case err != nil:
+			return err
 		}
-		return err
+		return tx.Audit(ctx, "update", AuditKindRemote, string(out.Partner), string(out.Partner), before, out)
 	})
 	if err = s.afterWrite(ctx, UseRemoteProfile, r.Partner, err); err != nil {
 		return Remote{}, fmt.Errorf("update AS2 remote profile: %w", err)
@@ -316,6 +327,13 @@ func (s *Store) UpdateRemote(ctx context.Context, r Remote) (Remote, error) {
 // DeleteRemote removes a partner's remote profile and releases its certificates.
 func (s *Store) DeleteRemote(ctx context.Context, partner persistence.PartyName) error {
 	err := s.sql.Write(ctx, func(tx module.Tx) error {
+		before, err := getRemote(ctx, tx, `partner = ?`, partner)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFoundParty(persistence.PartyPartner, partner, "remote")
+		}
+		if err != nil {
+			return err
+		}
 		res, err := tx.Exec(ctx, `DELETE FROM as2_remote_profiles WHERE partner = ?`, partner)
 		if err != nil {
 			return err
@@ -323,7 +341,7 @@ func (s *Store) DeleteRemote(ctx context.Context, partner persistence.PartyName)
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return errors.Join(err, notFoundParty(persistence.PartyPartner, partner, "remote"))
 		}
-		return nil
+		return tx.Audit(ctx, "delete", AuditKindRemote, string(partner), string(partner), before, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("delete AS2 remote profile: %w", err)

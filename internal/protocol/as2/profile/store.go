@@ -53,6 +53,12 @@ type Store struct {
 	onChange []func()
 }
 
+// The audit log's kinds of the profiles.
+const (
+	AuditKindLocal  = "as2_local_profile"
+	AuditKindRemote = "as2_remote_profile"
+)
+
 // NewStore returns a store over the module's SQL, checking references against core.
 func NewStore(sql module.SQL, core persistence.Store) *Store {
 	return &Store{sql: sql, core: core}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"wharf/internal/audit"
 	"wharf/internal/certs/certstest"
 	"wharf/internal/delivery"
 	"wharf/internal/module"
@@ -382,4 +383,48 @@ func TestSchemaDialectsMatch(t *testing.T) {
 			t.Errorf("%s columns %v\nstore reads %v", table, sqlite[table], want)
 		}
 	}
+}
+
+// TestProfileChangesAreAudited checks that creating, changing and deleting profiles
+// writes audit events in the core's log with field-level changes.
+func TestProfileChangesAreAudited(t *testing.T) {
+	forEachDB(t, func(t *testing.T, e *env) {
+		w := e.world()
+		ctx := audit.WithActor(e.ctx, "user:alice")
+		r := w.remote
+		if _, err := e.store.CreateRemote(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		r.EndpointURL = "https://acme.example/as2-new"
+		r.Retry.MaxRetries = ptr(9)
+		if _, err := e.store.UpdateRemote(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.store.DeleteRemote(ctx, "acme"); err != nil {
+			t.Fatal(err)
+		}
+		events, _, err := e.core.ListAudit(ctx, persistence.AuditFilter{Kind: AuditKindRemote})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Reverse(events) // oldest first
+		if len(events) != 3 {
+			t.Fatalf("%d events, want 3: %+v", len(events), events)
+		}
+		for i, want := range []struct{ action, change string }{
+			{"create", `{"path":"as2_id","new":"ACME"}`},
+			{"update", `{"path":"endpoint_url","old":"https://as2.acme.example/receive","new":"https://acme.example/as2-new"},` +
+				`{"path":"retry.max_retries","new":9}]`},
+			{"delete", `{"path":"as2_id","old":"ACME"}`},
+		} {
+			ev := events[i]
+			got := string(audit.ChangesJSON(ev.Changes))
+			if ev.Action != want.action || ev.Actor != "user:alice" || ev.RecordID != "acme" || !strings.Contains(got, want.change) {
+				t.Errorf("event %d = %s %s by %s: %s\nwant %s containing %s", i, ev.Action, ev.RecordID, ev.Actor, got, want.action, want.change)
+			}
+		}
+		if _, problems, err := e.core.VerifyAudit(ctx); err != nil || len(problems) > 0 {
+			t.Errorf("VerifyAudit: %v %v", problems, err)
+		}
+	})
 }

@@ -202,3 +202,39 @@ CREATE TABLE users (
 );
 
 CREATE UNIQUE INDEX users_setup_token ON users (setup_token_hash) WHERE setup_token_hash <> '';
+
+-- The audit log: one row per configuration change or operator action, written in the
+-- change's transaction, chained by HMAC (see package audit). Rows are never updated or
+-- deleted; the trigger refuses both.
+
+CREATE TABLE audit_events (
+    id          BIGINT PRIMARY KEY,
+    at          TIMESTAMPTZ NOT NULL,
+    actor       TEXT NOT NULL,
+    action      TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    record_id   TEXT NOT NULL,
+    record_name TEXT NOT NULL,
+    changes     TEXT NOT NULL,
+    prev_hash   BYTEA NOT NULL,
+    hash        BYTEA NOT NULL
+);
+
+CREATE INDEX audit_events_kind ON audit_events (kind, record_id);
+CREATE INDEX audit_events_actor ON audit_events (actor);
+
+-- The chain's head: the last event's id and hash, one row, locked by every writer so
+-- ids stay gapless and each event chains to the one before.
+CREATE TABLE audit_head (
+    one     INTEGER PRIMARY KEY CHECK (one = 1),
+    last_id BIGINT NOT NULL,
+    hash    BYTEA NOT NULL
+);
+
+INSERT INTO audit_head (one, last_id, hash) VALUES (1, 0, ''::bytea);
+
+-- The function stays on one line: schema files are cut into statements at a line's end.
+CREATE FUNCTION audit_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit events are never changed or deleted'; END; $$;
+
+CREATE TRIGGER audit_events_append_only BEFORE UPDATE OR DELETE ON audit_events
+    FOR EACH ROW EXECUTE FUNCTION audit_events_append_only();

@@ -202,3 +202,37 @@ CREATE TABLE users (
 ) STRICT;
 
 CREATE UNIQUE INDEX users_setup_token ON users (setup_token_hash) WHERE setup_token_hash <> '';
+
+-- The audit log: one row per configuration change or operator action, written in the
+-- change's transaction, chained by HMAC (see package audit). Rows are never updated or
+-- deleted; the triggers refuse both.
+
+CREATE TABLE audit_events (
+    id          INTEGER PRIMARY KEY,
+    at          TEXT NOT NULL,
+    actor       TEXT NOT NULL,
+    action      TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    record_id   TEXT NOT NULL,
+    record_name TEXT NOT NULL,
+    changes     TEXT NOT NULL,
+    prev_hash   BLOB NOT NULL,
+    hash        BLOB NOT NULL
+) STRICT;
+
+CREATE INDEX audit_events_kind ON audit_events (kind, record_id);
+CREATE INDEX audit_events_actor ON audit_events (actor);
+
+-- The chain's head: the last event's id and hash, one row, locked by every writer.
+CREATE TABLE audit_head (
+    one     INTEGER PRIMARY KEY CHECK (one = 1),
+    last_id INTEGER NOT NULL,
+    hash    BLOB NOT NULL
+) STRICT;
+
+INSERT INTO audit_head (one, last_id, hash) VALUES (1, 0, x'');
+
+-- Each trigger stays on one line: schema files are cut into statements at a line's end.
+CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit events are never changed'); END;
+
+CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit events are never deleted'); END;
