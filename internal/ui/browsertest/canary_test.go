@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"mime/multipart"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"wharf/internal/api"
+	"wharf/internal/audit"
 	"wharf/internal/certs/certstest"
 )
 
@@ -135,7 +137,7 @@ func TestSecretCanaries(t *testing.T) {
 		"/api/v1/plugins/configs/http-poster", "/api/v1/plugins/configs/http-poster/poster_canary",
 		"/api/v1/messages", fmt.Sprintf("/api/v1/messages/%d", id), fmt.Sprintf("/api/v1/messages/%d", failing),
 		"/api/v1/as2/remote-profiles", "/api/v1/as2/local-profiles", "/api/v1/settings", "/api/v1/services",
-		"/api/v1/openapi.yaml",
+		"/api/v1/openapi.yaml", "/api/v1/audit?limit=1000",
 	} {
 		code, data := h.api("GET", path, "", nil)
 		if code != http.StatusOK {
@@ -157,6 +159,17 @@ func TestSecretCanaries(t *testing.T) {
 	if len(pages) < 20 {
 		t.Fatalf("only %d pages seen; the crawl did not run", len(pages))
 	}
+	// The audit log recorded every change above, secrets only as changed.
+	var events strings.Builder
+	if err := h.g.Store.EachAudit(ctx, 0, func(e audit.Event) error {
+		return json.NewEncoder(&events).Encode(e)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(events.String(), `"secret":true`) {
+		t.Fatalf("the audit log records no secret change:\n%s", events.String())
+	}
+	answers = append(answers, events.String())
 	logs := h.logs.String()
 	if !strings.Contains(logs, "level=") {
 		t.Fatal("no log lines were captured")
