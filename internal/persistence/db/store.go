@@ -63,6 +63,8 @@ type Store struct {
 
 	stmtMu sync.Mutex
 	stmts  map[*bun.DB]map[string]*sql.Stmt // SQLite: compiled statements per pool
+
+	group groupCommit // SQLite: write transactions that arrive together commit together
 }
 
 var _ persistence.Store = (*Store)(nil)

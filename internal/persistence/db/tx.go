@@ -43,6 +43,14 @@ const maxTxAttempts = 4
 // BEGIN IMMEDIATE, on PostgreSQL at READ COMMITTED with row locks where the method needs
 // them. fn may run more than once and must not have effects outside the transaction.
 func (s *Store) write(ctx context.Context, fn func(t *txn) error) error {
+	if s.dialect == DialectSQLite {
+		return s.group.write(s, ctx, fn)
+	}
+	return s.writeOne(ctx, fn)
+}
+
+// writeOne runs fn in a transaction of its own.
+func (s *Store) writeOne(ctx context.Context, fn func(t *txn) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
 		err = s.runTx(ctx, s.w, nil, fn)
