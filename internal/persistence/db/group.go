@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // groupCommit lets write transactions that queue for SQLite's single writer connection
@@ -19,6 +20,8 @@ type groupCommit struct {
 	mu    sync.Mutex
 	queue []*writeReq
 	busy  bool // a leader is running a group
+
+	grouped atomic.Int64 // groups of more than one request committed, for tests
 }
 
 type writeReq struct {
@@ -103,6 +106,7 @@ func (s *Store) runGroup(batch []*writeReq) {
 	}
 	ok, err := s.tryGroup(batch)
 	if err == nil {
+		s.group.grouped.Add(1)
 		return
 	}
 	s.log.Debug("group commit failed; running its transactions one by one", "count", len(batch), "err", err)
