@@ -105,7 +105,25 @@ func (s *Store) runTx(ctx context.Context, db *bun.DB, opts *sql.TxOptions, fn f
 	return nil
 }
 
+// stmtCtx is the context a statement runs under. On SQLite's writer a statement checks
+// for cancellation before it starts and then runs to its end: the driver would watch a
+// cancellable context with a goroutine of its own for every statement, and a write
+// transaction's statements are short.
+func (t *txn) stmtCtx(ctx context.Context) (context.Context, error) {
+	if t.s.dialect != DialectSQLite || t.db != t.s.w || ctx.Done() == nil {
+		return ctx, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return ctx, err
+	}
+	return context.WithoutCancel(ctx), nil
+}
+
 func (t *txn) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	ctx, err := t.stmtCtx(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if st, err := t.prepared(ctx, q); st != nil || err != nil {
 		if err != nil {
 			return nil, err
@@ -116,6 +134,10 @@ func (t *txn) exec(ctx context.Context, q string, args ...any) (sql.Result, erro
 }
 
 func (t *txn) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	ctx, err := t.stmtCtx(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if st, err := t.prepared(ctx, q); st != nil || err != nil {
 		if err != nil {
 			return nil, err
@@ -126,6 +148,10 @@ func (t *txn) query(ctx context.Context, q string, args ...any) (*sql.Rows, erro
 }
 
 func (t *txn) queryRow(ctx context.Context, q string, args ...any) rowScanner {
+	ctx, err := t.stmtCtx(ctx)
+	if err != nil {
+		return errRow{err}
+	}
 	if st, err := t.prepared(ctx, q); st != nil || err != nil {
 		if err != nil {
 			return errRow{err}
