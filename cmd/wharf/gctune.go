@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 )
 
 // gcHeadroom is the least the heap may grow past what is live before a collection. With
@@ -19,8 +20,13 @@ const gcHeadroom = 32 << 20
 const maxGCPercent = 800
 
 // tuneGC keeps the collector's headroom at least gcHeadroom unless the operator set
-// GOGC: after each collection it sets the GC percentage from the live heap.
-func tuneGC() {
+// GOGC: after each collection it sets the GC percentage from the live heap. Calls after
+// the first do nothing.
+func tuneGC() { gcTuner.Do(startGCTuner) }
+
+var gcTuner sync.Once
+
+func startGCTuner() {
 	if os.Getenv("GOGC") != "" {
 		return
 	}
