@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+)
 
 func TestGCPercent(t *testing.T) {
 	for _, tc := range []struct {
@@ -18,5 +23,25 @@ func TestGCPercent(t *testing.T) {
 		if got := gcPercent(tc.live); got != tc.want {
 			t.Errorf("gcPercent(%d bytes live) = %d, want %d", tc.live, got, tc.want)
 		}
+	}
+}
+
+// After a collection the tuner has raised the percentage for the test's small heap.
+func TestTuneGCRaisesThePercentage(t *testing.T) {
+	t.Setenv("GOGC", "")
+	tuneGC()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		runtime.Gosched()
+		p := debug.SetGCPercent(100)
+		debug.SetGCPercent(p)
+		if p > 100 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GC percentage still %d after collections with a small heap", p)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
