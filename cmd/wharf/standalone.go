@@ -48,6 +48,7 @@ func runStandalone(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	log := logging.New(stderr, cfg.LogLevel)
 	setMemoryLimit(log)
+	tuneGC()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 

@@ -222,12 +222,11 @@ func (d *Dispatcher) putBlobs(ctx context.Context, items []module.Incoming, acce
 	var mu sync.Mutex
 	sem := make(chan struct{}, putParallelism)
 	var wg sync.WaitGroup
+	// A small batch held in memory (a received AS2 message) is written by the caller:
+	// goroutines would cost more hand-offs than the parallel writes save.
+	inline := smallInMemory(items, accept)
 	put := func(n, k int, stage persistence.PayloadStage, body io.Reader) {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		write := func() {
 			b, err := d.blobs.Put(ctx, first+int64(n), stage, body, storage.DeferSync())
 			mu.Lock()
 			defer mu.Unlock()
@@ -235,6 +234,17 @@ func (d *Dispatcher) putBlobs(ctx context.Context, items []module.Incoming, acce
 			if err != nil {
 				errs = append(errs, err)
 			}
+		}
+		if inline {
+			write()
+			return
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			write()
 		}()
 	}
 	for n, i := range accept {
@@ -262,6 +272,32 @@ func (d *Dispatcher) putBlobs(ctx context.Context, items []module.Incoming, acce
 
 // putParallelism bounds concurrent payload writes of one batch.
 const putParallelism = 8
+
+// inlineBytes is the most a batch held in memory may hold to be written without
+// goroutines.
+const inlineBytes = 1 << 20
+
+// smallInMemory reports whether every payload of the accepted items is held in memory
+// (it tells its length) and together they are at most inlineBytes.
+func smallInMemory(items []module.Incoming, accept []int) bool {
+	total := 0
+	for _, i := range accept {
+		bodies := []io.Reader{items[i].Body}
+		for _, ex := range items[i].Extra {
+			bodies = append(bodies, ex.Body)
+		}
+		for _, b := range bodies {
+			l, ok := b.(interface{ Len() int })
+			if !ok {
+				return false
+			}
+			if total += l.Len(); total > inlineBytes {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 func (d *Dispatcher) checkItem(ctx context.Context, it module.Incoming, known map[persistence.PartyName]bool) error {
 	if _, err := persistence.ParseInstanceName(string(it.Source)); err != nil {

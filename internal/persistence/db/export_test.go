@@ -65,3 +65,13 @@ func QueryBytes(ctx context.Context, s *Store, q string, args ...any) ([]byte, e
 	err := s.w.DB.QueryRowContext(ctx, s.rebind(q), args...).Scan(&v)
 	return v, err
 }
+
+// GroupQueued is how many write transactions wait for the current group to end.
+func GroupQueued(s *Store) int {
+	s.group.mu.Lock()
+	defer s.group.mu.Unlock()
+	return len(s.group.queue)
+}
+
+// GroupsCommitted is how many groups of several write transactions committed together.
+func GroupsCommitted(s *Store) int64 { return s.group.grouped.Load() }

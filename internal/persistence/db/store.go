@@ -97,6 +97,7 @@ type Store struct {
 	stmts  map[*bun.DB]map[string]*sql.Stmt // SQLite: compiled statements per pool
 
 	onHistory atomic.Pointer[func([]int64)] // see OnHistory
+	group     groupCommit                   // SQLite: write transactions that arrive together commit together
 }
 
 var _ persistence.Store = (*Store)(nil)

@@ -50,6 +50,14 @@ const maxTxAttempts = 4
 // BEGIN IMMEDIATE, on PostgreSQL at READ COMMITTED with row locks where the method needs
 // them. fn may run more than once and must not have effects outside the transaction.
 func (s *Store) write(ctx context.Context, fn func(t *txn) error) error {
+	if s.dialect == DialectSQLite {
+		return s.group.write(s, ctx, fn)
+	}
+	return s.writeOne(ctx, fn)
+}
+
+// writeOne runs fn in a transaction of its own.
+func (s *Store) writeOne(ctx context.Context, fn func(t *txn) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
 		err = s.runTx(ctx, s.w, nil, fn)
@@ -101,6 +109,13 @@ func (s *Store) runTx(ctx context.Context, db *bun.DB, opts *sql.TxOptions, fn f
 	if err = tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	s.afterCommit(t)
+	return nil
+}
+
+// afterCommit tells the hooks what a committed transaction did: the messages whose
+// history it wrote, and the alerts its status changes raise.
+func (s *Store) afterCommit(t *txn) {
 	if len(t.announced) > 0 {
 		if fn := s.onHistory.Load(); fn != nil {
 			(*fn)(t.announced)
@@ -111,10 +126,27 @@ func (s *Store) runTx(ctx context.Context, db *bun.DB, opts *sql.TxOptions, fn f
 			(*fn)(f)
 		}
 	}
-	return nil
+}
+
+// stmtCtx is the context a statement runs under. On SQLite's writer a statement checks
+// for cancellation before it starts and then runs to its end: the driver would watch a
+// cancellable context with a goroutine of its own for every statement, and a write
+// transaction's statements are short.
+func (t *txn) stmtCtx(ctx context.Context) (context.Context, error) {
+	if t.s.dialect != DialectSQLite || t.db != t.s.w || ctx.Done() == nil {
+		return ctx, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return ctx, err
+	}
+	return context.WithoutCancel(ctx), nil
 }
 
 func (t *txn) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	ctx, err := t.stmtCtx(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if st, err := t.prepared(ctx, q); st != nil || err != nil {
 		if err != nil {
 			return nil, err
@@ -125,6 +157,10 @@ func (t *txn) exec(ctx context.Context, q string, args ...any) (sql.Result, erro
 }
 
 func (t *txn) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	ctx, err := t.stmtCtx(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if st, err := t.prepared(ctx, q); st != nil || err != nil {
 		if err != nil {
 			return nil, err
@@ -135,6 +171,10 @@ func (t *txn) query(ctx context.Context, q string, args ...any) (*sql.Rows, erro
 }
 
 func (t *txn) queryRow(ctx context.Context, q string, args ...any) rowScanner {
+	ctx, err := t.stmtCtx(ctx)
+	if err != nil {
+		return errRow{err}
+	}
 	if st, err := t.prepared(ctx, q); st != nil || err != nil {
 		if err != nil {
 			return errRow{err}
