@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"wharf/internal/persistence/db/dbtest"
 )
@@ -141,6 +142,29 @@ func TestRequireRedirect(t *testing.T) {
 		if r.status != tt.want || r.header.Get("Location") != tt.location {
 			t.Errorf("%s %s = %d Location %q; want %d %q", tt.method, tt.path, r.status, r.header.Get("Location"), tt.want, tt.location)
 		}
+	}
+}
+
+// A page renews an idle session's cookie; a live stream lets the session through without
+// setting any cookie, so its late answer cannot undo a sign-out.
+func TestRequireWithoutRenewal(t *testing.T) {
+	b := setup(t, dbtest.SQLite(t))
+	b.signIn(t, b.alice)
+	b.clock.Advance(2 * time.Minute)
+	live := b.do(t, http.MethodGet, "/ui/live/feed", nil, "")
+	if live.status != http.StatusOK || !strings.HasPrefix(live.body, fmt.Sprintf("user=%d ", b.alice.ID)) {
+		t.Fatalf("live stream = %d %q", live.status, live.body)
+	}
+	if c := live.header.Values("Set-Cookie"); len(c) > 0 {
+		t.Errorf("the live stream set cookies: %q", c)
+	}
+	page := b.do(t, http.MethodGet, "/ui/app/", nil, "")
+	if page.status != http.StatusOK || len(page.header.Values("Set-Cookie")) == 0 {
+		t.Errorf("a page after two idle minutes = %d without renewing the cookie", page.status)
+	}
+	b.do(t, http.MethodPost, "/ui/sign-out", nil, "")
+	if r := b.do(t, http.MethodGet, "/ui/live/feed", nil, ""); r.status != http.StatusSeeOther {
+		t.Errorf("live stream after sign-out = %d, want a redirect to sign in", r.status)
 	}
 }
 

@@ -131,6 +131,7 @@ func (b *bundle) handler(t *testing.T) http.Handler {
 		fmt.Fprintf(w, "user=%d csrf=%s", s.UserID, s.CSRFToken)
 	})
 	mux.Handle("/ui/app/", b.mgr.Require(CSRF(page)))
+	mux.Handle("GET /ui/live/", b.mgr.RequireWithoutRenewal(page))
 	return SecurityHeaders(LimitBody(testBodyMax)(mux))
 }
 
