@@ -4,34 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"wharf/internal/alert"
+	"wharf/internal/alert/alerttest"
 	"wharf/internal/certs"
 )
-
-type raised struct {
-	mu sync.Mutex
-	as []alert.Alert
-}
-
-func (r *raised) Raise(a alert.Alert) {
-	r.mu.Lock()
-	r.as = append(r.as, a)
-	r.mu.Unlock()
-}
-
-func (r *raised) codes() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, a := range r.as {
-		out = append(out, string(a.Code)+":"+a.Subject.ID)
-	}
-	return out
-}
 
 // The monitor raises one alert per certificate and kind, not again inside a day, and
 // again after it; the warning horizon follows the setting.
@@ -45,7 +23,7 @@ func TestMonitorRaisesAlertsOncePerDay(t *testing.T) {
 	m := certs.NewMonitor(store, slog.New(slog.DiscardHandler))
 	clock := now
 	m.Now = func() time.Time { return clock }
-	r := &raised{}
+	r := &alerttest.Recorder{}
 	m.RaiseAlerts(r)
 	check := func() {
 		t.Helper()
@@ -54,21 +32,21 @@ func TestMonitorRaisesAlertsOncePerDay(t *testing.T) {
 		}
 	}
 	check()
-	if got := strings.Join(r.codes(), " "); got != "certificate_expired:1 certificate_expiring:2" {
+	if got := strings.Join(r.Codes(), " "); got != "certificate_expired:1 certificate_expiring:2" {
 		t.Fatalf("first check raised %q", got)
 	}
 	clock = now.Add(23 * time.Hour)
 	check()
-	if n := len(r.codes()); n != 2 {
-		t.Fatalf("a check inside a day raised again: %v", r.codes())
+	if n := len(r.Codes()); n != 2 {
+		t.Fatalf("a check inside a day raised again: %v", r.Codes())
 	}
 	clock = now.Add(25 * time.Hour)
 	m.Warning = func() time.Duration { return 60 * 24 * time.Hour }
 	check()
-	if got := strings.Join(r.codes()[2:], " "); got != "certificate_expired:1 certificate_expiring:2 certificate_expiring:3" {
+	if got := strings.Join(r.Codes()[2:], " "); got != "certificate_expired:1 certificate_expiring:2 certificate_expiring:3" {
 		t.Fatalf("a check a day later raised %q", got)
 	}
-	for _, a := range r.as {
+	for _, a := range r.Alerts() {
 		if a.Link != "/ui/certificates/"+a.Subject.ID {
 			t.Errorf("link %q", a.Link)
 		}

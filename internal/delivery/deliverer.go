@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"wharf/internal/persistence"
@@ -104,6 +105,20 @@ func (o TargetOptions) Validate() error {
 		return fmt.Errorf("retry.%w", err)
 	}
 	return nil
+}
+
+// CheckTargetOptions is Validate for a target config's Validate: its error is a
+// *persistence.FieldError naming the option ("retry" when the error names none).
+func CheckTargetOptions(o TargetOptions) error {
+	err := o.Validate()
+	if err == nil {
+		return nil
+	}
+	field, msg, ok := strings.Cut(err.Error(), ": ")
+	if !ok {
+		field, msg = "retry", err.Error()
+	}
+	return &persistence.FieldError{Field: field, Message: msg}
 }
 
 // TargetConfig is implemented by every target config through its embedded TargetOptions.

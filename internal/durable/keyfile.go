@@ -31,20 +31,31 @@ func LoadOrCreateKeyFile(path string, size int, what string, logger *slog.Logger
 	}
 	key = make([]byte, size)
 	rand.Read(key) // never fails; crypto/rand aborts the program instead
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, false, fmt.Errorf("create %s file %s: %w", what, path, err)
-	}
 	content := []byte(base64.StdEncoding.EncodeToString(key) + "\n")
 	defer clear(content)
-	won, err := WriteSecretFile(path, content, false)
+	won, err := CreateKeyFile(path, content, what)
 	if err != nil {
-		return nil, false, fmt.Errorf("%s file: %w", what, err)
+		return nil, false, err
 	}
 	if !won {
 		key, err = loadKeyFile(path, size, what, logger)
 		return key, false, err
 	}
 	return key, true, nil
+}
+
+// CreateKeyFile writes content as a new key file at path (mode 0600, its directory
+// created) unless one is there already; won reports whether this call's file is the one
+// in place. what names the key in errors ("session key").
+func CreateKeyFile(path string, content []byte, what string) (won bool, err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return false, fmt.Errorf("create %s file %s: %w", what, path, err)
+	}
+	won, err = WriteSecretFile(path, content, false)
+	if err != nil {
+		return false, fmt.Errorf("%s file: %w", what, err)
+	}
+	return won, nil
 }
 
 // LoadKeyFile reads a key file that must exist.
@@ -69,13 +80,13 @@ func loadKeyFile(path string, size int, what string, logger *slog.Logger) ([]byt
 		clear(key)
 		return nil, fmt.Errorf("%s file %s: the key is %d bytes, want %d", what, path, len(key), size)
 	}
-	warnIfExposed(path, what, logger)
+	WarnIfExposed(path, what, logger)
 	return key, nil
 }
 
-// warnIfExposed warns rather than refuses, because refusing would stop a gateway over a
-// fixable permission.
-func warnIfExposed(path, what string, logger *slog.Logger) {
+// WarnIfExposed warns when the key file at path is open to group or others. It warns
+// rather than refuses, because refusing would stop a gateway over a fixable permission.
+func WarnIfExposed(path, what string, logger *slog.Logger) {
 	if runtime.GOOS == "windows" {
 		return // permission bits say nothing about access there
 	}

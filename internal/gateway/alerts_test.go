@@ -15,9 +15,6 @@ import (
 	"time"
 
 	"wharf/internal/alert"
-	"wharf/internal/api"
-	"wharf/internal/config"
-	"wharf/internal/gateway"
 	"wharf/internal/notification"
 )
 
@@ -75,31 +72,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startLogged is start with every log line, down to debug, kept in logs as well.
+// startLogged runs a gateway with every log line, down to debug, kept in logs as well
+// as logged to the test, and the default settings.
 func startLogged(t *testing.T, dbURL string, logs io.Writer) *harness {
 	t.Helper()
-	ctx := context.Background()
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.HTTPAddr = "127.0.0.1:0"
-	cfg.DBURL = dbURL
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(logs, logWriter{t}), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	g, err := gateway.Open(ctx, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := g.Shutdown(context.Background()); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	if _, err := g.Store.CreateAPIToken(ctx, "test", api.HashToken("test-token")); err != nil {
-		t.Fatal(err)
-	}
-	return &harness{t: t, g: g, token: "test-token", data: cfg.DataDir}
+	return startGateway(t, dbURL, log, nil)
 }
 
 // A delivery that fails makes exactly one message_failed alert, which the webhook

@@ -43,20 +43,29 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// start runs a gateway on dbURL (SQLite in a temporary data directory when empty) with
+// warnings logged to the test, and sweeps and wake-ups fast, so stalls and retries show
+// within a test's patience.
 func start(t *testing.T, dbURL string) *harness {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return startGateway(t, dbURL, log, map[string]string{"sweep_interval": "100ms", "wakeup_backoff": "1s", "max_dispatches": "1"})
+}
+
+// startGateway runs a gateway on dbURL with the settings put before it starts, and an
+// API token.
+func startGateway(t *testing.T, dbURL string, log *slog.Logger, settings map[string]string) *harness {
 	t.Helper()
 	ctx := context.Background()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.DBURL = dbURL
-	log := slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	g, err := gateway.Open(ctx, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Fast sweeps and wake-ups, so stalls and retries show within a test's patience.
-	for k, v := range map[string]string{"sweep_interval": "100ms", "wakeup_backoff": "1s", "max_dispatches": "1"} {
+	for k, v := range settings {
 		if err := g.Store.PutSetting(ctx, k, v); err != nil {
 			t.Fatal(err)
 		}

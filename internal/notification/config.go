@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"wharf/internal/alert"
 	"wharf/internal/delivery"
+	"wharf/internal/httptarget"
 	"wharf/internal/persistence"
 )
 
@@ -86,8 +85,6 @@ const (
 	// DefaultMaxDelay caps the back-off between attempts unless the retry policy names
 	// its own cap.
 	DefaultMaxDelay = 15 * time.Minute
-	maxURLLength    = 4096
-	maxHeaderValue  = 8 << 10
 	maxSecretLength = 512
 )
 
@@ -113,14 +110,10 @@ func (c *Config) WriteOnlyFields() []string { return []string{"url", "headers", 
 // Validate checks the config; errors are *persistence.FieldError and never repeat the
 // URL, a header value or the secret.
 func (c *Config) Validate() error {
-	if err := c.TargetOptions.Validate(); err != nil {
-		field, msg, ok := strings.Cut(err.Error(), ": ")
-		if !ok {
-			field, msg = "retry", err.Error()
-		}
-		return &persistence.FieldError{Field: field, Message: msg}
+	if err := delivery.CheckTargetOptions(c.TargetOptions); err != nil {
+		return err
 	}
-	if err := checkURL(c.URL); err != nil {
+	if err := httptarget.CheckURL(c.URL, "headers"); err != nil {
 		return &persistence.FieldError{Field: "url", Message: err.Error()}
 	}
 	if _, err := ParseFormat(string(c.Format)); err != nil {
@@ -160,67 +153,17 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-func checkURL(s string) error {
-	if s == "" {
-		return fmt.Errorf("required")
-	}
-	if len(s) > maxURLLength {
-		return fmt.Errorf("longer than %d bytes", maxURLLength)
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return fmt.Errorf("not a valid URL")
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("must be an http or https URL")
-	case u.Hostname() == "":
-		return fmt.Errorf("must name a host")
-	case u.User != nil:
-		return fmt.Errorf("must not carry credentials; use headers (Authorization)")
-	case u.Fragment != "" || strings.Contains(s, "#"):
-		return fmt.Errorf("must not have a fragment")
-	}
-	return nil
-}
-
-// reservedHeaders are set by the transport or by the notifier itself.
-var reservedHeaders = []string{
-	"Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Proxy-Connection",
-	"Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Upgrade", "Expect", "Content-Type",
-	"Webhook-Id", "Webhook-Timestamp", "Webhook-Signature",
-}
+// reservedHeaders are set by the notifier itself, besides those the transport sets.
+var reservedHeaders = []string{"Webhook-Id", "Webhook-Timestamp", "Webhook-Signature"}
 
 func checkHeader(name, value string) error {
-	if name == "" {
-		return fmt.Errorf("empty header name")
+	if err := httptarget.CheckHeaderName(name, "notifier", reservedHeaders...); err != nil {
+		return err
 	}
-	for i := 0; i < len(name); i++ {
-		if !isTokenChar(name[i]) {
-			return fmt.Errorf("header name %q has a character not allowed in a header name", name)
-		}
-	}
-	canon := http.CanonicalHeaderKey(name)
-	if slices.Contains(reservedHeaders, canon) || strings.HasPrefix(canon, "X-Wharf-") {
-		return fmt.Errorf("header %s is set by the notifier or the transport", canon)
-	}
-	if len(value) > maxHeaderValue {
-		return fmt.Errorf("header %s: value longer than %d bytes", canon, maxHeaderValue)
-	}
-	for i := 0; i < len(value); i++ {
-		if b := value[i]; (b < 0x20 && b != '\t') || b == 0x7f {
-			return fmt.Errorf("header %s: value contains a control character", canon)
-		}
+	if err := httptarget.CheckHeaderValue(value); err != nil {
+		return fmt.Errorf("header %s: %w", http.CanonicalHeaderKey(name), err)
 	}
 	return nil
-}
-
-func isTokenChar(b byte) bool {
-	switch {
-	case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
 }
 
 // passes reports whether the filter rules let a through (tests addressed to this

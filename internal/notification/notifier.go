@@ -3,7 +3,6 @@ package notification
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"database/sql"
 	"errors"
@@ -17,6 +16,7 @@ import (
 
 	"wharf/internal/alert"
 	"wharf/internal/delivery"
+	"wharf/internal/httptarget"
 	"wharf/internal/module"
 )
 
@@ -48,16 +48,7 @@ func newNotifier(rt *Runtime, name string, cfg *Config) (*Notifier, error) {
 		}
 		n.key = key
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	tr.ResponseHeaderTimeout = time.Duration(cfg.Timeout)
-	n.client = &http.Client{
-		Transport: tr,
-		Timeout:   time.Duration(cfg.Timeout),
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
+	n.client = httptarget.NewClient(time.Duration(cfg.Timeout), 0)
 	return n, nil
 }
 
@@ -96,59 +87,32 @@ func (n *Notifier) Deliver(ctx context.Context, at delivery.Attempt) delivery.Re
 	}
 	resp, err := n.client.Do(req)
 	if err != nil {
-		return n.failure(ctx, err)
+		return httptarget.Failure(ctx, err, time.Duration(n.cfg.Timeout), transportReason)
 	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-	}()
-	code := resp.StatusCode
-	switch {
-	case code >= 200 && code < 300:
-		return delivery.Delivered()
-	case code >= 300 && code < 400:
-		return delivery.Permanent(fmt.Errorf("redirect refused (status %d)", code))
-	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests, code >= 500 && code < 600:
-		class := delivery.ClassHTTP5xx
-		if code < 500 {
-			class = delivery.ClassHTTP4xx
-		}
-		err := delivery.HTTPStatusError(code)
-		if t, ok := delivery.RetryAfter(resp.Header.Get("Retry-After"), n.now()); ok {
-			return delivery.RetryAt(t, class, err)
-		}
-		return delivery.Transient(class, err)
-	}
-	return delivery.Permanent(delivery.HTTPStatusError(code))
+	defer httptarget.Drain(resp)
+	return httptarget.Classify(resp, n.now())
 }
 
-// failure words a transport error without the address it went to.
-func (n *Notifier) failure(ctx context.Context, err error) delivery.Result {
-	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return delivery.Transient(delivery.ClassTransport, errors.New("interrupted"))
-	}
-	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return delivery.Transient(delivery.ClassTimeout, fmt.Errorf("no response within %s", time.Duration(n.cfg.Timeout)))
-	}
+// transportReason words a transport error without the address it went to, nor anything
+// the error might quote of it.
+func transportReason(err error) string {
 	var dnsErr *net.DNSError
 	var unknownCA x509.UnknownAuthorityError
 	var hostErr x509.HostnameError
 	var invalid x509.CertificateInvalidError
-	reason := "transport: the request failed"
 	switch {
 	case errors.As(err, &dnsErr):
-		reason = "transport: DNS lookup failed"
+		return "transport: DNS lookup failed"
 	case errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &invalid):
-		reason = "transport: the server's TLS certificate was refused"
+		return "transport: the server's TLS certificate was refused"
 	case errors.Is(err, syscall.ECONNREFUSED):
-		reason = "transport: connection refused"
+		return "transport: connection refused"
 	case errors.Is(err, syscall.ECONNRESET):
-		reason = "transport: connection reset by peer"
+		return "transport: connection reset by peer"
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		reason = "transport: connection closed before a response"
+		return "transport: connection closed before a response"
 	}
-	return delivery.Transient(delivery.ClassTransport, errors.New(reason))
+	return "transport: the request failed"
 }
 
 // alertOf reads the alert a notification row sends.

@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 
 	"wharf/internal/durable"
@@ -33,7 +31,7 @@ func Load(path string, logger *slog.Logger) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	warnIfExposed(path, logger)
+	durable.WarnIfExposed(path, "secrets key", logger)
 	b, err := New(keys...)
 	if err != nil {
 		return nil, fmt.Errorf("key file %s: %w", path, err)
@@ -57,10 +55,9 @@ func LoadOrCreate(path string, logger *slog.Logger) (b *Box, created bool, err e
 	if err != nil {
 		return nil, false, fmt.Errorf("create key file %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, false, fmt.Errorf("create key file %s: %w", path, err)
-	}
-	won, err := writeKeyFile(path, false, k)
+	content := keyFileContent(k)
+	defer clear(content)
+	won, err := durable.CreateKeyFile(path, content, "key")
 	if err != nil {
 		return nil, false, err
 	}
@@ -86,27 +83,22 @@ func WriteKeyFile(path string, keys ...Key) error {
 	if _, err := New(keys...); err != nil {
 		return fmt.Errorf("write key file %s: %w", path, err)
 	}
-	_, err := writeKeyFile(path, true, keys...)
-	return err
+	content := keyFileContent(keys...)
+	defer clear(content)
+	if _, err := durable.WriteSecretFile(path, content, true); err != nil {
+		return fmt.Errorf("key file: %w", err)
+	}
+	return nil
 }
 
-// writeKeyFile writes keys to a temporary file beside path, syncs it, and moves it into
-// place: by rename when replacing, by link when the file must not exist yet (won is false
-// if another writer got there first). The directory is synced so the name survives a
-// power loss.
-func writeKeyFile(path string, replace bool, keys ...Key) (won bool, err error) {
+// keyFileContent is the file's text: one line a key, current first.
+func keyFileContent(keys ...Key) []byte {
 	var sb strings.Builder
 	for _, k := range keys {
 		sb.WriteString(k.line())
 		sb.WriteByte('\n')
 	}
-	content := []byte(sb.String())
-	defer clear(content)
-	won, err = durable.WriteSecretFile(path, content, replace)
-	if err != nil {
-		return false, fmt.Errorf("key file: %w", err)
-	}
-	return won, nil
+	return []byte(sb.String())
 }
 
 // parseKeyFile reads the lines of a key file. Errors name the file and the line number
@@ -146,18 +138,4 @@ func parseKeyFile(path string, data []byte) ([]Key, error) {
 		return nil, fmt.Errorf("key file %s holds no key", path)
 	}
 	return keys, nil
-}
-
-func warnIfExposed(path string, logger *slog.Logger) {
-	if runtime.GOOS == "windows" {
-		return // permission bits say nothing about access there
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		logger.Warn("secrets key file is readable or writable by group or others; restrict it to its owner (chmod 600)",
-			"path", path, "mode", fmt.Sprintf("%04o", perm))
-	}
 }

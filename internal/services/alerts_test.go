@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"sync"
 	"testing"
 
 	"wharf/internal/alert"
+	"wharf/internal/alert/alerttest"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db/dbtest"
@@ -15,17 +15,6 @@ import (
 
 	_ "wharf/internal/notification"
 )
-
-type raised struct {
-	mu sync.Mutex
-	as []alert.Alert
-}
-
-func (r *raised) Raise(a alert.Alert) {
-	r.mu.Lock()
-	r.as = append(r.as, a)
-	r.mu.Unlock()
-}
 
 // An instance that fails to start raises plugin_failed once, not again while it stays
 // failed; a notifier that fails raises nothing about itself.
@@ -40,7 +29,7 @@ func TestFailedInstanceRaisesAlert(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := &raised{}
+	r := &alerttest.Recorder{}
 	m := services.New(s, plainSealer{}, &targets{running: map[persistence.InstanceName]bool{}},
 		module.Env{Logger: slog.New(slog.DiscardHandler), DataDir: t.TempDir(), Ingest: refuseAll{}, Alerts: r})
 	for range 2 {
@@ -52,7 +41,7 @@ func TestFailedInstanceRaisesAlert(t *testing.T) {
 	if st["broken"] != services.StateFailed || st["loud"] != services.StateFailed {
 		t.Fatalf("states %v", st)
 	}
-	if len(r.as) != 1 || r.as[0].Code != alert.PluginFailed || r.as[0].Subject.ID != "broken" {
-		t.Fatalf("raised %+v, want one plugin_failed for broken", r.as)
+	if as := r.Alerts(); len(as) != 1 || as[0].Code != alert.PluginFailed || as[0].Subject.ID != "broken" {
+		t.Fatalf("raised %+v, want one plugin_failed for broken", as)
 	}
 }

@@ -444,22 +444,42 @@ func (s *Server) savePlugin(w http.ResponseWriter, r *http.Request, p module.Plu
 	http.Redirect(w, r, "/ui/plugins/"+string(rec.Type)+"/"+string(rec.Name), http.StatusSeeOther)
 }
 
-func (s *Server) pluginPage(w http.ResponseWriter, r *http.Request) {
+// storedInstance is an instance the path names with its plugin, the description of its
+// config fields and their stored values, as the detail and edit pages show them.
+type storedInstance struct {
+	rec    persistence.PluginConfig
+	plugin module.Plugin
+	specs  []module.FieldSpec
+	values map[string]string
+}
+
+// loadStoredInstance reads the instance the path names and its stored values; false when
+// the page is already answered.
+func (s *Server) loadStoredInstance(w http.ResponseWriter, r *http.Request) (storedInstance, bool) {
 	rec, ok := s.loadInstance(w, r)
 	if !ok {
-		return
+		return storedInstance{}, false
 	}
 	p, _ := module.Lookup(rec.Type)
 	specs, err := module.Describe(rec.Type)
 	if err != nil {
 		s.fail(w, r, err)
-		return
+		return storedInstance{}, false
 	}
 	values, err := storedValues(specs, rec.Config)
 	if err != nil {
 		s.fail(w, r, err)
+		return storedInstance{}, false
+	}
+	return storedInstance{rec, p, specs, values}, true
+}
+
+func (s *Server) pluginPage(w http.ResponseWriter, r *http.Request) {
+	in, ok := s.loadStoredInstance(w, r)
+	if !ok {
 		return
 	}
+	rec := in.rec
 	s.render(w, r, http.StatusOK, "plugin", pageData{Title: string(rec.Name), Data: struct {
 		Plugin    module.Plugin
 		Instance  persistence.PluginConfig
@@ -468,28 +488,17 @@ func (s *Server) pluginPage(w http.ResponseWriter, r *http.Request) {
 		Updated   string
 		CSRFField string
 		CSRFToken string
-	}{p, rec, formFields(specs, values, nil), rec.CreatedAt.UTC().Format(time.RFC3339),
+	}{in.plugin, rec, formFields(in.specs, in.values, nil), rec.CreatedAt.UTC().Format(time.RFC3339),
 		rec.UpdatedAt.UTC().Format(time.RFC3339), session.CSRFField, sessionCSRFToken(r)}})
 }
 
 func (s *Server) editPluginPage(w http.ResponseWriter, r *http.Request) {
-	rec, ok := s.loadInstance(w, r)
+	in, ok := s.loadStoredInstance(w, r)
 	if !ok {
 		return
 	}
-	p, _ := module.Lookup(rec.Type)
-	specs, err := module.Describe(rec.Type)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	values, err := storedValues(specs, rec.Config)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.renderPluginForm(w, r, http.StatusOK, pluginForm{Plugin: p, Editing: true, Name: string(rec.Name),
-		Enabled: rec.Enabled}, values)
+	s.renderPluginForm(w, r, http.StatusOK, pluginForm{Plugin: in.plugin, Editing: true, Name: string(in.rec.Name),
+		Enabled: in.rec.Enabled}, in.values)
 }
 
 func (s *Server) updatePluginPage(w http.ResponseWriter, r *http.Request) {

@@ -5,12 +5,12 @@ import (
 	"maps"
 	"mime"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"wharf/internal/delivery"
+	"wharf/internal/httptarget"
 	"wharf/internal/persistence"
 )
 
@@ -35,8 +35,6 @@ const (
 	DefaultTimeout     = 30 * time.Second
 	MaxTimeout         = time.Hour
 	DefaultContentType = "application/octet-stream"
-	maxURLLength       = 4096
-	maxHeaderValue     = 8 << 10
 )
 
 // NewPosterConfig returns a config with its defaults set.
@@ -53,14 +51,10 @@ func (c *PosterConfig) WriteOnlyFields() []string { return []string{"secret_head
 // Validate checks the config; errors are *persistence.FieldError. Messages never repeat
 // the URL or a secret header's value.
 func (c *PosterConfig) Validate() error {
-	if err := c.TargetOptions.Validate(); err != nil {
-		field, msg, ok := strings.Cut(err.Error(), ": ")
-		if !ok {
-			field, msg = "retry", err.Error()
-		}
-		return &persistence.FieldError{Field: field, Message: msg}
+	if err := delivery.CheckTargetOptions(c.TargetOptions); err != nil {
+		return err
 	}
-	if err := checkURL(c.URL); err != nil {
+	if err := httptarget.CheckURL(c.URL, "secret_headers"); err != nil {
 		return &persistence.FieldError{Field: "url", Message: err.Error()}
 	}
 	if c.Timeout <= 0 {
@@ -81,7 +75,7 @@ func (c *PosterConfig) Validate() error {
 		values map[string]string
 	}{{"headers", c.Headers}, {"secret_headers", c.SecretHeaders}} {
 		for _, name := range slices.Sorted(maps.Keys(set.values)) {
-			if err := checkHeaderName(name); err != nil {
+			if err := httptarget.CheckHeaderName(name, "poster", reservedHeaders...); err != nil {
 				return &persistence.FieldError{Field: set.field, Message: err.Error()}
 			}
 			canon := http.CanonicalHeaderKey(name)
@@ -89,7 +83,7 @@ func (c *PosterConfig) Validate() error {
 				return &persistence.FieldError{Field: set.field, Message: fmt.Sprintf("header %s is already set in %s", canon, other)}
 			}
 			seen[canon] = set.field
-			if err := checkHeaderValue(set.values[name]); err != nil {
+			if err := httptarget.CheckHeaderValue(set.values[name]); err != nil {
 				return &persistence.FieldError{Field: set.field, Message: fmt.Sprintf("header %s: %v", canon, err)}
 			}
 		}
@@ -97,73 +91,5 @@ func (c *PosterConfig) Validate() error {
 	return nil
 }
 
-func checkURL(s string) error {
-	if s == "" {
-		return fmt.Errorf("required")
-	}
-	if len(s) > maxURLLength {
-		return fmt.Errorf("longer than %d bytes", maxURLLength)
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return fmt.Errorf("not a valid URL")
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("must be an http or https URL")
-	case u.Host == "" || u.Hostname() == "":
-		return fmt.Errorf("must name a host")
-	case u.User != nil:
-		return fmt.Errorf("must not carry credentials; use secret_headers (Authorization)")
-	case u.Fragment != "" || strings.Contains(s, "#"):
-		return fmt.Errorf("must not have a fragment")
-	}
-	return nil
-}
-
-// reservedHeaders are set by the transport or by the poster itself.
-var reservedHeaders = []string{
-	"Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive",
-	"Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer",
-	"Upgrade", "Expect", "Content-Type", "Content-Disposition", "Idempotency-Key",
-}
-
-func checkHeaderName(name string) error {
-	if name == "" {
-		return fmt.Errorf("empty header name")
-	}
-	for i := 0; i < len(name); i++ {
-		if !isTokenChar(name[i]) {
-			return fmt.Errorf("header name %q has a character not allowed in a header name", name)
-		}
-	}
-	canon := http.CanonicalHeaderKey(name)
-	if slices.Contains(reservedHeaders, canon) {
-		return fmt.Errorf("header %s is set by the poster or the transport", canon)
-	}
-	if strings.HasPrefix(canon, "X-Wharf-") {
-		return fmt.Errorf("header %s: the X-Wharf- prefix is reserved", canon)
-	}
-	return nil
-}
-
-func checkHeaderValue(v string) error {
-	if len(v) > maxHeaderValue {
-		return fmt.Errorf("value longer than %d bytes", maxHeaderValue)
-	}
-	for i := 0; i < len(v); i++ {
-		if b := v[i]; (b < 0x20 && b != '\t') || b == 0x7f {
-			return fmt.Errorf("value contains a control character")
-		}
-	}
-	return nil
-}
-
-// isTokenChar reports RFC 9110 token characters.
-func isTokenChar(b byte) bool {
-	switch {
-	case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
-}
+// reservedHeaders are set by the poster itself, besides those the transport sets.
+var reservedHeaders = []string{"Content-Disposition", "Idempotency-Key"}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"wharf/internal/delivery"
+	"wharf/internal/httptarget"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 )
@@ -102,23 +103,11 @@ func NewPoster(cfg *PosterConfig, logger *slog.Logger) (*Poster, error) {
 	h.Set("Content-Type", cfg.ContentType)
 	h.Set("User-Agent", "Wharf")
 
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = max(opts.MaxConcurrent, 2)
-	tr.MaxIdleConns = max(tr.MaxIdleConns, tr.MaxIdleConnsPerHost)
-	tr.ResponseHeaderTimeout = timeout
-	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-
 	return &Poster{
-		url:    cfg.URL,
-		host:   u.Host,
-		header: h,
-		client: &http.Client{
-			Transport: tr,
-			Timeout:   timeout,
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse
-			},
-		},
+		url:     cfg.URL,
+		host:    u.Host,
+		header:  h,
+		client:  httptarget.NewClient(timeout, max(opts.MaxConcurrent, 2)),
 		timeout: timeout,
 		now:     time.Now,
 		log:     logger.With("plugin", string(persistence.PluginHTTPPoster)),
@@ -152,11 +141,8 @@ func (p *Poster) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 	if err != nil {
 		return p.failure(ctx, err)
 	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-	}()
-	return p.classify(resp)
+	defer httptarget.Drain(resp)
+	return httptarget.Classify(resp, p.now())
 }
 
 func setMetadata(h http.Header, a delivery.Attempt) {
@@ -184,30 +170,6 @@ func setMetadata(h http.Header, a delivery.Attempt) {
 	h.Set(HeaderIdempotencyKey, fmt.Sprintf("wharf-%d-%d", m.ID, a.Delivery.ID))
 }
 
-// classify turns a response into a result; the reason is the status line only.
-func (p *Poster) classify(resp *http.Response) delivery.Result {
-	code := resp.StatusCode
-	switch {
-	case code >= 200 && code < 300:
-		return delivery.Delivered()
-	case code >= 300 && code < 400:
-		return delivery.Permanent(fmt.Errorf("redirect refused (status %d)", code))
-	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests:
-		return p.retry(resp, delivery.ClassHTTP4xx)
-	case code >= 500 && code < 600:
-		return p.retry(resp, delivery.ClassHTTP5xx)
-	}
-	return delivery.Permanent(delivery.HTTPStatusError(code))
-}
-
-func (p *Poster) retry(resp *http.Response, class delivery.ErrorClass) delivery.Result {
-	err := delivery.HTTPStatusError(resp.StatusCode)
-	if at, ok := delivery.RetryAfter(resp.Header.Get("Retry-After"), p.now()); ok {
-		return delivery.RetryAt(at, class, err)
-	}
-	return delivery.Transient(class, err)
-}
-
 // errPayloadRead marks a failure to read the document while sending it.
 var errPayloadRead = errors.New("cannot read the payload")
 
@@ -225,21 +187,16 @@ func (p *payloadReader) Close() error { return p.r.Close() }
 
 // failure classifies an error of Client.Do without naming the URL or the address.
 func (p *Poster) failure(ctx context.Context, err error) delivery.Result {
-	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return delivery.Transient(delivery.ClassTransport, errors.New("interrupted"))
-	}
-	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return delivery.Transient(delivery.ClassTimeout, fmt.Errorf("no response within %s", p.timeout))
-	}
-	if errors.Is(err, errPayloadRead) {
-		return delivery.Transient(delivery.ClassTransport, errPayloadRead)
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return delivery.Transient(delivery.ClassTransport, errors.New(p.scrub(transportReason(err))))
+	return httptarget.Failure(ctx, err, p.timeout, func(err error) string {
+		if errors.Is(err, errPayloadRead) {
+			return errPayloadRead.Error()
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return p.scrub(transportReason(err))
+	})
 }
 
 // transportReason words a transport error without addresses or host names.
