@@ -35,7 +35,8 @@ type IdentityProviderInput struct {
 	ClientSecret *string
 	Audience     string
 	Scopes       string
-	Enabled      bool
+	// Enabled nil is true for a new provider and the stored value for an update.
+	Enabled *bool
 }
 
 const (
@@ -98,7 +99,13 @@ func SaveIdentityProvider(ctx context.Context, st ProviderStore, s Sealer, name 
 		stored = &rec
 	}
 	p := persistence.IdentityProvider{Name: in.Name, DisplayName: display, IssuerURL: issuer, ClientID: clientID,
-		Audience: audience, Scopes: scopes, Enabled: in.Enabled}
+		Audience: audience, Scopes: scopes, Enabled: true}
+	switch {
+	case in.Enabled != nil:
+		p.Enabled = *in.Enabled
+	case stored != nil:
+		p.Enabled = stored.Enabled
+	}
 	if p.DisplayName == "" {
 		p.DisplayName = p.Name
 	}

@@ -76,19 +76,20 @@ func TestSaveIdentityProviderKeepsWriteOnlySecret(t *testing.T) {
 	ctx := context.Background()
 	st := &providerStore{m: map[string]persistence.IdentityProvider{}}
 	secret := "s3cret"
-	in := IdentityProviderInput{Name: "corp", IssuerURL: "https://id.example.com", ClientID: "wharf", ClientSecret: &secret, Enabled: true}
+	in := IdentityProviderInput{Name: "corp", IssuerURL: "https://id.example.com", ClientID: "wharf", ClientSecret: &secret}
 	p, err := SaveIdentityProvider(ctx, st, prefixSealer{}, "", in)
-	if err != nil || string(p.SealedSecret) != "sealed:s3cret" || p.DisplayName != "corp" {
+	if err != nil || string(p.SealedSecret) != "sealed:s3cret" || p.DisplayName != "corp" || !p.Enabled {
 		t.Fatalf("create = %+v, %v", p, err)
 	}
-	in.ClientSecret, in.ClientID = nil, "wharf-2"
+	off := false
+	in.ClientSecret, in.ClientID, in.Enabled = nil, "wharf-2", &off
 	if p, err = SaveIdentityProvider(ctx, st, prefixSealer{}, "corp", in); err != nil || string(p.SealedSecret) != "sealed:s3cret" {
 		t.Fatalf("update without a secret = %+v, %v; want the stored secret kept", p, err)
 	}
 	empty := ""
-	in.ClientSecret = &empty
-	if p, err = SaveIdentityProvider(ctx, st, prefixSealer{}, "corp", in); err != nil || p.SealedSecret != nil {
-		t.Fatalf("update with an empty secret = %+v, %v; want it removed", p, err)
+	in.ClientSecret, in.Enabled = &empty, nil
+	if p, err = SaveIdentityProvider(ctx, st, prefixSealer{}, "corp", in); err != nil || p.SealedSecret != nil || p.Enabled {
+		t.Fatalf("update with an empty secret = %+v, %v; want it removed and the provider still disabled", p, err)
 	}
 	if _, err := SaveIdentityProvider(ctx, st, prefixSealer{}, "nope", IdentityProviderInput{IssuerURL: "https://x.example.com", ClientID: "x"}); !errors.Is(err, persistence.ErrNotFound) {
 		t.Errorf("update of a missing provider: %v", err)
