@@ -45,7 +45,9 @@ func TestParseScopes(t *testing.T) {
 	}
 }
 
-type providerStore struct{ m map[string]persistence.IdentityProvider }
+type providerStore struct {
+	m map[string]persistence.IdentityProvider
+}
 
 func (s *providerStore) CreateIdentityProvider(_ context.Context, p persistence.IdentityProvider) (persistence.IdentityProvider, error) {
 	if _, ok := s.m[p.Name]; ok {

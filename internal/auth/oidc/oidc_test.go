@@ -213,7 +213,7 @@ func TestUnreachableProvider(t *testing.T) {
 	rec := persistence.IdentityProvider{Name: "corp", IssuerURL: fake.Issuer, ClientID: "wharf", Enabled: true}
 	clock := time.Now()
 	m := oidc.New(oidc.Config{Store: providers{rec}, Secrets: plainSecrets{}, RetryAfter: time.Minute,
-		Now: func() time.Time { return clock },
+		Now:        func() time.Time { return clock },
 		HTTPClient: &http.Client{Transport: redirectTo(fake.Issuer, front.URL)}})
 	ctx := context.Background()
 	for range 3 {
