@@ -99,7 +99,7 @@ func TestSignInFlow(t *testing.T) {
 }
 
 func TestFinishRefuses(t *testing.T) {
-	fake, rec, m := setup(t, "client-secret")
+	_, rec, m := setup(t, "client-secret")
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string
@@ -122,7 +122,6 @@ func TestFinishRefuses(t *testing.T) {
 			}
 		})
 	}
-	_ = fake
 }
 
 func TestVerifyAccessToken(t *testing.T) {
