@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"time"
 
+	"wharf/internal/auth/oidc"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 )
@@ -76,6 +77,9 @@ type Deps struct {
 	Version  string
 	// Modules are the modules' routes, descriptions and message panels.
 	Modules []ModuleAPI
+	// OIDC verifies identity providers' access tokens sent as bearer tokens; nil accepts
+	// API tokens only.
+	OIDC *oidc.Manager
 }
 
 // Server serves the REST API.
@@ -90,6 +94,7 @@ type Server struct {
 	started  time.Time
 	modules  []ModuleAPI
 	document []byte // the OpenAPI document with the modules' fragments
+	oidc     *oidc.Manager
 }
 
 // New builds the server. A nil Logger discards. A module fragment that does not merge
@@ -120,6 +125,7 @@ func New(d Deps) *Server {
 		log:      log,
 		version:  d.Version,
 		started:  time.Now(),
+		oidc:     d.OIDC,
 	}
 }
 

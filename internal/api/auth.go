@@ -7,6 +7,7 @@ import (
 
 	"wharf/internal/audit"
 	"wharf/internal/auth/apitoken"
+	"wharf/internal/auth/oidc"
 	"wharf/internal/persistence"
 )
 
@@ -14,7 +15,8 @@ import (
 func HashToken(token string) string { return apitoken.Hash(token) }
 
 // authenticate admits a request carrying "Authorization: Bearer <token>" for an unrevoked
-// token and records token:<name> as its actor.
+// API token, recording token:<name> as its actor, or for an enabled identity provider's
+// access token (a JWT) of a user who may sign in, recording user:<name>.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r)
@@ -23,6 +25,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		t, err := s.store.FindAPIToken(r.Context(), HashToken(token))
+		if errors.Is(err, persistence.ErrNotFound) && s.oidc != nil && strings.Count(token, ".") == 2 {
+			s.authenticateJWT(w, r, token, next)
+			return
+		}
 		if errors.Is(err, persistence.ErrNotFound) || (err == nil && t.RevokedAt != nil) {
 			s.unauthorized(w, r, "the API token is unknown or revoked")
 			return
@@ -35,6 +41,37 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		// Changes the request makes are audited as the token's.
 		next.ServeHTTP(w, r.WithContext(audit.WithActor(r.Context(), "token:"+t.Name)))
 	})
+}
+
+// authenticateJWT admits a provider's access token: verified by the provider's keys
+// (issuer, audience, expiry, an asymmetric algorithm) and mapped to its user by issuer and
+// subject only. Why a token is refused is logged, not told.
+func (s *Server) authenticateJWT(w http.ResponseWriter, r *http.Request, token string, next http.Handler) {
+	id, p, err := s.oidc.VerifyAccessToken(r.Context(), token)
+	if err != nil {
+		if !errors.Is(err, oidc.ErrRejected) && !errors.Is(err, oidc.ErrNotJWT) && !errors.Is(err, oidc.ErrUnavailable) {
+			s.fail(w, r, err)
+			return
+		}
+		s.log.InfoContext(r.Context(), "bearer token refused", "request_id", requestID(r.Context()), "provider", p.Name, "err", err)
+		s.unauthorized(w, r, "the bearer token is not a valid API token or access token")
+		return
+	}
+	u, err := s.store.GetUserByOIDC(r.Context(), id.Issuer, id.Subject)
+	if errors.Is(err, persistence.ErrNotFound) || (err == nil && u.Disabled) {
+		s.log.InfoContext(r.Context(), "bearer token refused", "request_id", requestID(r.Context()), "provider", p.Name,
+			"err", "no enabled user has the token's identity; a user is created by signing in to the web UI once")
+		s.unauthorized(w, r, "the bearer token is not a valid API token or access token")
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	actor := "user:" + string(u.Name)
+	info := infoOf(r.Context())
+	info.actor, info.role = actor, u.Role
+	next.ServeHTTP(w, r.WithContext(audit.WithActor(r.Context(), actor)))
 }
 
 func bearerToken(r *http.Request) (string, bool) {

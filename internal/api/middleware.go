@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"runtime/debug"
 	"time"
+
+	"wharf/internal/persistence"
 )
 
 // maxJSONBody bounds a JSON request body.
@@ -20,6 +22,9 @@ const maxJSONBody = 1 << 20
 type requestInfo struct {
 	id    string
 	actor string
+	// role is the role of a user signed in with a provider's access token; empty for an
+	// API token.
+	role persistence.UserRole
 }
 
 type requestInfoKey struct{}

@@ -73,6 +73,12 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/api/v1/settings", handle: s.getSettings},
 		{method: "PUT", path: "/api/v1/settings", body: bodyJSON, handle: s.putSettings},
 
+		{method: "GET", path: "/api/v1/identity-providers", handle: s.listProviders},
+		{method: "POST", path: "/api/v1/identity-providers", body: bodyJSON, handle: s.createProvider},
+		{method: "GET", path: "/api/v1/identity-providers/{name}", handle: s.getProvider},
+		{method: "PUT", path: "/api/v1/identity-providers/{name}", body: bodyJSON, handle: s.updateProvider},
+		{method: "DELETE", path: "/api/v1/identity-providers/{name}", handle: s.deleteProvider},
+
 		{method: "GET", path: "/api/v1/audit", handle: s.listAudit},
 		{method: "POST", path: "/api/v1/audit/verify", body: bodyJSON, handle: s.verifyAudit},
 

@@ -19,6 +19,7 @@ import (
 	"wharf/internal/alert"
 	"wharf/internal/api"
 	"wharf/internal/audit"
+	"wharf/internal/auth/oidc"
 	"wharf/internal/bus"
 	"wharf/internal/certs"
 	"wharf/internal/config"
@@ -61,6 +62,8 @@ type Gateway struct {
 	// Notifications is the notifier module's log and alerts (alert.Log), nil in a build
 	// without the module; the web UI's Notifications page and dashboard card read it.
 	Notifications alert.Log
+	// OIDC signs users in through identity providers and verifies their access tokens.
+	OIDC *oidc.Manager
 
 	server   *http.Server
 	listener net.Listener
@@ -183,11 +186,12 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	if err != nil {
 		return nil, err
 	}
+	g.OIDC = oidc.New(oidc.Config{Store: g.Store, Secrets: box, Logger: log.With("component", "oidc")})
 	g.UI, err = ui.New(ui.Deps{Store: g.Store, Sessions: sessions, Sealer: box, Logger: log.With("component", "ui"), Issuer: "Wharf",
 		Actions: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(), Services: g.Services,
 		Ingest: g.Dispatcher, SettingsChanged: ops{g}.SettingsChanged, PublicURL: baseURL,
 		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels(),
-		PartyPanels: g.partyPanels()})
+		PartyPanels: g.partyPanels(), OIDC: g.OIDC})
 	if err != nil {
 		return nil, err
 	}
@@ -288,6 +292,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		Logger:   g.log.With("component", "api"),
 		Version:  Version,
 		Modules:  g.moduleAPIs(),
+		OIDC:     g.OIDC,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", g.UI.Handler())

@@ -217,10 +217,11 @@ func (u User) SetupPending(now time.Time) bool {
 	return u.SetupTokenHash != "" && u.SetupExpiresAt != nil && u.SetupExpiresAt.After(now)
 }
 
-// CanSignIn reports whether the user can sign in at now: not disabled, and either set up
-// or holding a valid set-up link. The store counts and protects these users.
+// CanSignIn reports whether the user can sign in at now: not disabled, and either set up,
+// holding a valid set-up link or linked to an OIDC identity. The store counts and
+// protects these users.
 func (u User) CanSignIn(now time.Time) bool {
-	return !u.Disabled && (u.SetUp() || u.SetupPending(now))
+	return !u.Disabled && (u.SetUp() || u.SetupPending(now) || u.OIDCIssuer != "")
 }
 
 // State names what the user can do at now, as lists show it: disabled, active, setup
@@ -230,7 +231,7 @@ func (u User) State(now time.Time) string {
 	switch {
 	case u.Disabled:
 		return "disabled"
-	case u.SetUp():
+	case u.SetUp(), u.OIDCIssuer != "":
 		return "active"
 	case u.SetupPending(now):
 		return "setup pending"
@@ -239,4 +240,31 @@ func (u User) State(now time.Time) string {
 	default:
 		return "no credentials"
 	}
+}
+
+// IdentityProvider is an OpenID Connect provider users sign in with, and whose access
+// tokens the REST API accepts. The client secret is sealed under the master key and is
+// never part of the JSON.
+type IdentityProvider struct {
+	Name         string `json:"name"`
+	DisplayName  string `json:"display_name"`
+	IssuerURL    string `json:"issuer_url"`
+	ClientID     string `json:"client_id"`
+	SealedSecret []byte `json:"-"`
+	// Audience is what the REST API requires in an access token's aud claim; empty means
+	// the client ID.
+	Audience string `json:"audience"`
+	// Scopes are requested besides openid, space-separated.
+	Scopes    string    `json:"scopes"`
+	Enabled   bool      `json:"enabled"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// TokenAudience is the audience an access token must carry.
+func (p IdentityProvider) TokenAudience() string {
+	if p.Audience != "" {
+		return p.Audience
+	}
+	return p.ClientID
 }

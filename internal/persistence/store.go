@@ -244,6 +244,8 @@ type Store interface {
 	CreateUser(ctx context.Context, u User) (User, error)
 	GetUser(ctx context.Context, id int64) (User, error)
 	GetUserByName(ctx context.Context, name UserName) (User, error)
+	// GetUserByOIDC finds the user linked to the OIDC identity (issuer, subject).
+	GetUserByOIDC(ctx context.Context, issuer, subject string) (User, error)
 	// ListUsers lists users by name, with the total count.
 	ListUsers(ctx context.Context, opt ListOptions) ([]User, int, error)
 	// CountActiveUsers counts the users who can sign in (see User.CanSignIn).
@@ -293,6 +295,15 @@ type Store interface {
 	DeleteUser(ctx context.Context, id int64) error
 	// TouchUserSignIn records a successful sign-in.
 	TouchUserSignIn(ctx context.Context, id int64, at time.Time) error
+
+	// CreateIdentityProvider refuses with ErrConflict a taken name or issuer URL.
+	CreateIdentityProvider(ctx context.Context, p IdentityProvider) (IdentityProvider, error)
+	GetIdentityProvider(ctx context.Context, name string) (IdentityProvider, error)
+	// ListIdentityProviders lists every provider by name.
+	ListIdentityProviders(ctx context.Context) ([]IdentityProvider, error)
+	// UpdateIdentityProvider replaces a provider's fields but its name and creation time.
+	UpdateIdentityProvider(ctx context.Context, p IdentityProvider) (IdentityProvider, error)
+	DeleteIdentityProvider(ctx context.Context, name string) error
 
 	// RecordAudit writes an audit event about an operator action that changes no row
 	// (a service restarted); changes to records are audited by their own methods, in

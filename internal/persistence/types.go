@@ -289,3 +289,12 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// ParseProviderName checks the key of an identity provider: the same characters as an
+// instance name, as it appears in URLs.
+func ParseProviderName(s string) (string, error) {
+	if !instanceNameRE.MatchString(s) {
+		return "", fmt.Errorf("invalid identity provider name %q: use 1 to 64 of a-z, 0-9, _ and -", s)
+	}
+	return s, nil
+}

@@ -33,6 +33,8 @@ type signInData struct {
 	Refusal string
 	// Token is the sign-in form's CSRF token (see signInToken).
 	Token string
+	// Providers are the "Sign in with …" buttons.
+	Providers []signInProvider
 }
 
 // signInCookie holds the sign-in form's CSRF token. Without a session there is no session
@@ -62,7 +64,8 @@ func (s *Server) signInForm(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, session.SafeNext(next), http.StatusSeeOther)
 		return
 	}
-	s.render(w, r, http.StatusOK, "sign_in", pageData{Title: "Sign in", Data: signInData{Next: next, Token: signInToken(w, r)}})
+	s.render(w, r, http.StatusOK, "sign_in", pageData{Title: "Sign in", Data: signInData{Next: next, Token: signInToken(w, r),
+		Providers: s.signInProviders(r.Context())}})
 }
 
 // signInSubmit is step one (name and password) or, when the form carries the
@@ -223,6 +226,9 @@ func (s *Server) throttled(w http.ResponseWriter, r *http.Request, view string, 
 		unit = " second."
 	}
 	data.Refusal = "Too many attempts. Try again in " + strconv.Itoa(secs) + unit
+	if view == "sign_in" {
+		data.Providers = s.signInProviders(r.Context())
+	}
 	s.render(w, r, http.StatusTooManyRequests, view, pageData{Title: "Sign in", Data: data})
 	return true
 }
@@ -232,6 +238,9 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, view string, dat
 	s.byAccount.Fail(accountKey(name), now)
 	s.byAddress.Fail(clientAddress(r), now)
 	data.Refusal = refusal
+	if view == "sign_in" {
+		data.Providers = s.signInProviders(r.Context())
+	}
 	s.render(w, r, http.StatusUnprocessableEntity, view, pageData{Title: "Sign in", Data: data})
 }
 

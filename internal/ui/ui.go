@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"wharf/internal/auth/oidc"
 	"wharf/internal/auth/password"
 	"wharf/internal/auth/throttle"
 	"wharf/internal/logging"
@@ -70,6 +71,8 @@ type Deps struct {
 	Panels map[string]module.MessagePanels
 	// PartyPanels are the modules with a part of an organization's or partner's page.
 	PartyPanels []module.PartyPanels
+	// OIDC signs users in through identity providers; nil offers no single sign-on.
+	OIDC *oidc.Manager
 }
 
 // Actions are the operator actions on messages the UI offers.
@@ -114,6 +117,7 @@ type Server struct {
 	logs            *logging.Ring
 	panels          map[string]module.MessagePanels
 	partyPanels     []module.PartyPanels
+	oidc            *oidc.Manager
 }
 
 // New checks d and parses the templates.
@@ -146,6 +150,7 @@ func New(d Deps) (*Server, error) {
 		s.live.cancel = cancel
 	}
 	s.partyPanels = d.PartyPanels
+	s.oidc = d.OIDC
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -165,6 +170,8 @@ func (s *Server) Handler() http.Handler {
 	pages.HandleFunc("POST /ui/setup/{token}", s.setupSubmit)
 	pages.HandleFunc("GET /ui/sign-in", s.signInForm)
 	pages.HandleFunc("POST /ui/sign-in", s.signInSubmit)
+	pages.HandleFunc("GET /ui/oidc/start/{name}", s.oidcStart)
+	pages.HandleFunc("GET "+oidcCallbackURL, s.oidcCallback)
 	pages.Handle("POST /ui/sign-out", s.sessions.Require(session.CSRF(http.HandlerFunc(s.signOut))))
 	pages.Handle("GET /ui/{$}", s.sessions.Require(http.HandlerFunc(s.home)))
 	routes := s.pageRoutes()

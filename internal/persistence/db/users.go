@@ -74,7 +74,7 @@ func encodeHashes(h []string) string {
 // activeUsers is the condition for users who can sign in at the time given as its one
 // argument: persistence.User.CanSignIn in SQL.
 const activeUsers = `NOT disabled AND ((password_hash <> '' AND length(totp_secret) > 0)
-	OR (setup_token_hash <> '' AND setup_expires_at > ?))`
+	OR (setup_token_hash <> '' AND setup_expires_at > ?) OR oidc_issuer IS NOT NULL)`
 
 func checkPasswordHash(hash string, optional bool) error {
 	if hash == "" && optional {
@@ -223,6 +223,16 @@ func (s *Store) GetUserByName(ctx context.Context, name persistence.UserName) (p
 	err := s.read(ctx, func(t *txn) (err error) {
 		out, err = scanUser(t.queryRow(ctx, `SELECT `+userCols+` FROM users WHERE name = ?`, string(name)))
 		return notFound(err, "user %q", name)
+	})
+	return out, err
+}
+
+// GetUserByOIDC returns the user linked to the OIDC identity (issuer, subject).
+func (s *Store) GetUserByOIDC(ctx context.Context, issuer, subject string) (persistence.User, error) {
+	var out persistence.User
+	err := s.read(ctx, func(t *txn) (err error) {
+		out, err = scanUser(t.queryRow(ctx, `SELECT `+userCols+` FROM users WHERE oidc_issuer = ? AND oidc_subject = ?`, issuer, subject))
+		return notFound(err, "user of OIDC identity %q at %q", subject, issuer)
 	})
 	return out, err
 }

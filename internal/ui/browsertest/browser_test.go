@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"wharf/internal/auth/oidc/oidctest"
 	"wharf/internal/persistence"
 )
 
@@ -37,6 +38,9 @@ type browser struct {
 
 	mu       sync.Mutex
 	problems []string
+
+	// sso is the fake OpenID Connect provider of the single sign-on steps.
+	sso *oidctest.Provider
 }
 
 // reportCSP makes a CSP violation a console error whatever the browser version logs on
@@ -245,7 +249,9 @@ func TestBrowserFlows(t *testing.T) {
 		{"screenshots", stepScreenshots},
 		{"send a message by hand", stepSendByHand},
 		{"redeliver a failed delivery", stepRedeliver},
+		{"configure single sign-on", stepConfigureSSO},
 		{"sign out", stepSignOut},
+		{"single sign-on", stepSingleSignOn},
 	}
 	for _, s := range steps {
 		ok := t.Run(s.name, func(t *testing.T) {

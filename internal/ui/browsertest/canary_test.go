@@ -16,6 +16,7 @@ import (
 
 	"wharf/internal/api"
 	"wharf/internal/audit"
+	"wharf/internal/auth/oidc/oidctest"
 	"wharf/internal/certs/certstest"
 )
 
@@ -118,6 +119,17 @@ func TestSecretCanaries(t *testing.T) {
 	}, nil)))
 	h.mustJSON("POST", "/api/v1/services/http-poster/poster_canary/start", map[string]any{}, nil)
 
+	// An identity provider's client secret, used by a single sign-on.
+	clientSecret := canary(t, "oidc")
+	secrets["OIDC client secret"] = clientSecret
+	sso := oidctest.New("wharf", clientSecret)
+	defer sso.Close()
+	answers = append(answers, string(h.mustJSON("POST", "/api/v1/identity-providers", map[string]any{
+		"name": "corp", "issuer_url": sso.Issuer, "client_id": "wharf", "client_secret": clientSecret,
+	}, nil)))
+	sc := h.client()
+	sc.ssoSignIn(t, "corp")
+
 	id := populate(t, h, c)
 	failing := h.sendMessage("acme", "b", "poster_canary", "order-2.xml", "<order>2</order>")
 	select {
@@ -137,7 +149,8 @@ func TestSecretCanaries(t *testing.T) {
 		"/api/v1/plugins/configs/http-poster", "/api/v1/plugins/configs/http-poster/poster_canary",
 		"/api/v1/messages", fmt.Sprintf("/api/v1/messages/%d", id), fmt.Sprintf("/api/v1/messages/%d", failing),
 		"/api/v1/as2/remote-profiles", "/api/v1/as2/local-profiles", "/api/v1/settings", "/api/v1/services",
-		"/api/v1/openapi.yaml", "/api/v1/audit?limit=1000",
+		"/api/v1/openapi.yaml", "/api/v1/identity-providers", "/api/v1/identity-providers/corp",
+		"/api/v1/audit?limit=1000",
 	} {
 		code, data := h.api("GET", path, "", nil)
 		if code != http.StatusOK {
@@ -150,11 +163,13 @@ func TestSecretCanaries(t *testing.T) {
 	// secret so the user can type it into an app.
 	var pages []string
 	c.mu.Lock()
-	for _, p := range c.seen {
+	sc.mu.Lock()
+	for _, p := range append(sc.seen, c.seen...) {
 		if !strings.HasPrefix(p, "GET /ui/setup/") {
 			pages = append(pages, p)
 		}
 	}
+	sc.mu.Unlock()
 	c.mu.Unlock()
 	if len(pages) < 20 {
 		t.Fatalf("only %d pages seen; the crawl did not run", len(pages))

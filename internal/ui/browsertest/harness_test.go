@@ -16,6 +16,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -88,7 +89,9 @@ func start(t *testing.T) *harness {
 	ctx := context.Background()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
-	cfg.HTTPAddr = "127.0.0.1:0"
+	// A fixed free port, not 0: the public URL derived from the address is the redirect
+	// URL single sign-on hands the identity provider.
+	cfg.HTTPAddr = "127.0.0.1:" + strconv.Itoa(freePort(t))
 	logs := &logBuffer{t: t}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	g, err := gateway.Open(ctx, cfg, log)

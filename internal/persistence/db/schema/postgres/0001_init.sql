@@ -238,3 +238,19 @@ CREATE FUNCTION audit_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $
 
 CREATE TRIGGER audit_events_append_only BEFORE UPDATE OR DELETE ON audit_events
     FOR EACH ROW EXECUTE FUNCTION audit_events_append_only();
+
+-- OpenID Connect providers users sign in with. The client secret is sealed under the
+-- master key (empty for a public client); an issuer is configured once, so a bearer
+-- token's issuer names one provider.
+CREATE TABLE identity_providers (
+    name          TEXT PRIMARY KEY,
+    display_name  TEXT NOT NULL,
+    issuer_url    TEXT NOT NULL UNIQUE,
+    client_id     TEXT NOT NULL,
+    client_secret BYTEA NOT NULL,
+    audience      TEXT NOT NULL,
+    scopes        TEXT NOT NULL,
+    enabled       BOOLEAN NOT NULL,
+    created_at    TIMESTAMPTZ NOT NULL,
+    updated_at    TIMESTAMPTZ NOT NULL
+);

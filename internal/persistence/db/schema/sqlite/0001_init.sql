@@ -236,3 +236,19 @@ INSERT INTO audit_head (one, last_id, hash) VALUES (1, 0, x'');
 CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit events are never changed'); END;
 
 CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit events are never deleted'); END;
+
+-- OpenID Connect providers users sign in with. The client secret is sealed under the
+-- master key (empty for a public client); an issuer is configured once, so a bearer
+-- token's issuer names one provider.
+CREATE TABLE identity_providers (
+    name          TEXT PRIMARY KEY,
+    display_name  TEXT NOT NULL,
+    issuer_url    TEXT NOT NULL UNIQUE,
+    client_id     TEXT NOT NULL,
+    client_secret BLOB NOT NULL,
+    audience      TEXT NOT NULL,
+    scopes        TEXT NOT NULL,
+    enabled       INTEGER NOT NULL,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL
+) STRICT;
