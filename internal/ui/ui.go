@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"wharf/internal/alert"
 	"wharf/internal/auth/password"
 	"wharf/internal/auth/throttle"
 	"wharf/internal/logging"
@@ -70,6 +71,13 @@ type Deps struct {
 	Panels map[string]module.MessagePanels
 	// PartyPanels are the modules with a part of an organization's or partner's page.
 	PartyPanels []module.PartyPanels
+	// Notifications is the notifier module's log and alerts; nil (a build without the
+	// module) leaves the Notifications page answering 503 and the dashboard without its
+	// alerts card.
+	Notifications alert.Log
+	// NotificationEvents announces changed rows of the notification log for the live
+	// pages; nil leaves them static.
+	NotificationEvents NotificationEvents
 }
 
 // Actions are the operator actions on messages the UI offers.
@@ -114,6 +122,8 @@ type Server struct {
 	logs            *logging.Ring
 	panels          map[string]module.MessagePanels
 	partyPanels     []module.PartyPanels
+	notifications   alert.Log
+	noteHub         *hub // fans notification log changes out to the live streams
 }
 
 // New checks d and parses the templates.
@@ -146,6 +156,15 @@ func New(d Deps) (*Server, error) {
 		s.live.cancel = cancel
 	}
 	s.partyPanels = d.PartyPanels
+	s.notifications, s.noteHub = d.Notifications, newHub()
+	if d.NotificationEvents != nil {
+		cancel, err := d.NotificationEvents.SubscribeNotifications(func() { s.noteHub.publish(0) })
+		if err != nil {
+			s.live.close()
+			return nil, fmt.Errorf("ui: follow notification events: %w", err)
+		}
+		s.noteHub.cancel = cancel
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
