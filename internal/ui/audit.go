@@ -1,11 +1,14 @@
 package ui
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"wharf/internal/audit"
 	"wharf/internal/persistence"
@@ -150,7 +153,7 @@ func (s *Server) listAudit(ctx context.Context, d *auditData, f persistence.Audi
 		for _, c := range e.Changes {
 			ac := auditChange{Path: c.Path, Secret: c.Secret}
 			if !c.Secret {
-				ac.Old, ac.New = string(c.Old), string(c.New)
+				ac.Old, ac.New = displayJSON(c.Old), displayJSON(c.New)
 			}
 			row.Rows = append(row.Rows, ac)
 		}
@@ -166,4 +169,25 @@ func (s *Server) listAudit(ctx context.Context, d *auditData, f persistence.Audi
 		d.NextURL = form.url(form.Offset + auditPageSize)
 	}
 	return nil
+}
+
+// displayJSON is a stored value as JSON for people: the store's encoding escapes <, > and
+// & as \u003c and the like, which the page's own escaping makes unnecessary.
+func displayJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return string(raw)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
