@@ -73,7 +73,8 @@ func TestAuditPage(t *testing.T) {
 	body := ab.get(t, "/ui/audit", http.StatusOK)
 	for _, want := range []string{
 		`<td class="mono">user:alice</td>`, `<td class="mono">token:deploy</td>`,
-		"<td>partner</td>", "<td>plugin_config</td>",
+		`<span class="audit-action">create</span><br><span class="audit-kind">partner</span>`,
+		`<span class="audit-action">update</span><br><span class="audit-kind">plugin_config</span>`,
 		`<span class="mono">display_name</span>: <span class="audit-value">&#34;Acme &amp; Co&#34;</span> → <span class="audit-value">&#34;Acme Trading&#34;</span>`,
 		`<span class="mono">format</span>: <span class="audit-value">&#34;generic&#34;</span> → <span class="audit-value">&#34;slack&#34;</span>`,
 		`<span class="mono">url</span>: <em>changed (secret)</em>`,
