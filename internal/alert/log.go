@@ -2,6 +2,7 @@ package alert
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -39,17 +40,19 @@ func ParseNotificationState(s string) (NotificationState, error) {
 // Notification is one row of the notification log: an alert's headline, the notifier
 // instance, and what came of sending it.
 type Notification struct {
-	ID        int64             `json:"id"`
-	AlertID   string            `json:"alert_id"`
-	Instance  string            `json:"instance"`
-	Kind      string            `json:"kind"` // alert or summary
-	State     NotificationState `json:"state"`
-	Severity  Severity          `json:"severity"`
-	Code      Code              `json:"code"`
-	Summary   string            `json:"summary"`
-	Link      string            `json:"link"`
-	Attempts  int               `json:"attempts"`
-	LastError string            `json:"last_error"`
+	ID       int64             `json:"id"`
+	AlertID  string            `json:"alert_id"`
+	Instance string            `json:"instance"`
+	Kind     string            `json:"kind"` // alert or summary
+	State    NotificationState `json:"state"`
+	Severity Severity          `json:"severity"`
+	Code     Code              `json:"code"`
+	// Subject is the alert's: the record it is about.
+	Subject   Subject `json:"subject"`
+	Summary   string  `json:"summary"`
+	Link      string  `json:"link"`
+	Attempts  int     `json:"attempts"`
+	LastError string  `json:"last_error"`
 	// NextAttemptAt is set while the row waits to be retried.
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
 	// SummaryID names the summary row that covered a held row.
@@ -87,4 +90,40 @@ type Log interface {
 	// whichever process runs it, and returns the alert's id. A missing instance is
 	// persistence.ErrNotFound; one that is no notifier or is disabled a FieldError.
 	Test(ctx context.Context, instance persistence.InstanceName, actor string) (alertID string, err error)
+}
+
+// ParseFilter reads a list's instance, code, severity and (withState) state filters from
+// get (a query or a form), for the REST API and the web UI alike; paging is the caller's.
+// Empty values do not filter; each malformed one is a persistence.FieldError naming it,
+// joined.
+func ParseFilter(get func(string) string, withState bool) (Filter, error) {
+	var f Filter
+	var errs []error
+	field := func(name string, err error) {
+		errs = append(errs, &persistence.FieldError{Field: name, Message: err.Error()})
+	}
+	if v := get("instance"); v != "" {
+		if n, err := persistence.ParseInstanceName(v); err != nil {
+			field("instance", err)
+		} else {
+			f.Instance = string(n)
+		}
+	}
+	var err error
+	if v := get("code"); v != "" {
+		if f.Code, err = ParseCode(v); err != nil {
+			field("code", err)
+		}
+	}
+	if v := get("severity"); v != "" {
+		if f.Severity, err = ParseSeverity(v); err != nil {
+			field("severity", err)
+		}
+	}
+	if v := get("state"); v != "" && withState {
+		if f.State, err = ParseNotificationState(v); err != nil {
+			field("state", err)
+		}
+	}
+	return f, errors.Join(errs...)
 }

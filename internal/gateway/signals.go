@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"wharf/internal/alert"
 	"wharf/internal/bus"
 	"wharf/internal/persistence"
 )
@@ -51,6 +52,16 @@ func (s busSignals) SubscribeMessages(fn func(messageID int64)) (func(), error) 
 			fn(id)
 		}
 	})
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = sub.Unsubscribe() }, nil
+}
+
+// SubscribeNotifications calls fn each time the notifier announces changed rows of its
+// log on the bus (alert.ChangedSubject), in whichever process they changed.
+func (s busSignals) SubscribeNotifications(fn func()) (func(), error) {
+	sub, err := s.bus.Subscribe(alert.ChangedSubject, func(string, []byte) { fn() })
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ const (
 	KindBoolean  FieldKind = "boolean"
 	KindDuration FieldKind = "duration" // a Go duration such as 30s or 5m
 	KindMap      FieldKind = "map"      // string keys to string values
+	KindList     FieldKind = "list"     // a list of strings, such as alert codes
 	// KindCertificate is the id of a stored certificate.
 	KindCertificate FieldKind = "certificate"
 )
@@ -143,6 +144,8 @@ func describeStruct(v reflect.Value, prefix string) ([]FieldSpec, error) {
 			spec.Kind = KindNumber
 		case ft.Kind() == reflect.Map && ft.Key().Kind() == reflect.String && ft.Elem().Kind() == reflect.String:
 			spec.Kind = KindMap
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
+			spec.Kind = KindList
 		default:
 			return nil, fmt.Errorf("field %s: no form kind for %s", name, ft)
 		}
@@ -180,6 +183,12 @@ func defaultText(k FieldKind, v reflect.Value) string {
 			m[k.String()] = v.MapIndex(k).String()
 		}
 		return FormatMap(m)
+	case KindList:
+		items := make([]string, v.Len())
+		for i := range items {
+			items[i] = v.Index(i).String()
+		}
+		return strings.Join(items, ", ")
 	}
 	return ""
 }

@@ -19,6 +19,7 @@ type describedConfig struct {
 	Port    int               `json:"port"`
 	CertID  *int64            `json:"cert_id,omitempty" wharf:"certificate"`
 	Verbose bool              `json:"verbose"`
+	Codes   []string          `json:"codes,omitempty"`
 	Ignored string            `json:"-"`
 	hidden  string
 }
@@ -33,7 +34,7 @@ func init() {
 	Register(Module{Name: "described", Plugins: []Plugin{{
 		Type: describedType, Role: RoleTarget,
 		NewConfig: func() Config {
-			return &describedConfig{Port: 8080, Wait: delivery.Duration(30 * time.Second), Verbose: true,
+			return &describedConfig{Port: 8080, Codes: []string{"a", "b"}, Wait: delivery.Duration(30 * time.Second), Verbose: true,
 				Headers:       map[string]string{"B": "2", "A": "1"},
 				TargetOptions: delivery.TargetOptions{Retry: delivery.RetryPolicy{MaxRetries: &retries}}}
 		},
@@ -54,6 +55,7 @@ func TestDescribeListsEveryField(t *testing.T) {
 		{Name: "port", Kind: KindInteger, Default: "8080"},
 		{Name: "cert_id", Kind: KindCertificate},
 		{Name: "verbose", Kind: KindBoolean, Default: "true"},
+		{Name: "codes", Kind: KindList, Default: "a, b"},
 		{Name: "max_concurrent", Kind: KindInteger},
 		{Name: "retry.strategy", Kind: KindText},
 		{Name: "retry.base", Kind: KindDuration},

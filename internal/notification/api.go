@@ -47,35 +47,12 @@ func parseFilter(r *http.Request, withState bool) (Filter, error) {
 		}
 		f.Offset = n
 	}
-	if v := q.Get("instance"); v != "" {
-		n, err := persistence.ParseInstanceName(v)
-		if err != nil {
-			return f, fieldErr("instance", err.Error())
-		}
-		f.Instance = string(n)
+	rest, err := alert.ParseFilter(q.Get, withState)
+	if err != nil {
+		return f, err
 	}
-	if v := q.Get("code"); v != "" {
-		c, err := alert.ParseCode(v)
-		if err != nil {
-			return f, fieldErr("code", err.Error())
-		}
-		f.Code = c
-	}
-	if v := q.Get("severity"); v != "" {
-		s, err := alert.ParseSeverity(v)
-		if err != nil {
-			return f, fieldErr("severity", err.Error())
-		}
-		f.Severity = s
-	}
-	if v := q.Get("state"); v != "" && withState {
-		s, err := alert.ParseNotificationState(v)
-		if err != nil {
-			return f, fieldErr("state", err.Error())
-		}
-		f.State = s
-	}
-	return f, nil
+	rest.Limit, rest.Offset = f.Limit, f.Offset
+	return rest, nil
 }
 
 func (rt *Runtime) listNotifications(r *http.Request) (int, any, error) {

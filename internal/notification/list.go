@@ -71,7 +71,7 @@ func (rt *Runtime) ListNotifications(ctx context.Context, f Filter) ([]Notificat
 		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM notifications n`+cond, args...).Scan(&total); err != nil {
 			return fmt.Errorf("count notifications: %w", err)
 		}
-		rows, err := tx.Query(ctx, `SELECT n.id, n.alert_id, n.instance, n.kind, n.state, n.severity, n.code, a.summary, a.link,
+		rows, err := tx.Query(ctx, `SELECT n.id, n.alert_id, n.instance, n.kind, n.state, n.severity, n.code, a.subject_kind, a.subject_id, a.subject_name, a.summary, a.link,
 			n.attempts, n.last_error, n.next_attempt_at, n.summary_id, n.created_at, n.updated_at
 			FROM notifications n JOIN alerts a ON a.id = n.alert_id`+cond+` ORDER BY n.id DESC LIMIT ? OFFSET ?`,
 			append(args, limit, offset)...)
@@ -83,7 +83,7 @@ func (rt *Runtime) ListNotifications(ctx context.Context, f Filter) ([]Notificat
 			var n Notification
 			var next time.Time
 			var state, sev, code string
-			if err := rows.Scan(&n.ID, &n.AlertID, &n.Instance, &n.Kind, &state, &sev, &code, &n.Summary, &n.Link,
+			if err := rows.Scan(&n.ID, &n.AlertID, &n.Instance, &n.Kind, &state, &sev, &code, &n.Subject.Kind, &n.Subject.ID, &n.Subject.Name, &n.Summary, &n.Link,
 				&n.Attempts, &n.LastError, tx.ScanTime(&next), &n.SummaryID, tx.ScanTime(&n.CreatedAt), tx.ScanTime(&n.UpdatedAt)); err != nil {
 				return fmt.Errorf("read notification: %w", err)
 			}

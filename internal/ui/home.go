@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"wharf/internal/alert"
 	"wharf/internal/persistence"
 	"wharf/internal/ui/session"
 )
@@ -51,6 +52,10 @@ type dashboardView struct {
 	Counts dashboardCounts
 	Chart  chart
 	Recent []persistence.Message
+	// Alerts are the newest critical alerts; AlertsShown is false in a build without the
+	// notifier module, which hides the card.
+	Alerts      []alert.Alert
+	AlertsShown bool
 }
 
 func statusLabel(st persistence.MessageStatus) string {
@@ -114,14 +119,18 @@ func (s *Server) dashboard(ctx context.Context) (dashboardView, error) {
 		ListOptions: persistence.ListOptions{Limit: dashboardRecent}}); err != nil {
 		return dashboardView{}, fmt.Errorf("recent messages: %w", err)
 	}
+	if v.Alerts, v.AlertsShown, err = s.criticalAlerts(ctx); err != nil {
+		return dashboardView{}, fmt.Errorf("recent critical alerts: %w", err)
+	}
 	return v, nil
 }
 
-// dashboardLive streams the dashboard's live part whenever a message changes.
+// dashboardLive streams the dashboard's live part whenever a message or the notification
+// log changes (a new alert comes with new rows of the log).
 func (s *Server) dashboardLive(w http.ResponseWriter, r *http.Request) {
-	s.serveLive(w, r, liveStream{messages: true, every: dashboardEvery,
+	s.serveLive(w, r, liveStream{messages: true, notifications: true, every: dashboardEvery,
 		render: func(ctx context.Context, c changes) ([]sseEvent, error) {
-			if !c.anyMessage() {
+			if !c.anyMessage() && !c.notifications {
 				return nil, nil
 			}
 			v, err := s.dashboard(ctx)

@@ -17,6 +17,14 @@ type MessageEvents interface {
 	SubscribeMessages(fn func(messageID int64)) (cancel func(), err error)
 }
 
+// NotificationEvents tells the UI that rows of the notification log changed: the notifier
+// announces them on the bus (alert.ChangedSubject), and the gateway carries that over.
+type NotificationEvents interface {
+	// SubscribeNotifications calls fn after each change until cancel is called. fn must
+	// not block.
+	SubscribeNotifications(fn func()) (cancel func(), err error)
+}
+
 const (
 	// liveMaxLife ends a stream after a while; the browser reconnects at once, and the
 	// reconnection checks the session again, so a disabled user's open page stops.
@@ -113,14 +121,19 @@ func (h *hub) close() {
 
 // Close ends every live stream and stops listening for events. The gateway calls it
 // when the HTTP server shuts down, which otherwise waits for streams that never end.
-func (s *Server) Close() { s.live.close() }
+func (s *Server) Close() {
+	s.live.close()
+	s.noteHub.close()
+}
 
 // changes is what a stream's render is told: which messages changed, or all of them
-// (the first render, or too many to list), and whether new log lines came.
+// (the first render, or too many to list), whether new log lines came, and whether rows
+// of the notification log changed.
 type changes struct {
-	all  bool
-	ids  map[int64]struct{}
-	logs bool
+	all           bool
+	ids           map[int64]struct{}
+	logs          bool
+	notifications bool
 }
 
 func (c changes) message(id int64) bool {
@@ -142,10 +155,11 @@ type sseEvent struct {
 
 // liveStream describes one SSE endpoint.
 type liveStream struct {
-	messages bool          // follows message events
-	logs     bool          // follows the log ring
-	every    time.Duration // least time between two renders, so bursts coalesce
-	render   func(ctx context.Context, c changes) ([]sseEvent, error)
+	messages      bool          // follows message events
+	logs          bool          // follows the log ring
+	notifications bool          // follows the notification log's changes
+	every         time.Duration // least time between two renders, so bursts coalesce
+	render        func(ctx context.Context, c changes) ([]sseEvent, error)
 }
 
 // serveLive answers an SSE request: one render at once (the page may have been rendered
@@ -167,6 +181,13 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, ls liveStream
 		var cancel func()
 		logWake, cancel = s.logs.Subscribe()
 		defer cancel()
+	}
+
+	var noteWake <-chan struct{}
+	if ls.notifications {
+		noteSub, unsub := s.noteHub.subscribe()
+		defer unsub()
+		noteWake = noteSub.wake
 	}
 
 	h := w.Header()
@@ -194,7 +215,7 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, ls liveStream
 		}
 		return true
 	}
-	if !send(changes{all: true, logs: true}) {
+	if !send(changes{all: true, logs: true, notifications: true}) {
 		return
 	}
 	last := time.Now()
@@ -210,7 +231,7 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, ls liveStream
 			hold.Stop()
 		}
 	}()
-	var pendingMsgs, pendingLogs bool
+	var pendingMsgs, pendingLogs, pendingNotes bool
 	for {
 		select {
 		case <-ctx.Done():
@@ -228,10 +249,12 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, ls liveStream
 			pendingMsgs = true
 		case <-logWake:
 			pendingLogs = true
+		case <-noteWake:
+			pendingNotes = true
 		case <-holdC:
 			holdC = nil
 		}
-		if !(pendingMsgs || pendingLogs) || holdC != nil {
+		if !(pendingMsgs || pendingLogs || pendingNotes) || holdC != nil {
 			continue
 		}
 		if wait := ls.every - time.Since(last); wait > 0 {
@@ -244,7 +267,8 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, ls liveStream
 			c = sub.take()
 			c.logs = pendingLogs
 		}
-		pendingMsgs, pendingLogs = false, false
+		c.notifications = pendingNotes
+		pendingMsgs, pendingLogs, pendingNotes = false, false, false
 		last = time.Now()
 		if !send(c) {
 			return

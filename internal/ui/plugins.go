@@ -148,6 +148,8 @@ func fieldHint(f module.FieldSpec) string {
 		hints = append(hints, "A duration such as 30s, 5m or 1h.")
 	case module.KindMap:
 		hints = append(hints, "One Name: value per line.")
+	case module.KindList:
+		hints = append(hints, "Values separated by commas; empty for none.")
 	case module.KindCertificate:
 		hints = append(hints, "A stored certificate.")
 	}
@@ -226,6 +228,12 @@ func storedValues(specs []module.FieldSpec, raw []byte) (map[string]string, erro
 				m[k] = fmt.Sprint(e)
 			}
 			out[f.Name] = module.FormatMap(m)
+		case []any:
+			items := make([]string, len(x))
+			for i, e := range x {
+				items[i] = fmt.Sprint(e)
+			}
+			out[f.Name] = strings.Join(items, ", ")
 		}
 	}
 	return out, nil
@@ -246,9 +254,9 @@ func formValues(specs []module.FieldSpec, form url.Values) map[string]string {
 // configBody builds from a submitted form the JSON object the REST API takes, so both go
 // through records.SavePluginConfig, the one rule set. An empty input is left out (the
 // default applies; a write-only field keeps its stored value), numbers that do not parse
-// are passed on as text for the decoder to refuse naming the field, and a map field is
-// one "Name: value" per line. The only refusals here are lines of a map field that are
-// not "Name: value", by field.
+// are passed on as text for the decoder to refuse naming the field, a map field is one
+// "Name: value" per line and a list field's values are separated by commas or lines. The
+// only refusals here are lines of a map field that are not "Name: value", by field.
 func configBody(specs []module.FieldSpec, form url.Values, name string, editing bool) ([]byte, map[string]string) {
 	body := map[string]any{"enabled": form.Get("enabled") == "true"}
 	if !editing {
@@ -282,6 +290,14 @@ func configBody(specs []module.FieldSpec, form url.Values, name string, editing 
 				continue
 			}
 			v = m
+		case f.Kind == module.KindList:
+			items := []string{}
+			for _, item := range strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
+				if item = strings.TrimSpace(item); item != "" {
+					items = append(items, item)
+				}
+			}
+			v = items
 		default:
 			v = text
 		}
@@ -289,7 +305,7 @@ func configBody(specs []module.FieldSpec, form url.Values, name string, editing 
 	}
 	out, err := json.Marshal(body)
 	if err != nil {
-		// Every value above is a string, number, bool or map of strings.
+		// Every value above is a string, number, bool, map or list of strings.
 		panic(err)
 	}
 	return out, errs

@@ -432,6 +432,7 @@ func TestConfigBody(t *testing.T) {
 		{Name: "retry.base", Kind: module.KindDuration},
 		{Name: "headers", Kind: module.KindMap},
 		{Name: "secret", Kind: module.KindMap, WriteOnly: true},
+		{Name: "codes", Kind: module.KindList},
 	}
 	tests := []struct {
 		name    string
@@ -449,6 +450,8 @@ func TestConfigBody(t *testing.T) {
 			`{"cert":"0x1","enabled":false,"name":"n","port":"eighty","verbose":false}`, nil},
 		{"an update names no instance; clearing a write-only map", url.Values{"secret": {"X: y"}, "clear:secret": {"true"}}, true,
 			`{"enabled":false,"secret":{},"verbose":false}`, nil},
+		{"a list by commas or lines", url.Values{"codes": {"message_failed, plugin_failed\r\n,\ncertificate_expired "}}, false,
+			`{"codes":["message_failed","plugin_failed","certificate_expired"],"enabled":false,"name":"n","verbose":false}`, nil},
 		{"bad map lines", url.Values{"headers": {"A: 1\nno colon"}}, false, "", map[string]string{"headers": "line 2: write Name: value"}},
 	}
 	for _, tt := range tests {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"wharf/internal/alert"
 	"wharf/internal/auth/oidc"
 	"wharf/internal/auth/password"
 	"wharf/internal/auth/throttle"
@@ -73,6 +74,13 @@ type Deps struct {
 	PartyPanels []module.PartyPanels
 	// OIDC signs users in through identity providers; nil offers no single sign-on.
 	OIDC *oidc.Manager
+	// Notifications is the notifier module's log and alerts; nil (a build without the
+	// module) leaves the Notifications page answering 503 and the dashboard without its
+	// alerts card.
+	Notifications alert.Log
+	// NotificationEvents announces changed rows of the notification log for the live
+	// pages; nil leaves them static.
+	NotificationEvents NotificationEvents
 }
 
 // Actions are the operator actions on messages the UI offers.
@@ -118,6 +126,8 @@ type Server struct {
 	panels          map[string]module.MessagePanels
 	partyPanels     []module.PartyPanels
 	oidc            *oidc.Manager
+	notifications   alert.Log
+	noteHub         *hub // fans notification log changes out to the live streams
 }
 
 // New checks d and parses the templates.
@@ -151,6 +161,15 @@ func New(d Deps) (*Server, error) {
 	}
 	s.partyPanels = d.PartyPanels
 	s.oidc = d.OIDC
+	s.notifications, s.noteHub = d.Notifications, newHub()
+	if d.NotificationEvents != nil {
+		cancel, err := d.NotificationEvents.SubscribeNotifications(func() { s.noteHub.publish(0) })
+		if err != nil {
+			s.live.close()
+			return nil, fmt.Errorf("ui: follow notification events: %w", err)
+		}
+		s.noteHub.cancel = cancel
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

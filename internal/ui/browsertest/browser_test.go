@@ -453,6 +453,7 @@ func stepScreenshots(t *testing.T, b *browser) {
 		"dashboard": "/ui/", "messages": "/ui/messages", "partners": "/ui/partners", "partner": "/ui/partners/b",
 		"partner-as2-form": "/ui/partners/b/panels/as2/edit", "organization": "/ui/organizations/local",
 		"routes": "/ui/routes", "partner-form": "/ui/partners/new", "message": fmt.Sprintf("/ui/messages/%d", id),
+		"notifications": "/ui/notifications", "audit": "/ui/audit",
 	}
 	defer b.do(t, "restore the window", chromedp.EmulateViewport(1280, 900))
 	for _, theme := range []string{"light", "dark"} {

@@ -30,6 +30,7 @@ import (
 	"wharf/internal/gateway"
 	"wharf/internal/persistence"
 
+	_ "wharf/internal/notification"
 	_ "wharf/internal/protocol/as2"
 	_ "wharf/internal/protocol/file"
 	_ "wharf/internal/protocol/httppost"
