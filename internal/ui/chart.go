@@ -34,8 +34,8 @@ const (
 	chartLeft   = 40 // room for the y labels
 	chartTop    = 10
 	chartPlotH  = 150
-	chartBottom = 24 // room for the x labels
-	chartWidth  = chartLeft + chartHours*chartBarW + 4
+	chartBottom = 24                                    // room for the x labels
+	chartWidth  = chartLeft + chartHours*chartBarW + 20 // room for half of the last x label
 	chartHeight = chartTop + chartPlotH + chartBottom
 	chartBase   = chartTop + chartPlotH // the y of zero
 )
