@@ -3,6 +3,7 @@ package notification
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -425,6 +426,52 @@ func TestRetention(t *testing.T) {
 		_, total, _ := b.rt.ListAlerts(context.Background(), Filter{})
 		if total != 1 {
 			t.Fatalf("%d alerts kept, want 1", total)
+		}
+	})
+}
+
+// Beyond RetentionRows, the oldest finished rows go, however recent; unfinished ones stay.
+func TestRetentionRowCap(t *testing.T) {
+	forEach(t, func(t *testing.T, b *bundle) {
+		ctx := context.Background()
+		b.notifier(b.rt, "ops", true, nil)
+		b.accept(failed(1))
+		first := b.waitState(Filter{}, StateDelivered, 1)[0]
+		// Fill the log past the cap with rows of the same alert for other instances; one
+		// early row is still queued and must survive.
+		err := b.rt.db.Write(ctx, func(tx module.Tx) error {
+			now := tx.Time(tx.Now())
+			for i := range RetentionRows + 10 {
+				state := "delivered"
+				if i == 3 {
+					state = "queued"
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO notifications (alert_id, instance, kind, state, severity, code,
+					dedupe_key, created_at, updated_at, attempts, claim_token, last_error)
+					SELECT alert_id, ?, kind, ?, severity, code, dedupe_key, ?, ?, 0, '', '' FROM notifications WHERE id = ?`,
+					fmt.Sprint("filler_", i), state, now, now, first.ID); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := b.rt.Retain(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, total, err := b.rt.ListNotifications(ctx, Filter{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 10,011 rows: the 11 oldest are past the cap, one of them still queued.
+		if n != 10 || total != RetentionRows+1 {
+			t.Fatalf("retain removed %d, %d rows left; want 10 removed and %d left", n, total, RetentionRows+1)
+		}
+		if rows := b.list(Filter{State: StateQueued}); len(rows) != 1 || rows[0].Instance != "filler_3" {
+			t.Errorf("queued rows after retention: %+v", rows)
 		}
 	})
 }
