@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
 	// The zone database ships with the binary so that display_timezone validates the same
 	// on every host, with or without the system's zoneinfo.
 	_ "time/tzdata"
