@@ -101,13 +101,10 @@ type auditVerification struct {
 type auditData struct {
 	Filter auditFilterForm
 	Events []auditRow
-	Total  int
-	// First and Last number the events shown, from 1.
-	First, Last      int
-	PrevURL, NextURL string
-	Verify           *auditVerification
-	CSRFField        string
-	CSRFToken        string
+	Pager
+	Verify    *auditVerification
+	CSRFField string
+	CSRFToken string
 }
 
 // auditPage lists audit events newest first. Refused filters answer 400 with the form and
@@ -147,7 +144,6 @@ func (s *Server) listAudit(ctx context.Context, d *auditData, f persistence.Audi
 	if err != nil {
 		return err
 	}
-	d.Total = total
 	for _, e := range events {
 		row := auditRow{Event: e}
 		for _, c := range e.Changes {
@@ -159,15 +155,7 @@ func (s *Server) listAudit(ctx context.Context, d *auditData, f persistence.Audi
 		}
 		d.Events = append(d.Events, row)
 	}
-	if len(events) > 0 {
-		d.First, d.Last = form.Offset+1, form.Offset+len(events)
-	}
-	if form.Offset > 0 {
-		d.PrevURL = form.url(max(form.Offset-auditPageSize, 0))
-	}
-	if form.Offset+len(events) < total {
-		d.NextURL = form.url(form.Offset + auditPageSize)
-	}
+	d.Pager = newPager(form.Offset, len(events), total, auditPageSize, form.url)
 	return nil
 }
 

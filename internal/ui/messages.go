@@ -114,10 +114,7 @@ type messagesData struct {
 	Filter   messageFilterForm
 	Statuses []persistence.MessageStatus
 	Messages []persistence.Message
-	Total    int
-	// First and Last number the rows shown, from 1.
-	First, Last      int
-	PrevURL, NextURL string
+	Pager
 	// LiveURL streams this page's rows again as messages change, with the same filters.
 	LiveURL string
 }
@@ -145,16 +142,8 @@ func (s *Server) listMessages(ctx context.Context, d *messagesData, f persistenc
 	if err != nil {
 		return err
 	}
-	d.Messages, d.Total = msgs, total
-	if len(msgs) > 0 {
-		d.First, d.Last = form.Offset+1, form.Offset+len(msgs)
-	}
-	if form.Offset > 0 {
-		d.PrevURL = form.url(max(form.Offset-messagesPageSize, 0))
-	}
-	if form.Offset+len(msgs) < total {
-		d.NextURL = form.url(form.Offset + messagesPageSize)
-	}
+	d.Messages = msgs
+	d.Pager = newPager(form.Offset, len(msgs), total, messagesPageSize, form.url)
 	d.LiveURL = "/ui/live" + strings.TrimPrefix(form.url(form.Offset), "/ui")
 	return nil
 }

@@ -129,10 +129,7 @@ type notificationsData struct {
 	Severities []alert.Severity
 	Notifiers  []notifierRow
 	Rows       []alert.Notification
-	Total      int
-	// First and Last number the rows shown, from 1.
-	First, Last      int
-	PrevURL, NextURL string
+	Pager
 	// LiveURL streams this page's rows again as the log changes, with the same filters.
 	LiveURL   string
 	CSRFField string
@@ -176,16 +173,9 @@ func (s *Server) listNotifications(ctx context.Context, d *notificationsData, f 
 	if err != nil {
 		return err
 	}
-	d.Rows, d.Total = rows, total
-	if len(rows) > 0 {
-		d.First, d.Last = form.Offset+1, form.Offset+len(rows)
-	}
-	if form.Offset > 0 {
-		d.PrevURL = form.url("/ui", max(form.Offset-notificationsPageSize, 0))
-	}
-	if form.Offset+len(rows) < total {
-		d.NextURL = form.url("/ui", form.Offset+notificationsPageSize)
-	}
+	d.Rows = rows
+	d.Pager = newPager(form.Offset, len(rows), total, notificationsPageSize,
+		func(offset int) string { return form.url("/ui", offset) })
 	d.LiveURL = form.url("/ui/live", form.Offset)
 	return nil
 }
