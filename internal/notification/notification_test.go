@@ -15,63 +15,13 @@ import (
 	"time"
 
 	"wharf/internal/alert"
-	"wharf/internal/bus"
+	"wharf/internal/bus/bustest"
 	"wharf/internal/delivery"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
 	"wharf/internal/persistence/db/dbtest"
 )
-
-// memBus is an in-process bus: Publish calls the subscribers at once.
-type memBus struct {
-	mu   sync.Mutex
-	next int
-	subs map[string]map[int]func(string, []byte)
-}
-
-func (b *memBus) Publish(subject string, data []byte) error {
-	b.mu.Lock()
-	var fns []func(string, []byte)
-	for _, fn := range b.subs[subject] {
-		fns = append(fns, fn)
-	}
-	b.mu.Unlock()
-	for _, fn := range fns {
-		fn(subject, data)
-	}
-	return nil
-}
-
-func (b *memBus) Subscribe(subject string, fn func(string, []byte)) (func(), error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.subs == nil {
-		b.subs = map[string]map[int]func(string, []byte){}
-	}
-	if b.subs[subject] == nil {
-		b.subs[subject] = map[int]func(string, []byte){}
-	}
-	b.next++
-	id := b.next
-	b.subs[subject][id] = fn
-	return func() {
-		b.mu.Lock()
-		delete(b.subs[subject], id)
-		b.mu.Unlock()
-	}, nil
-}
-
-// Wake and OnWake make the bus the engine's signals.
-func (b *memBus) Wake(targets []persistence.InstanceName) {
-	for _, t := range targets {
-		_ = b.Publish(bus.WakeupSubject(t), nil)
-	}
-}
-
-func (b *memBus) OnWake(target persistence.InstanceName, fn func()) (func(), error) {
-	return b.Subscribe(bus.WakeupSubject(target), func(string, []byte) { fn() })
-}
 
 // receiver is the loopback webhook: answer decides each response.
 type receiver struct {
@@ -115,7 +65,7 @@ func (r *receiver) codes() map[string]int {
 type bundle struct {
 	t      *testing.T
 	store  *db.Store
-	bus    *memBus
+	bus    *bustest.Mem
 	rt     *Runtime
 	engine *delivery.Engine
 	recv   *receiver
@@ -140,7 +90,7 @@ func forEach(t *testing.T, fn func(t *testing.T, b *bundle)) {
 }
 
 func newBundle(t *testing.T, s *db.Store) *bundle {
-	b := &bundle{t: t, store: s, bus: &memBus{}, recv: &receiver{}, clock: time.Now().UTC()}
+	b := &bundle{t: t, store: s, bus: &bustest.Mem{}, recv: &receiver{}, clock: time.Now().UTC()}
 	srv := httptest.NewServer(b.recv)
 	t.Cleanup(srv.Close)
 	b.url = srv.URL + "/hook"

@@ -7,10 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"wharf/internal/alert"
+	"wharf/internal/bus/bustest"
 	"wharf/internal/module"
 	"wharf/internal/notification"
 	"wharf/internal/persistence"
@@ -18,45 +18,9 @@ import (
 	"wharf/internal/persistence/db/dbtest"
 )
 
-// memBus is an in-process bus: Publish calls the subscribers at once, as the notifier's
-// announcements reach the UI through the real bus.
-type memBus struct {
-	mu   sync.Mutex
-	next int
-	subs map[string]map[int]func(string, []byte)
-}
-
-func (b *memBus) Publish(subject string, data []byte) error {
-	b.mu.Lock()
-	var fns []func(string, []byte)
-	for _, fn := range b.subs[subject] {
-		fns = append(fns, fn)
-	}
-	b.mu.Unlock()
-	for _, fn := range fns {
-		fn(subject, data)
-	}
-	return nil
-}
-
-func (b *memBus) Subscribe(subject string, fn func(string, []byte)) (func(), error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.subs == nil {
-		b.subs = map[string]map[int]func(string, []byte){}
-	}
-	if b.subs[subject] == nil {
-		b.subs[subject] = map[int]func(string, []byte){}
-	}
-	b.next++
-	id := b.next
-	b.subs[subject][id] = fn
-	return func() {
-		b.mu.Lock()
-		delete(b.subs[subject], id)
-		b.mu.Unlock()
-	}, nil
-}
+// memBus is the in-process bus of package tests, as the notifier's announcements reach
+// the UI through the real bus.
+type memBus struct{ bustest.Mem }
 
 // SubscribeNotifications makes the bus the UI's NotificationEvents, as the gateway's
 // bus signals are.
