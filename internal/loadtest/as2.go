@@ -307,17 +307,7 @@ func setUpAS2(ctx context.Context, a, b *as2Peer, first AS2Profile) error {
 			return err
 		}
 	}
-	const poller = "/api/v1/plugins/configs/file-poller/file_poller_default"
-	var cfg map[string]any
-	if err := a.API(ctx, "GET", poller, nil, &cfg); err != nil {
-		return err
-	}
-	cfg["interval"] = "20ms"
-	cfg["stable_for"] = "0s"
-	if err := a.API(ctx, "PUT", poller, cfg, nil); err != nil {
-		return err
-	}
-	return a.API(ctx, "POST", "/api/v1/services/file-poller/file_poller_default/restart", map[string]any{}, nil)
+	return a.pollFast(ctx)
 }
 
 func freePort() (int, error) {

@@ -271,17 +271,7 @@ func prepare(ctx context.Context, in *Instance) error {
 	if err := in.API(ctx, "PUT", "/api/v1/settings", map[string]string{"lease_duration": "10s", "sweep_interval": "1s"}, nil); err != nil {
 		return err
 	}
-	const poller = "/api/v1/plugins/configs/file-poller/file_poller_default"
-	var cfg map[string]any
-	if err := in.API(ctx, "GET", poller, nil, &cfg); err != nil {
-		return err
-	}
-	cfg["interval"] = "20ms"
-	cfg["stable_for"] = "0s"
-	if err := in.API(ctx, "PUT", poller, cfg, nil); err != nil {
-		return err
-	}
-	return in.API(ctx, "POST", "/api/v1/services/file-poller/file_poller_default/restart", map[string]any{}, nil)
+	return in.pollFast(ctx)
 }
 
 func verifyInbox(inbox string, docs []*doc) error {
