@@ -179,6 +179,8 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 			Dispatch: true,
 			Targets:  targets[n],
 			Actor:    actorOr(it.Actor, "source:"+string(it.Source)),
+			// A message sent by hand is audited with its insert.
+			ByOperator: it.ByOperator,
 		}
 	}
 	stored, err := d.store.InsertMessages(ctx, news)

@@ -119,6 +119,9 @@ type Incoming struct {
 	CorrelationID string
 	OriginEventID string
 	Actor         string
+	// ByOperator marks a document a person or an API client sent by hand (a test message
+	// too): an operator action, which the audit log records with the message.
+	ByOperator bool
 	// Extra are further payload stages stored with the document (the raw request and
 	// its headers of a protocol that unwraps an envelope).
 	Extra []ExtraPayload

@@ -71,6 +71,8 @@ type NewMessage struct {
 	Dispatch bool
 	Targets  []InstanceName
 	Actor    string
+	// ByOperator records the insert in the audit log as a message sent by hand by Actor.
+	ByOperator bool
 }
 
 // Claim is a delivery taken by a worker under a lease, with its message.

@@ -58,7 +58,7 @@ type SendInput struct {
 // and dispatches it. The body is read only once everything else is valid.
 func SendMessage(ctx context.Context, st Store, ing module.Ingester, in SendInput) (persistence.Message, error) {
 	var errs []error
-	item := module.Incoming{Source: ManualSource, Body: in.Body, Actor: in.Actor}
+	item := module.Incoming{Source: ManualSource, Body: in.Body, Actor: in.Actor, ByOperator: true}
 	var err error
 	if item.From, err = persistence.ParsePartyName(in.From); err != nil {
 		errs = append(errs, fieldError("from", err.Error()))

@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -93,8 +94,9 @@ func TestAuditRecordsChanges(t *testing.T) {
 	})
 }
 
-// TestAuditOperatorActions checks that redispatch and redeliver are audited with the
-// operator as actor, and that the source's own first dispatch is not.
+// TestAuditOperatorActions checks that redispatch, redeliver and a message sent by hand
+// are audited with the operator as actor, and that a source's messages and its own first
+// dispatch are not.
 func TestAuditOperatorActions(t *testing.T) {
 	forEach(t, func(t *testing.T, s *db.Store) {
 		ctx := context.Background()
@@ -111,6 +113,19 @@ func TestAuditOperatorActions(t *testing.T) {
 		if len(got) != 2 || got[0].Action != "redispatch" || got[1].Action != "redeliver" ||
 			got[0].Actor != "user:carol" || got[1].Actor != "user:carol" {
 			t.Fatalf("events = %+v, want redispatch and redeliver by user:carol", got)
+		}
+
+		// A message sent by hand is audited with its insert; one from a source is not.
+		first := must1[int64](t)(s.AllocateMessageIDs(ctx, 2))
+		byHand := newMessage(first, true, writer)
+		byHand.Actor, byHand.ByOperator = "token:deploy", true
+		fromSource := newMessage(first+1, true, writer)
+		fromSource.Actor = "source:poller"
+		must1[[]persistence.Message](t)(s.InsertMessages(ctx, []persistence.NewMessage{byHand, fromSource}))
+		got = auditEvents(t, s)[before+2:]
+		if len(got) != 1 || got[0].Action != "send" || got[0].Actor != "token:deploy" ||
+			got[0].RecordID != fmt.Sprint(first) || !strings.Contains(changesOf(got[0]), `"path":"to","new":"local"`) {
+			t.Fatalf("events after inserting a message by hand and one from a source = %+v", got)
 		}
 	})
 }

@@ -202,7 +202,7 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 		return nil, fmt.Errorf("insert deliveries: %w", err)
 	}
 	for i, nm := range batch {
-		if !byOperator(nm.Actor) {
+		if !nm.ByOperator {
 			continue
 		}
 		m := out[i]
@@ -223,13 +223,6 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 		}
 	}
 	return out, nil
-}
-
-// byOperator reports whether a message's actor is a person or an API token (a message
-// sent by hand, a test message) rather than a source: those are operator actions and
-// audited.
-func byOperator(actor string) bool {
-	return strings.HasPrefix(actor, "user:") || strings.HasPrefix(actor, "token:")
 }
 
 // duplicateMessage names an id of the batch that exists already. The failed statement
