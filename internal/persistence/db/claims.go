@@ -34,6 +34,11 @@ const sessionFree = `(d.session_key = '' OR NOT EXISTS (
 
 const maxClaim = 1000
 
+// claimLimit is the LIMIT of a claim's picks. SQLite compiles a claim again whenever a bare
+// bound LIMIT changes value, and the count a claim asks for changes from one claim to the
+// next; a cast makes the limit an expression, which it compiles once.
+const claimLimit = "CAST(? AS INTEGER)"
+
 func newTokenPrefix() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
@@ -67,15 +72,15 @@ func (s *Store) ClaimDeliveries(ctx context.Context, target persistence.Instance
 				SELECT id FROM (
 					SELECT d.id FROM deliveries d
 					WHERE d.target = ? AND d.state = 'queued' AND `+sessionFree+`
-					ORDER BY d.id LIMIT ?`+s.skipLocked+`
+					ORDER BY d.id LIMIT `+claimLimit+s.skipLocked+`
 				) q
 				UNION ALL
 				SELECT id FROM (
 					SELECT d.id FROM deliveries d
 					WHERE d.target = ? AND d.state = 'retrying' AND d.next_attempt_at <= ? AND `+sessionFree+`
-					ORDER BY d.id LIMIT ?`+s.skipLocked+`
+					ORDER BY d.id LIMIT `+claimLimit+s.skipLocked+`
 				) r
-				ORDER BY id LIMIT ?
+				ORDER BY id LIMIT `+claimLimit+`
 			)
 			UPDATE deliveries SET previous_state = state, state = 'delivering',
 				claim_token = CAST(? AS TEXT) || CAST(id AS TEXT), lease_until = ?,
