@@ -35,6 +35,11 @@ type Compressor struct {
 	n  countWriter
 }
 
+// compressLevel is zlib's level 2: on EDI text its output is within 1% of the default
+// level's (6) at nearly four times the speed, and content that does not compress costs
+// the same at both (BenchmarkCompress).
+const compressLevel = 2
+
 // zlibWriters keeps zlib writers between messages: each holds about a megabyte of
 // compressor state, which would otherwise be allocated per message.
 var zlibWriters sync.Pool
@@ -46,7 +51,7 @@ func NewCompressor(w io.Writer) *Compressor {
 		zw.Reset(&c.n)
 		c.zw = zw
 	} else {
-		c.zw, _ = zlib.NewWriterLevel(&c.n, zlib.DefaultCompression) // fails only for an invalid level
+		c.zw, _ = zlib.NewWriterLevel(&c.n, compressLevel) // fails only for an invalid level
 	}
 	return c
 }

@@ -3,6 +3,8 @@ package cms
 import (
 	"bytes"
 	"crypto/rand"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -36,5 +38,34 @@ func TestCompressorHeader(t *testing.T) {
 		if err != nil || !bytes.Equal(out, content) {
 			t.Fatalf("%d bytes: round trip: %v", n, err)
 		}
+	}
+}
+
+// BenchmarkCompress measures the compressed layer on EDI-like text and on random bytes,
+// reporting the output's size as a fraction of the input's.
+func BenchmarkCompress(b *testing.B) {
+	var edi strings.Builder
+	for i := 0; edi.Len() < 1<<20; i++ {
+		fmt.Fprintf(&edi, "PO1*%d*%d*EA*%d.%02d**BP*%08d*VP*ITEM-%05d~PID*F****Widget model %d~", i, 10+i%7, i%97, i%100, 123456+i*7, i, i%13)
+	}
+	random := make([]byte, 10<<10)
+	if _, err := rand.Read(random); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"edi-1MiB", []byte(edi.String())}, {"random-10KiB", random}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.data)))
+			var out []byte
+			for b.Loop() {
+				var err error
+				if out, err = Compress(c.data); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(out))/float64(len(c.data)), "ratio")
+		})
 	}
 }
