@@ -66,11 +66,12 @@ const (
 // DigestAlgorithms is the canonical list, strongest last.
 var DigestAlgorithms = []DigestAlgorithm{SHA1, SHA256, SHA384, SHA512}
 
+var digestSeparators = strings.NewReplacer("-", "", "_", "")
+
 // ParseDigestAlgorithm accepts the canonical names and the spellings seen on
 // the wire: "sha-256", "SHA256", "sha_256" (case and separators ignored).
 func ParseDigestAlgorithm(s string) (DigestAlgorithm, error) {
-	n := strings.ToLower(strings.TrimSpace(s))
-	n = strings.NewReplacer("-", "", "_", "").Replace(n)
+	n := digestSeparators.Replace(strings.ToLower(strings.TrimSpace(s)))
 	for _, d := range DigestAlgorithms {
 		if string(d) == n {
 			return d, nil

@@ -254,6 +254,11 @@ func (s *Sender) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 // again rather than sending twice (done). Any other attempt resends under the same
 // Message-ID, so the partner can tell a repeat.
 func (s *Sender) plan(ctx context.Context, a delivery.Attempt) (rec OutboundRecord, fresh bool, res delivery.Result, done bool) {
+	if a.Delivery.Attempts == 1 {
+		// A delivery's first claim: records are written only by its attempts, and a
+		// claim counts the attempt before it runs, so there is none to read.
+		return OutboundRecord{}, true, delivery.Result{}, false
+	}
 	rec, err := currentRecord(ctx, s.db, a.Delivery.ID)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return OutboundRecord{}, true, delivery.Result{}, false
