@@ -202,6 +202,7 @@ func New(deps Deps, name persistence.InstanceName, cfg *Config) (delivery.Delive
 		cfg:      cfg,
 		domain:   messageIDDomain(cfg.MessageIDDomain, deps.BaseURL),
 		asyncURL: deps.AsyncMDNURL,
+		clients:  clients{idle: cfg.Options().MaxConcurrent},
 	}, nil
 }
 

@@ -21,6 +21,11 @@ import (
 // clients keeps one HTTP client per partner, so connections are reused between messages,
 // and replaces it when the partner's timeouts or TLS trust change.
 type clients struct {
+	// idle is how many idle connections a partner's client keeps: as many as the
+	// attempts that may run at once, so a busy partner is not sent each message on a
+	// new connection (net/http keeps two by default).
+	idle int
+
 	mu sync.Mutex
 	m  map[string]clientEntry
 }
@@ -57,6 +62,10 @@ func (c *clients) get(partner string, r profile.Remote, roots *x509.CertPool) *h
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext
 	tr.TLSHandshakeTimeout = connect
+	if c.idle > 0 {
+		tr.MaxIdleConnsPerHost = c.idle
+		tr.MaxIdleConns = max(tr.MaxIdleConns, c.idle)
+	}
 	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
 	// AS2 products speak HTTP/1.1; a few misread HTTP/2.
 	tr.ForceAttemptHTTP2 = false
