@@ -36,6 +36,8 @@ func TestSQLiteSettings(t *testing.T) {
 		{"synchronous", false, "2"}, // FULL
 		{"foreign_keys", false, "1"},
 		{"busy_timeout", false, "10000"},
+		{"temp_store", false, "2"}, // MEMORY
+		{"temp_store", true, "2"},
 		{"journal_mode", true, "wal"},
 		{"synchronous", true, "2"},
 		{"query_only", true, "1"},

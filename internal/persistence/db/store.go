@@ -169,6 +169,10 @@ func (s *Store) openSQLite(path string) error {
 	common.Set("_journal_mode", "WAL")
 	// A positive MDN is a legal promise: an acknowledged message must survive power loss.
 	common.Set("_synchronous", "FULL")
+	// Temporary tables and the journals of savepoints stay in memory. On disk, a group
+	// commit's savepoint journal outgrows its in-memory start and spills to a file
+	// created and deleted per transaction.
+	common.Set("_pragma", "temp_store(memory)")
 
 	// A file: URI, so the path is percent-decoded by SQLite and may hold ? or #.
 	name := "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
