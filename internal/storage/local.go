@@ -105,6 +105,10 @@ type Local struct {
 	root string
 	tmp  string
 
+	// linkDev is the file system of the root, where FileBody files can be linked from;
+	// nil where it cannot be told.
+	linkDev *uint64
+
 	mkMu sync.Mutex
 	// ready holds directories (relative, slash-separated) known to exist with their own
 	// entries synced; it saves a system call per Put and orders creation.
@@ -130,6 +134,11 @@ func NewLocal(root string) (*Local, error) {
 	}
 	if err := l.removeStaleTemp(time.Now().Add(-staleTemp)); err != nil {
 		return nil, fmt.Errorf("payload store %s: %w", root, err)
+	}
+	if info, err := os.Stat(abs); err == nil {
+		if dev, ok := fileSystemOf(info); ok {
+			l.linkDev = &dev
+		}
 	}
 	return l, nil
 }
@@ -182,6 +191,11 @@ func (l *Local) put(ctx context.Context, messageID int64, stage persistence.Payl
 	dir := messageDir(messageID)
 	if err := l.ensureDir(dir); err != nil {
 		return Blob{}, fmt.Errorf("put payload %s: %w", key, err)
+	}
+	if fb, ok := r.(FileBody); ok {
+		if b, linked, err := l.putLinked(ctx, key, fb, max, cfg); linked || err != nil {
+			return b, err
+		}
 	}
 
 	f, err := os.CreateTemp(l.tmp, strconv.FormatInt(messageID, 10)+"."+string(stage)+".*")

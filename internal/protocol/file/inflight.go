@@ -139,12 +139,16 @@ func (p *Poller) ingestClaimed(ctx context.Context, items []*item) (int, error) 
 	bodies := make([]*claimedBody, len(items))
 	for i, it := range items {
 		bodies[i] = &claimedBody{path: p.inflightPath(it.ID), want: it.info}
+		var body io.Reader = bodies[i]
+		if p.processedDir == "" {
+			body = linkableBody{bodies[i]}
+		}
 		in[i] = module.Incoming{
 			Source:        p.name,
 			From:          persistence.PartyName(it.From),
 			To:            persistence.PartyName(it.To),
 			FileName:      persistence.FileName(it.FileName),
-			Body:          bodies[i],
+			Body:          body,
 			CorrelationID: it.CorrelationID,
 			OriginEventID: it.OriginEventID,
 			Actor:         string(p.name),
@@ -461,14 +465,9 @@ func (b *claimedBody) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	if b.f == nil {
-		f, err := os.Open(b.path)
+		f, err := b.open()
 		if err != nil {
-			return 0, fmt.Errorf("open claimed file: %s", errText(err))
-		}
-		info, err := f.Stat()
-		if err != nil || !info.Mode().IsRegular() || (b.want != nil && !os.SameFile(info, b.want)) {
-			f.Close()
-			return 0, errors.New("claimed file was replaced")
+			return 0, err
 		}
 		b.f = f
 	}
@@ -479,6 +478,28 @@ func (b *claimedBody) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// open opens the claimed file, checked to be the one claimed.
+func (b *claimedBody) open() (*os.File, error) {
+	f, err := os.Open(b.path)
+	if err != nil {
+		return nil, fmt.Errorf("open claimed file: %s", errText(err))
+	}
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() || (b.want != nil && !os.SameFile(info, b.want)) {
+		f.Close()
+		return nil, errors.New("claimed file was replaced")
+	}
+	return f, nil
+}
+
+// linkableBody is a claimed file the payload store may take by a hard link
+// (storage.FileBody) rather than copy: the poller deletes a stored file, never changes
+// it. With a processed directory the file lives on there, open to changes by others, so
+// it is copied.
+type linkableBody struct{ *claimedBody }
+
+func (b linkableBody) OpenFile() (*os.File, error) { return b.open() }
 
 func (b *claimedBody) Close() error {
 	if b.f == nil {

@@ -86,7 +86,12 @@ func (w *Writer) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 	if !ok {
 		return res
 	}
-	defer os.Remove(tmp) // a no-op once renamed
+	placed := false
+	defer func() {
+		if !placed {
+			os.Remove(tmp)
+		}
+	}()
 
 	if w.overwrite {
 		if err := os.Rename(tmp, final); err != nil {
@@ -104,7 +109,10 @@ func (w *Writer) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 			return fsFailure("rename into", rel, err)
 		}
 	}
-	os.Remove(tmp)
+	placed = true
+	if !w.overwrite {
+		os.Remove(tmp) // the name it was linked from
+	}
 	if durable.CanSyncFS {
 		// One file-system flush, shared by the deliveries that finish together, makes
 		// the file's bytes and its name durable.
