@@ -17,7 +17,9 @@
 // When Put returns a Blob, the bytes and the name are on stable storage: the data is
 // written to a temporary file and synced, renamed to its key (replacing any blob there
 // atomically), and the directory holding the key is synced. A directory created for the
-// key has its own entry synced in its parent before the blob goes in.
+// key has its own entry synced in its parent before the blob goes in. A FileBody (a file
+// its owner gives up, such as a poller's claimed document) is linked to its key instead
+// of copied when it can be, and synced in place.
 //
 // With the DeferDirSync option, Put still syncs the data but skips the directory sync; the
 // name may be lost by a power cut until SyncDirs returns for that key. A caller using it

@@ -26,7 +26,9 @@
 //  2. It renames each file to .wharf-inflight/<batch>-<n> (its sidecar to
 //     <batch>-<n>.meta.json) and fsyncs the directory.
 //  3. It calls Ingest once for the batch. Every item carries an origin event id: the
-//     sidecar's, or else wharf-file-<batch>-<n>, derived from the inflight name.
+//     sidecar's, or else wharf-file-<batch>-<n>, derived from the inflight name. Without
+//     a processed_directory the payload store may take the claimed file by a hard link
+//     rather than a copy (storage.FileBody), since the poller only deletes it afterwards.
 //  4. Stored items are deleted (or moved to processed_directory); refused items are moved
 //     to the unroutable directory with the reason. When no item of a batch is left, the
 //     journal file is removed.
