@@ -57,6 +57,22 @@ func (t *txn) touch(messageID int64) {
 	t.touched[messageID] = true
 }
 
+// touchNew marks a message this transaction inserted, with the states of all its
+// deliveries: settle derives its status from them rather than reading back rows nobody
+// else can see yet.
+func (t *txn) touchNew(m persistence.Message, states []persistence.DeliveryState) {
+	t.touch(m.ID)
+	if t.inserted == nil {
+		t.inserted = make(map[int64]insertedMessage)
+	}
+	t.inserted[m.ID] = insertedMessage{m, states}
+}
+
+type insertedMessage struct {
+	message persistence.Message
+	states  []persistence.DeliveryState
+}
+
 // finish settles the touched messages and writes the history lines.
 func (t *txn) finish(ctx context.Context) error {
 	if _, err := t.settle(ctx); err != nil {
@@ -76,41 +92,18 @@ func (t *txn) settle(ctx context.Context) (map[int64]persistence.Message, error)
 	}
 	ids := slices.Sorted(maps.Keys(t.touched))
 	t.touched = nil
-
-	cond, arg := t.s.idList("id", ids)
-	rows, err := t.query(ctx, `SELECT `+messageCols+` FROM messages WHERE `+cond+` ORDER BY id`+t.s.lockStatus, arg)
-	if err != nil {
-		return nil, fmt.Errorf("lock messages: %w", err)
-	}
 	msgs := make(map[int64]persistence.Message, len(ids))
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		msgs[m.ID] = m
-	}
-	if err := closeRows(rows); err != nil {
-		return nil, err
-	}
-
-	cond, arg = t.s.idList("message_id", ids)
-	rows, err = t.query(ctx, `SELECT message_id, state FROM deliveries WHERE `+cond, arg)
-	if err != nil {
-		return nil, fmt.Errorf("read delivery states: %w", err)
-	}
 	states := make(map[int64][]persistence.DeliveryState, len(ids))
-	for rows.Next() {
-		var id int64
-		var st persistence.DeliveryState
-		if err := rows.Scan(&id, &st); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("read delivery states: %w", err)
+	read := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		if in, ok := t.inserted[id]; ok {
+			msgs[id], states[id] = in.message, in.states
+			continue
 		}
-		states[id] = append(states[id], st)
+		read = append(read, id)
 	}
-	if err := closeRows(rows); err != nil {
+	t.inserted = nil
+	if err := t.readSettling(ctx, read, msgs, states); err != nil {
 		return nil, err
 	}
 
@@ -154,6 +147,46 @@ func (t *txn) settle(ctx context.Context) (map[int64]persistence.Message, error)
 		}
 	}
 	return msgs, nil
+}
+
+// readSettling reads (and on PostgreSQL locks) the messages of ids with the states of
+// their deliveries.
+func (t *txn) readSettling(ctx context.Context, ids []int64, msgs map[int64]persistence.Message, states map[int64][]persistence.DeliveryState) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	cond, arg := t.s.idList("id", ids)
+	rows, err := t.query(ctx, `SELECT `+messageCols+` FROM messages WHERE `+cond+` ORDER BY id`+t.s.lockStatus, arg)
+	if err != nil {
+		return fmt.Errorf("lock messages: %w", err)
+	}
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			rows.Close()
+			return err
+		}
+		msgs[m.ID] = m
+	}
+	if err := closeRows(rows); err != nil {
+		return err
+	}
+
+	cond, arg = t.s.idList("message_id", ids)
+	rows, err = t.query(ctx, `SELECT message_id, state FROM deliveries WHERE `+cond, arg)
+	if err != nil {
+		return fmt.Errorf("read delivery states: %w", err)
+	}
+	for rows.Next() {
+		var id int64
+		var st persistence.DeliveryState
+		if err := rows.Scan(&id, &st); err != nil {
+			rows.Close()
+			return fmt.Errorf("read delivery states: %w", err)
+		}
+		states[id] = append(states[id], st)
+	}
+	return closeRows(rows)
 }
 
 const historyInsert = `INSERT INTO message_history (message_id, delivery_id, at, kind, from_state, to_state, reason, actor)`

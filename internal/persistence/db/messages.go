@@ -180,11 +180,13 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 		if !nm.Dispatch {
 			continue
 		}
-		for _, tg := range nm.Targets {
+		states := make([]persistence.DeliveryState, len(nm.Targets))
+		for i, tg := range nm.Targets {
 			deliveryRows = append(deliveryRows, []any{m.ID, tg, persistence.DeliveryQueued, now, wake, now, now})
+			states[i] = persistence.DeliveryQueued
 		}
 		t.note(historyRow{messageID: m.ID, kind: persistence.HistoryDispatched, actor: nm.Actor, reason: dispatchedReason(nm.Targets, m.Refusal)})
-		t.touch(m.ID)
+		t.touchNew(m, states)
 	}
 	err := t.insertRows(ctx, `INSERT INTO messages (id, stage, status, refusal, from_party, to_party, source,
 		original_file_name, size, sha256, correlation_id, origin_event_id, created_at, updated_at)`, 14, msgRows)

@@ -30,6 +30,8 @@ type txn struct {
 
 	hist    []historyRow
 	touched map[int64]bool
+	// inserted are touched messages this transaction inserted (see touchNew).
+	inserted map[int64]insertedMessage
 	// announced lists the messages whose history this transaction wrote, for the history
 	// hook after the commit.
 	announced []int64
