@@ -27,6 +27,7 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	profiles := fs.String("profiles", "all", "as2: comma-separated protection profiles, each none or a +-joined set of compressed, signed, encrypted, optionally followed by /sync, /async, /signed-mdn or /unsigned-mdn")
 	mdn := fs.String("mdn", "sync", "as2: MDN mode of profiles without /sync or /async: sync or async")
 	signedMDN := fs.Bool("signed-mdn", true, "as2: ask for a signed MDN in profiles without /signed-mdn or /unsigned-mdn (the none profile does not)")
+	concurrency := fs.Int("concurrency", 32, "as2: attempts each as2-sender runs at once (max_concurrent); each as2-receiver takes at least as many requests at once; 0 keeps the defaults")
 	pos, err := config.ParseArgs(fs, args)
 	if err != nil {
 		return fmt.Errorf("%w: loadtest: %v", errUsage, err)
@@ -40,7 +41,7 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		switch {
 		case scenario == "as2" && (f.Name == "db-url" || f.Name == "kill-after"):
 			misplaced = append(misplaced, "-"+f.Name)
-		case scenario == "files" && (f.Name == "profiles" || f.Name == "mdn" || f.Name == "signed-mdn"):
+		case scenario == "files" && (f.Name == "profiles" || f.Name == "mdn" || f.Name == "signed-mdn" || f.Name == "concurrency"):
 			misplaced = append(misplaced, "-"+f.Name)
 		}
 	})
@@ -66,7 +67,8 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if scenario == "as2" {
 		return runLoadtestAS2(ctx, stdout, loadtest.AS2Options{
-			N: *n, SizeKiB: *size, Profiles: as2Profiles, Bin: bin, Dir: dir, Rate: *rate, Timeout: *timeout, Progress: stdout,
+			N: *n, SizeKiB: *size, Profiles: as2Profiles, Bin: bin, Dir: dir, Rate: *rate, Concurrency: *concurrency,
+			Timeout: *timeout, Progress: stdout,
 		})
 	}
 	fmt.Fprintf(stdout, "loadtest files: %d files of %d KiB, file poller -> file writer, in %s\n", *n, *size, dir)
@@ -97,6 +99,9 @@ func runLoadtestAS2(ctx context.Context, stdout io.Writer, opt loadtest.AS2Optio
 	}
 	fmt.Fprintf(stdout, "loadtest as2: %d %s of %d KiB per profile, A: file poller -> as2-sender -> B: as2-receiver -> file writer, in %s\n",
 		opt.N, files, opt.SizeKiB, opt.Dir)
+	if opt.Concurrency > 0 {
+		fmt.Fprintf(stdout, "concurrency: A's as2-sender runs %d attempts at once; B's as2-receiver takes as many requests\n", opt.Concurrency)
+	}
 	// Both gateways share the machine with whatever else runs on it; the load says how
 	// much that was.
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil && len(strings.Fields(string(load))) >= 3 {

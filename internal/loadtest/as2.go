@@ -143,9 +143,12 @@ type AS2Options struct {
 	Bin      string // the wharf binary
 	Dir      string // a throwaway directory
 	// Rate, when above zero, paces the drops at that many files per second.
-	Rate     float64
-	Timeout  time.Duration
-	Progress io.Writer
+	Rate float64
+	// Concurrency, when above zero, is the attempts each as2-sender runs at once
+	// (max_concurrent); each as2-receiver takes at least as many requests at once.
+	Concurrency int
+	Timeout     time.Duration
+	Progress    io.Writer
 }
 
 // AS2Round is what one profile's round measured. CPU and peak RSS are per process: A
@@ -242,7 +245,7 @@ func RunAS2(ctx context.Context, opt AS2Options) (AS2Result, error) {
 		return res, fmt.Errorf("GET /api/v1/as2/remote-profiles: %d: %s", status, bytes.TrimSpace(body))
 	}
 	fmt.Fprintln(progress, "setting up A and B: keys, receivers, partners, AS2 profiles")
-	if err := setUpAS2(ctx, a, b, opt.Profiles[0]); err != nil {
+	if err := setUpAS2(ctx, a, b, opt.Profiles[0], opt.Concurrency); err != nil {
 		return res, fmt.Errorf("set up the instances: %w\nA: %s\nB: %s", err, a.Logs(), b.Logs())
 	}
 	for i, prof := range opt.Profiles {
@@ -263,10 +266,10 @@ func RunAS2(ctx context.Context, opt AS2Options) (AS2Result, error) {
 }
 
 // setUpAS2 gives each instance a receiver port of its own, a key pair, the other as a
-// partner with its certificate, a local profile and a remote profile, and makes A's
-// file poller take files as soon as they appear (the run renames complete files into
-// place).
-func setUpAS2(ctx context.Context, a, b *as2Peer, first AS2Profile) error {
+// partner with its certificate, a local profile and a remote profile, sets the senders'
+// and receivers' concurrency when asked, and makes A's file poller take files as soon as
+// they appear (the run renames complete files into place).
+func setUpAS2(ctx context.Context, a, b *as2Peer, first AS2Profile, concurrency int) error {
 	now := time.Now()
 	for _, p := range []*as2Peer{a, b} {
 		var err error
@@ -276,8 +279,16 @@ func setUpAS2(ctx context.Context, a, b *as2Peer, first AS2Profile) error {
 		if p.port, err = freePort(); err != nil {
 			return err
 		}
-		if err := moveReceiver(ctx, p); err != nil {
+		if err := moveReceiver(ctx, p, concurrency); err != nil {
 			return fmt.Errorf("%s: %w", p.as2ID, err)
+		}
+		if concurrency > 0 {
+			err := configure(ctx, p, "as2-sender", "as2_sender_default", func(cfg map[string]any) {
+				cfg["max_concurrent"] = concurrency
+			}, nil)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.as2ID, err)
+			}
 		}
 	}
 	for _, pair := range [][2]*as2Peer{{a, b}, {b, a}} {
@@ -319,20 +330,19 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// moveReceiver puts the instance's AS2 receiver on its own port (both instances start
-// with the default one) and waits until it answers there.
-func moveReceiver(ctx context.Context, p *as2Peer) error {
-	const cfgPath = "/api/v1/plugins/configs/as2-receiver/as2_receiver_default"
+// configure changes a plugin instance's config, restarts it and waits until it runs and
+// ready says so.
+func configure(ctx context.Context, p *as2Peer, typ, name string, change func(cfg map[string]any), ready func() bool) error {
+	cfgPath := "/api/v1/plugins/configs/" + typ + "/" + name
 	var cfg map[string]any
 	if err := p.API(ctx, "GET", cfgPath, nil, &cfg); err != nil {
 		return err
 	}
-	cfg["bind"] = "127.0.0.1"
-	cfg["port"] = p.port
+	change(cfg)
 	if err := p.API(ctx, "PUT", cfgPath, cfg, nil); err != nil {
 		return err
 	}
-	if err := p.API(ctx, "POST", "/api/v1/services/as2-receiver/as2_receiver_default/restart", map[string]any{}, nil); err != nil {
+	if err := p.API(ctx, "POST", "/api/v1/services/"+typ+"/"+name+"/restart", map[string]any{}, nil); err != nil {
 		return err
 	}
 	var last string
@@ -348,21 +358,36 @@ func moveReceiver(ctx context.Context, p *as2Peer) error {
 			return false, err
 		}
 		for _, s := range list.Services {
-			if s.Name == "as2_receiver_default" {
+			if s.Name == name {
 				last = s.State + " " + s.Error
 				if s.State != "running" {
 					return false, nil
 				}
 			}
 		}
+		return ready == nil || ready(), nil
+	}, func() error {
+		return fmt.Errorf("%s %s did not run after its config changed (last state: %s)", typ, name, last)
+	})
+}
+
+// moveReceiver puts the instance's AS2 receiver on its own port (both instances start
+// with the default one), taking at least concurrency requests at once, and waits until
+// it answers there.
+func moveReceiver(ctx context.Context, p *as2Peer, concurrency int) error {
+	return configure(ctx, p, "as2-receiver", "as2_receiver_default", func(cfg map[string]any) {
+		cfg["bind"] = "127.0.0.1"
+		cfg["port"] = p.port
+		if n, _ := cfg["max_concurrent_requests"].(float64); int(n) < concurrency {
+			cfg["max_concurrent_requests"] = concurrency
+		}
+	}, func() bool {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", p.port), time.Second)
 		if err != nil {
-			return false, nil
+			return false
 		}
 		c.Close()
-		return true, nil
-	}, func() error {
-		return fmt.Errorf("the AS2 receiver did not run on port %d (last state: %s)", p.port, last)
+		return true
 	})
 }
 
