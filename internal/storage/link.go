@@ -28,7 +28,7 @@ type FileBody interface {
 	OpenFile() (*os.File, error)
 }
 
-// putLinked stores a FileBody by linking it. ok is false, with nothing done, when the
+// putLinked stores a FileBody by linking it. ok is false, with nothing stored, when the
 // file cannot be linked and must be copied instead.
 func (l *Local) putLinked(ctx context.Context, key string, body FileBody, max int64, cfg putConfig) (blob Blob, ok bool, err error) {
 	f, err := body.OpenFile()

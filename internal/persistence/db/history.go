@@ -84,8 +84,9 @@ func (t *txn) finish(ctx context.Context) error {
 // settle recomputes stage and status of every touched message from all its deliveries,
 // with persistence.DeriveStage and persistence.DeriveStatus, the only code that decides
 // either. On PostgreSQL the messages are locked first, in id order, so two transactions
-// changing deliveries of one message cannot both derive from a stale view. It returns
-// the settled messages.
+// changing deliveries of one message cannot both derive from a stale view; a message this
+// transaction inserted is neither read nor locked, since no other can see it yet. It
+// returns the settled messages.
 func (t *txn) settle(ctx context.Context) (map[int64]persistence.Message, error) {
 	if len(t.touched) == 0 {
 		return nil, nil
