@@ -17,6 +17,7 @@ import (
 	"wharf/internal/delivery"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
+	"wharf/internal/storage"
 )
 
 // memIngester stores what it gets in memory, one "transaction" per call.
@@ -765,5 +766,54 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met before the deadline")
 		case <-tick.C:
 		}
+	}
+}
+
+// A claimed file is offered to the payload store to link (storage.FileBody) only when
+// the poller deletes it after storing; a file kept in a processed directory, where
+// others may change it, is offered as a plain reader, to be copied.
+func TestPollerOffersFilesToLink(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		processed string
+		want      bool
+	}{
+		{"deleted after storing", "", true},
+		{"kept in a processed directory", "done", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := setupPoller(t, func(cfg *PollerConfig) {
+				if c.processed != "" {
+					cfg.ProcessedDirectory = filepath.Join(filepath.Dir(cfg.Directory), c.processed)
+				}
+			})
+			var offered []bool
+			p := b.newPoller(t, ingestFunc(func(ctx context.Context, items []module.Incoming) ([]module.IngestResult, error) {
+				for _, it := range items {
+					fb, ok := it.Body.(storage.FileBody)
+					offered = append(offered, ok)
+					if ok {
+						f, err := fb.OpenFile()
+						if err != nil {
+							t.Fatalf("OpenFile: %v", err)
+						}
+						data, err := io.ReadAll(f)
+						f.Close()
+						if err != nil || string(data) != "doc" {
+							t.Fatalf("OpenFile reads %q, %v; want the claimed file", data, err)
+						}
+					}
+				}
+				return b.ing.Ingest(ctx, items)
+			}))
+			b.write(t, "acme/a.txt", "doc")
+			scan(t, p)
+			if n := scan(t, p); n != 1 {
+				t.Fatalf("stored %d files, want 1", n)
+			}
+			if len(offered) != 1 || offered[0] != c.want {
+				t.Errorf("offered to link: %v, want [%v]", offered, c.want)
+			}
+		})
 	}
 }
