@@ -25,8 +25,9 @@ type Config struct {
 	MDNPath string `json:"mdn_path"`
 	// TLSCertificateID, when set, serves HTTPS with that stored certificate and its key.
 	TLSCertificateID *int64 `json:"tls_certificate_id,omitempty" wharf:"certificate"`
-	// MaxConcurrentRequests bounds the requests handled at once; beyond it a request is
-	// answered 503 without its body being read.
+	// MaxConcurrentRequests bounds the requests handled at once; beyond it as many more
+	// wait briefly for a turn, and a request that gets none is answered 503 without its
+	// body being read.
 	MaxConcurrentRequests int `json:"max_concurrent_requests"`
 	// MaxBodyMiB bounds a request body when neither profile sets a size limit.
 	MaxBodyMiB int `json:"max_body_mib"`

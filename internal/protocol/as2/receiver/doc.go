@@ -104,7 +104,8 @@
 // the layer that holds them unless base64 or quoted-printable encoded. The received stage is stored from the file, the unpacked
 // stage from the payload. A request thus holds at most the decrypted entity and the
 // decompressed one (each no larger than the size limit), the header text and the MDN,
-// and max_concurrent_requests bounds the requests held at once: past it a request is
-// answered 503 with Retry-After before its body is read. An asynchronous MDN (a few
+// and max_concurrent_requests bounds the requests held at once: past it a request waits
+// up to two seconds for a turn (as one of at most as many waiters, whose bodies are not
+// read yet) and is otherwise answered 503 with Retry-After. An asynchronous MDN (a few
 // kilobytes) is held while it is sent; MDNs posted to mdn_path are read up to 1 MiB.
 package receiver

@@ -148,47 +148,113 @@ func TestHeaderTolerance(t *testing.T) {
 	})
 }
 
-// Past max_concurrent_requests a request is answered 503 with Retry-After before its
-// body is read.
+// Past max_concurrent_requests a request waits for a slot, as one of at most as many
+// waiters as there are slots; one that gets none in time, or finds the waiters full, is
+// answered 503 with Retry-After before its body is read.
 func TestBusy(t *testing.T) {
 	org, partner := testParty(t, "wharf"), testParty(t, "acme")
 	forEachDB(t, func(t *testing.T, s *db.Store) {
 		b := newBench(t, s, []party{org}, []party{partner})
 		dir := newDirectory()
 		dir.add(inbound(org, partner, nil))
-		rc := b.start("as2_in", dir, func(c *Config, _ *Deps) { c.MaxConcurrentRequests = 1 })
-		r := build(t, partner, org, []byte("slow\r\n"), "s.txt", secureOpts(partner, org))
+		n := 0
+		doc := func() request {
+			n++
+			return build(t, partner, org, []byte(fmt.Sprintf("doc %d\r\n", n)), fmt.Sprintf("%d.txt", n), secureOpts(partner, org))
+		}
+		// hold sends a request's header and part of its body, so it keeps the one slot
+		// until finish sends the rest and reads its MDN.
+		hold := func(rc *Receiver) (finish func()) {
+			r := doc()
+			conn, err := net.Dial("tcp", rc.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var head bytes.Buffer
+			fmt.Fprintf(&head, "POST %s HTTP/1.1\r\nHost: x\r\n", rc.cfg.Path)
+			for _, f := range fieldsOf(r) {
+				fmt.Fprintf(&head, "%s: %s\r\n", f[0], f[1])
+			}
+			fmt.Fprintf(&head, "Content-Length: %d\r\n\r\n", len(r.body))
+			head.Write(r.body[:10])
+			if _, err := conn.Write(head.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the slow request holding the slot", func() bool { return len(rc.slots) == 1 })
+			return func() {
+				defer conn.Close()
+				if _, err := conn.Write(r.body[10:]); err != nil {
+					t.Fatal(err)
+				}
+				if m := parseMDN(t, readAnswer(t, conn), org.cert); !m.Disposition.Successful() {
+					t.Errorf("slow request: %s", m.Disposition)
+				}
+			}
+		}
+		// wait posts a request that has to wait for the slot; its reply comes on the
+		// channel.
+		wait := func(rc *Receiver) <-chan reply {
+			r := doc()
+			got := make(chan reply, 1)
+			go func() { got <- post(t, rc.url(), r.contentType, r.header, r.body) }()
+			eventually(t, "the request waiting for a slot", func() bool { return len(rc.waiters) == 1 })
+			return got
+		}
+		refused := func(a reply) {
+			t.Helper()
+			if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" {
+				t.Errorf("HTTP %d, Retry-After %q, want 503 with Retry-After", a.status, a.header.Get("Retry-After"))
+			}
+		}
+		served := func(a reply) {
+			t.Helper()
+			if a.status != http.StatusOK {
+				t.Fatalf("HTTP %d: %s", a.status, a.body)
+			}
+			if m := parseMDN(t, a, org.cert); !m.Disposition.Successful() {
+				t.Errorf("waiting request: %s", m.Disposition)
+			}
+		}
+		start := func(name string, queueWait time.Duration) *Receiver {
+			return b.start(name, dir, func(c *Config, _ *Deps) { c.MaxConcurrentRequests = 1 },
+				func(rc *Receiver) { rc.queueWait = queueWait })
+		}
 
-		conn, err := net.Dial("tcp", rc.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var head bytes.Buffer
-		fmt.Fprintf(&head, "POST %s HTTP/1.1\r\nHost: x\r\n", rc.cfg.Path)
-		for _, f := range fieldsOf(r) {
-			fmt.Fprintf(&head, "%s: %s\r\n", f[0], f[1])
-		}
-		fmt.Fprintf(&head, "Content-Length: %d\r\n\r\n", len(r.body))
-		head.Write(r.body[:10])
-		if _, err := conn.Write(head.Bytes()); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, "the slow request holding the slot", func() bool { return len(rc.slots) == 1 })
-
-		a := post(t, rc.url(), r.contentType, r.header, r.body)
-		if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" {
-			t.Errorf("HTTP %d, Retry-After %q", a.status, a.header.Get("Retry-After"))
-		}
-		if _, err := conn.Write(r.body[10:]); err != nil {
-			t.Fatal(err)
-		}
-		if m := parseMDN(t, readAnswer(t, conn), org.cert); !m.Disposition.Successful() {
-			t.Errorf("slow request: %s", m.Disposition)
-		}
-		conn.Close()
-		if b.messageCount() != 1 {
-			t.Errorf("%d messages", b.messageCount())
-		}
+		t.Run("waits for the slot", func(t *testing.T) {
+			rc := start("as2_wait", time.Minute)
+			before := b.messageCount()
+			finish := hold(rc)
+			got := wait(rc)
+			finish()
+			served(<-got)
+			if stored := b.messageCount() - before; stored != 2 {
+				t.Errorf("%d messages stored, want 2", stored)
+			}
+		})
+		t.Run("refused after the wait", func(t *testing.T) {
+			rc := start("as2_timeout", 50*time.Millisecond)
+			before := b.messageCount()
+			finish := hold(rc)
+			r := doc()
+			refused(post(t, rc.url(), r.contentType, r.header, r.body))
+			finish()
+			if stored := b.messageCount() - before; stored != 1 {
+				t.Errorf("%d messages stored, want 1", stored)
+			}
+		})
+		t.Run("refused at once when the waiters are full", func(t *testing.T) {
+			rc := start("as2_full", time.Minute)
+			before := b.messageCount()
+			finish := hold(rc)
+			got := wait(rc)
+			r := doc()
+			refused(post(t, rc.url(), r.contentType, r.header, r.body))
+			finish()
+			served(<-got)
+			if stored := b.messageCount() - before; stored != 2 {
+				t.Errorf("%d messages stored, want 2", stored)
+			}
+		})
 	})
 }
 

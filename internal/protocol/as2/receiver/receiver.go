@@ -65,10 +65,13 @@ type Receiver struct {
 	deps Deps
 	log  *slog.Logger
 	now  func() time.Time
-	// slots bounds the requests in progress; a request that finds none free is refused
-	// before its body is read.
-	slots  chan struct{}
-	client *http.Client
+	// slots bounds the requests in progress. A request that finds none free waits for
+	// one up to queueWait, as one of at most as many waiters as there are slots, and is
+	// refused otherwise; either way before its body is read.
+	slots     chan struct{}
+	waiters   chan struct{}
+	queueWait time.Duration
+	client    *http.Client
 	// staleAfter is how long a reserved row may stay unfinished before another request
 	// or the background loop takes it over: longer than any request may run.
 	staleAfter time.Duration
@@ -159,6 +162,8 @@ func newReceiver(deps Deps, name persistence.InstanceName, cfg *Config) (*Receiv
 		log:         log.With("plugin", string(persistence.PluginAS2Receiver)),
 		now:         now,
 		slots:       make(chan struct{}, cfg.MaxConcurrentRequests),
+		waiters:     make(chan struct{}, cfg.MaxConcurrentRequests),
+		queueWait:   defaultQueueWait,
 		rows:        newRowWriter(deps.DB),
 		client:      client,
 		staleAfter:  time.Duration(cfg.ReadTimeout) + time.Duration(cfg.WriteTimeout) + time.Minute,
@@ -186,13 +191,16 @@ func (rc *Receiver) Handler() http.Handler {
 	return rc.limit(mux)
 }
 
-// limit refuses a request when every slot is taken, before its body is read, so a flood
-// costs neither memory nor a database round trip.
+// defaultQueueWait is how long a request waits for a slot when every one is taken: a
+// partner sending a few more requests at once than the limit has them served a moment
+// later rather than refused and sent again after Retry-After.
+const defaultQueueWait = 2 * time.Second
+
+// limit refuses a request when it gets no slot (see acquire), before its body is read,
+// so a flood costs neither memory nor a database round trip.
 func (rc *Receiver) limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case rc.slots <- struct{}{}:
-		default:
+		if !rc.acquire(r.Context()) {
 			w.Header().Set("Retry-After", "30")
 			w.Header().Set("Connection", "close")
 			http.Error(w, "busy: too many AS2 requests in progress, retry later", http.StatusServiceUnavailable)
@@ -203,6 +211,32 @@ func (rc *Receiver) limit(next http.Handler) http.Handler {
 		defer func() { <-rc.slots }()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// acquire takes a slot. When every slot is taken it waits up to queueWait for one, unless
+// as many requests as there are slots wait already or the request ends first.
+func (rc *Receiver) acquire(ctx context.Context) bool {
+	select {
+	case rc.slots <- struct{}{}:
+		return true
+	default:
+	}
+	select {
+	case rc.waiters <- struct{}{}:
+	default:
+		return false
+	}
+	defer func() { <-rc.waiters }()
+	t := time.NewTimer(rc.queueWait)
+	defer t.Stop()
+	select {
+	case rc.slots <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Start listens and starts the background loop.
