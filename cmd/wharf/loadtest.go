@@ -27,7 +27,7 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	profiles := fs.String("profiles", "all", "as2: comma-separated protection profiles, each none or a +-joined set of compressed, signed, encrypted, optionally followed by /sync, /async, /signed-mdn or /unsigned-mdn")
 	mdn := fs.String("mdn", "sync", "as2: MDN mode of profiles without /sync or /async: sync or async")
 	signedMDN := fs.Bool("signed-mdn", true, "as2: ask for a signed MDN in profiles without /signed-mdn or /unsigned-mdn (the none profile does not)")
-	concurrency := fs.Int("concurrency", 32, "as2: attempts each as2-sender runs at once (max_concurrent); each as2-receiver takes at least as many requests at once; 0 keeps the defaults")
+	concurrency := fs.Int("concurrency", 64, "as2: attempts each as2-sender runs at once (max_concurrent); each as2-receiver takes at least as many requests at once; 0 keeps the defaults")
 	pos, err := config.ParseArgs(fs, args)
 	if err != nil {
 		return fmt.Errorf("%w: loadtest: %v", errUsage, err)
