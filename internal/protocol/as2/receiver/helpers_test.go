@@ -293,9 +293,18 @@ type reply struct {
 // post sends an AS2 request with Go's HTTP client.
 func post(t testing.TB, url, contentType string, header http.Header, body []byte) reply {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	r, err := send(url, contentType, header, body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return r
+}
+
+// send is post for a goroutine other than the test's.
+func send(url, contentType string, header http.Header, body []byte) (reply, error) {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return reply{}, err
 	}
 	for k, v := range header {
 		req.Header[k] = v
@@ -303,14 +312,14 @@ func post(t testing.TB, url, contentType string, header http.Header, body []byte
 	req.Header.Set("Content-Type", contentType)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return reply{}, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		return reply{}, err
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: data}
+	return reply{status: resp.StatusCode, header: resp.Header, body: data}, nil
 }
 
 // rawPost writes a request over a TCP connection exactly as given: the header fields in

@@ -191,14 +191,26 @@ func TestBusy(t *testing.T) {
 				}
 			}
 		}
-		// wait posts a request that has to wait for the slot; its reply comes on the
-		// channel.
-		wait := func(rc *Receiver) <-chan reply {
+		// wait posts a request that has to wait for the slot; answer gives its reply.
+		wait := func(rc *Receiver) (answer func() reply) {
 			r := doc()
-			got := make(chan reply, 1)
-			go func() { got <- post(t, rc.url(), r.contentType, r.header, r.body) }()
+			type result struct {
+				reply
+				err error
+			}
+			got := make(chan result, 1)
+			go func() {
+				a, err := send(rc.url(), r.contentType, r.header, r.body)
+				got <- result{a, err}
+			}()
 			eventually(t, "the request waiting for a slot", func() bool { return len(rc.waiters) == 1 })
-			return got
+			return func() reply {
+				res := <-got
+				if res.err != nil {
+					t.Fatal(res.err)
+				}
+				return res.reply
+			}
 		}
 		refused := func(a reply) {
 			t.Helper()
@@ -224,9 +236,9 @@ func TestBusy(t *testing.T) {
 			rc := start("as2_wait", time.Minute)
 			before := b.messageCount()
 			finish := hold(rc)
-			got := wait(rc)
+			answer := wait(rc)
 			finish()
-			served(<-got)
+			served(answer())
 			if stored := b.messageCount() - before; stored != 2 {
 				t.Errorf("%d messages stored, want 2", stored)
 			}
@@ -246,11 +258,11 @@ func TestBusy(t *testing.T) {
 			rc := start("as2_full", time.Minute)
 			before := b.messageCount()
 			finish := hold(rc)
-			got := wait(rc)
+			answer := wait(rc)
 			r := doc()
 			refused(post(t, rc.url(), r.contentType, r.header, r.body))
 			finish()
-			served(<-got)
+			served(answer())
 			if stored := b.messageCount() - before; stored != 2 {
 				t.Errorf("%d messages stored, want 2", stored)
 			}
