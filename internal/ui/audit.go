@@ -127,15 +127,7 @@ func (s *Server) auditVerify(w http.ResponseWriter, r *http.Request) {
 func (s *Server) renderAudit(w http.ResponseWriter, r *http.Request, q url.Values, v *auditVerification) {
 	form, f := parseAuditFilter(q)
 	d := auditData{Filter: form, Verify: v, CSRFField: session.CSRFField, CSRFToken: sessionCSRFToken(r)}
-	if len(form.Errors) > 0 {
-		s.render(w, r, http.StatusBadRequest, "audit", pageData{Title: "Audit log", Data: d})
-		return
-	}
-	if err := s.listAudit(r.Context(), &d, f); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, "audit", pageData{Title: "Audit log", Data: d})
+	s.renderList(w, r, "audit", "Audit log", &d, len(form.Errors) > 0, func() error { return s.listAudit(r.Context(), &d, f) })
 }
 
 func (s *Server) listAudit(ctx context.Context, d *auditData, f persistence.AuditFilter) error {

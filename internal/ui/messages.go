@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"wharf/internal/download"
 	"wharf/internal/persistence"
 	"wharf/internal/ui/session"
 )
@@ -124,15 +123,7 @@ type messagesData struct {
 func (s *Server) messagesPage(w http.ResponseWriter, r *http.Request) {
 	form, f := parseMessageFilter(r.URL.Query())
 	d := messagesData{Filter: form, Statuses: persistence.AllMessageStatuses}
-	if len(form.Errors) > 0 {
-		s.render(w, r, http.StatusBadRequest, "messages", pageData{Title: "Messages", Data: d})
-		return
-	}
-	if err := s.listMessages(r.Context(), &d, f); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, "messages", pageData{Title: "Messages", Data: d})
+	s.renderList(w, r, "messages", "Messages", &d, len(form.Errors) > 0, func() error { return s.listMessages(r.Context(), &d, f) })
 }
 
 // listMessages fills d's rows and page links for the filter f of d.Filter.
@@ -345,42 +336,7 @@ func (s *Server) messagePayload(w http.ResponseWriter, r *http.Request) {
 	}
 	defer body.Close()
 
-	h := w.Header()
-	h.Set("Content-Type", "application/octet-stream")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": payloadFileName(m, stage)}))
-	h.Set("Content-Length", strconv.FormatInt(p.Size, 10))
-	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	w.WriteHeader(http.StatusOK)
-	if _, err := io.Copy(w, body); err != nil {
-		// The status is sent; all that is left is to cut the response short, and to say so
-		// unless the client itself went away.
-		if ctx.Err() == nil {
-			s.log.ErrorContext(ctx, "payload download cut short", "message_id", id, "stage", string(stage), "err", err)
-		}
-		panic(http.ErrAbortHandler)
-	}
-}
-
-// payloadFileName is the original name for the document and <id>.<stage> for the other
-// stages, with anything outside a conservative set of characters replaced, so no client
-// can be led to a path or a hidden file.
-func payloadFileName(m persistence.Message, stage persistence.PayloadStage) string {
-	name := fmt.Sprintf("%d.%s", m.ID, stage)
-	if stage == persistence.PayloadUnpacked && m.OriginalFileName != "" {
-		name = string(m.OriginalFileName)
-	}
-	safe := strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
-			return r
-		}
-		return '_'
-	}, name)
-	if safe = strings.TrimLeft(safe, "."); safe == "" {
-		safe = fmt.Sprintf("%d.%s", m.ID, stage)
-	}
-	return safe
+	download.Send(w, r, s.log, m, stage, p.Size, body)
 }
 
 // messagePathID reads a positive integer path value; anything else names no record.

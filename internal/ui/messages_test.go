@@ -387,19 +387,6 @@ func TestMessagePayloadDownload(t *testing.T) {
 	}
 }
 
-func TestPayloadFileName(t *testing.T) {
-	m := persistence.Message{ID: 7, OriginalFileName: "..hidden name.edi"}
-	for stage, want := range map[persistence.PayloadStage]string{
-		persistence.PayloadUnpacked: "hidden_name.edi",
-		persistence.PayloadReceipt:  "7.receipt",
-		persistence.PayloadHeaders:  "7.headers",
-	} {
-		if got := payloadFileName(m, stage); got != want {
-			t.Errorf("payloadFileName(%s) = %q, want %q", stage, got, want)
-		}
-	}
-}
-
 func TestMessagePagesNeedSignIn(t *testing.T) {
 	b := setupMessages(t)
 	m := b.insert(t, 1, acmeParty, writerInst)[0]

@@ -155,15 +155,7 @@ func (s *Server) notificationsPage(w http.ResponseWriter, r *http.Request) {
 	for _, rec := range recs {
 		d.Notifiers = append(d.Notifiers, notifierRow{Name: rec.Name, Enabled: rec.Enabled})
 	}
-	if len(form.Errors) > 0 {
-		s.render(w, r, http.StatusBadRequest, "notifications", pageData{Title: "Notifications", Data: d})
-		return
-	}
-	if err := s.listNotifications(r.Context(), &d, f); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, "notifications", pageData{Title: "Notifications", Data: d})
+	s.renderList(w, r, "notifications", "Notifications", &d, len(form.Errors) > 0, func() error { return s.listNotifications(r.Context(), &d, f) })
 }
 
 // listNotifications fills d's rows and page links for the filter f of d.Filter.

@@ -109,6 +109,20 @@ func takeFlash(w http.ResponseWriter, r *http.Request) *flash {
 	return nil
 }
 
+// renderList renders a list page whose data list fills: with 400 and without listing when
+// its filter form is invalid.
+func (s *Server) renderList(w http.ResponseWriter, r *http.Request, view, title string, data any, invalid bool, list func() error) {
+	if invalid {
+		s.render(w, r, http.StatusBadRequest, view, pageData{Title: title, Data: data})
+		return
+	}
+	if err := list(); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, view, pageData{Title: title, Data: data})
+}
+
 // render executes a page into a buffer first, so a template failure becomes a
 // clean 500 instead of half a page.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, view string, d pageData) {
