@@ -189,10 +189,6 @@ func (s *Server) loadCertificate(w http.ResponseWriter, r *http.Request) (persis
 		return persistence.Certificate{}, false
 	}
 	c, err := s.store.GetCertificate(r.Context(), id)
-	if errors.Is(err, persistence.ErrNotFound) {
-		s.notFound(w, r)
-		return persistence.Certificate{}, false
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return persistence.Certificate{}, false

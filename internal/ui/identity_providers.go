@@ -71,10 +71,6 @@ func (s *Server) renderProviderForm(w http.ResponseWriter, r *http.Request, stat
 // loadProvider reads the provider the path names; an unknown name is a 404, answered.
 func (s *Server) loadProvider(w http.ResponseWriter, r *http.Request) (persistence.IdentityProvider, bool) {
 	p, err := s.store.GetIdentityProvider(r.Context(), r.PathValue("name"))
-	if errors.Is(err, persistence.ErrNotFound) {
-		s.notFound(w, r)
-		return p, false
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return p, false
@@ -180,10 +176,6 @@ func (s *Server) deleteProviderPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err := s.store.DeleteIdentityProvider(r.Context(), p.Name)
-	if errors.Is(err, persistence.ErrNotFound) {
-		s.notFound(w, r)
-		return
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -189,10 +189,6 @@ func (s *Server) messagePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := s.messageDetail(r.Context(), id)
-	if errors.Is(err, persistence.ErrNotFound) {
-		s.notFound(w, r)
-		return
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -320,10 +316,6 @@ func (s *Server) messagePayload(w http.ResponseWriter, r *http.Request) {
 	var p persistence.Payload
 	if err == nil {
 		p, err = s.store.GetPayload(ctx, id, stage)
-	}
-	if errors.Is(err, persistence.ErrNotFound) {
-		s.notFound(w, r)
-		return
 	}
 	if err != nil {
 		s.fail(w, r, err)

@@ -137,10 +137,6 @@ func (s *Server) loadParty(w http.ResponseWriter, r *http.Request, p partyPages)
 		return persistence.Party{}, false
 	}
 	party, err := s.store.GetParty(r.Context(), p.Kind, name)
-	if errors.Is(err, persistence.ErrNotFound) {
-		s.notFound(w, r)
-		return persistence.Party{}, false
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return persistence.Party{}, false

@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"net/http"
 
+	"wharf/internal/persistence"
 	"wharf/internal/ui/session"
 	"wharf/internal/ui/static"
 )
@@ -147,8 +148,13 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, view
 	buf.WriteTo(w)
 }
 
-// fail logs err once and answers 500 without its details.
+// fail answers a record the request names that is not there with the not-found page,
+// and anything else with a 500 without its details, logged once.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, persistence.ErrNotFound) {
+		s.notFound(w, r)
+		return
+	}
 	s.log.ErrorContext(r.Context(), "ui request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	http.Error(w, "internal error", http.StatusInternalServerError)
 }

@@ -107,10 +107,6 @@ func (s *Server) deleteRoutePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err = s.store.DeleteRoute(r.Context(), id)
-	if errors.Is(err, persistence.ErrNotFound) {
-		s.notFound(w, r)
-		return
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -150,10 +150,6 @@ func (s *Server) setupSubmit(w http.ResponseWriter, r *http.Request) {
 	// The user completes their own set-up: the audit log names them.
 	ctx := audit.WithActor(r.Context(), "user:"+string(u.Name))
 	claimed, err := s.store.CompleteUserSetupWithToken(ctx, st.UserID, tokenHash, now, pwHash, sealedTOTP, codeHashes)
-	if errors.Is(err, persistence.ErrNotFound) {
-		s.notFound(w, r)
-		return
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

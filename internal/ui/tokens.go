@@ -87,10 +87,6 @@ func (s *Server) createTokenPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) revokeTokenPage(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	err := s.store.RevokeAPIToken(r.Context(), name)
-	if errors.Is(err, persistence.ErrNotFound) {
-		s.notFound(w, r)
-		return
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

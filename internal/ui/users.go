@@ -177,10 +177,6 @@ func (s *Server) loadUser(w http.ResponseWriter, r *http.Request) (persistence.U
 		return persistence.User{}, false
 	}
 	u, err := s.store.GetUserByName(r.Context(), name)
-	if errors.Is(err, persistence.ErrNotFound) {
-		s.notFound(w, r)
-		return persistence.User{}, false
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return persistence.User{}, false
@@ -262,10 +258,6 @@ func (s *Server) resetUserPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token, expires, err := setuplink.Reset(r.Context(), s.store, u.ID, s.now())
-	if errors.Is(err, persistence.ErrNotFound) {
-		s.notFound(w, r)
-		return
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
