@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -226,14 +227,34 @@ func (b *browser) waitText(t *testing.T, text string, within time.Duration) {
 	}
 }
 
+// chromiumNames are the names Chromium's binary goes by in the distributions' packages.
+var chromiumNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
+
+// chromium is the browser binary: WHARF_TEST_CHROMIUM when set, which must then run, else
+// the first of chromiumNames on the PATH. Without either the browser tests cannot run
+// here and are skipped, saying what to install.
+func chromium(t *testing.T) string {
+	if bin := os.Getenv("WHARF_TEST_CHROMIUM"); bin != "" {
+		path, err := exec.LookPath(bin)
+		if err != nil {
+			t.Fatalf("WHARF_TEST_CHROMIUM=%s: %v", bin, err)
+		}
+		return path
+	}
+	for _, name := range chromiumNames {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	t.Skipf("no Chromium binary: install one (Debian: apt-get install chromium) or name it in WHARF_TEST_CHROMIUM; looked for %v on the PATH", chromiumNames)
+	return ""
+}
+
 // TestBrowserFlows drives real headless Chromium through the operator's flows, one step
 // after another on one gateway; a failed step stops the ones after it. Every page must be
 // free of console errors, CSP violations and failed requests.
 func TestBrowserFlows(t *testing.T) {
-	bin := os.Getenv("WHARF_TEST_CHROMIUM")
-	if bin == "" {
-		t.Skip("WHARF_TEST_CHROMIUM is not set: the browser tests need the path of a Chromium binary, e.g. WHARF_TEST_CHROMIUM=/usr/bin/chromium")
-	}
+	bin := chromium(t)
 	h := start(t)
 	b := newBrowser(t, bin, h)
 	steps := []struct {
