@@ -39,8 +39,20 @@ func registerPages(groupViews []string, routes func(*Server) []pageRoute) bool {
 }
 
 var funcs = template.FuncMap{
-	"static":    static.URL,
-	"csrfField": func() string { return session.CSRFField },
+	"static":      static.URL,
+	"csrfField":   func() string { return session.CSRFField },
+	"filterInput": newFilterInput,
+}
+
+// filterInput is one text field of a list page's filter form, drawn by the
+// "filter-input" template: its element id is filter-<ID>, its error the one errs holds
+// under Name.
+type filterInput struct {
+	ID, Name, Type, Label, Value, Placeholder, Error string
+}
+
+func newFilterInput(id, name, typ, label, value, placeholder string, errs map[string]string) filterInput {
+	return filterInput{ID: id, Name: name, Type: typ, Label: label, Value: value, Placeholder: placeholder, Error: errs[name]}
 }
 
 func parsePages() (map[string]*template.Template, error) {
