@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -46,22 +47,11 @@ func (s *Server) renderRoutes(w http.ResponseWriter, r *http.Request, status int
 		s.fail(w, r, err)
 		return
 	}
-	configs, err := s.store.ListPluginConfigs(r.Context(), "")
+	// The selects offer only instances that can stand on each side; records still checks.
+	sources, targets, err := s.instancesByRole(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
-	}
-	// The selects offer only instances that can stand on each side; records still checks.
-	var sources, targets []persistence.InstanceName
-	for _, c := range configs {
-		p, ok := module.Lookup(c.Type)
-		switch {
-		case !ok:
-		case p.Role == module.RoleSource:
-			sources = append(sources, c.Name)
-		case p.Role == module.RoleTarget:
-			targets = append(targets, c.Name)
-		}
 	}
 	s.render(w, r, status, "routes", pageData{Title: "Routes", Data: struct {
 		Routes    []persistence.Route
@@ -114,4 +104,23 @@ func (s *Server) deleteRoutePage(w http.ResponseWriter, r *http.Request) {
 	s.routesChanged(r)
 	setFlash(w, "route-deleted")
 	http.Redirect(w, r, "/ui/routes", http.StatusSeeOther)
+}
+
+// instancesByRole lists the configured source and target instances, by name.
+func (s *Server) instancesByRole(ctx context.Context) (sources, targets []persistence.InstanceName, err error) {
+	configs, err := s.store.ListPluginConfigs(ctx, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range configs {
+		p, ok := module.Lookup(c.Type)
+		switch {
+		case !ok:
+		case p.Role == module.RoleSource:
+			sources = append(sources, c.Name)
+		case p.Role == module.RoleTarget:
+			targets = append(targets, c.Name)
+		}
+	}
+	return sources, targets, nil
 }

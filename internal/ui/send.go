@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/records"
 	"wharf/internal/settings"
@@ -68,21 +67,10 @@ func (s *Server) renderSend(w http.ResponseWriter, r *http.Request, status int, 
 		s.fail(w, r, err)
 		return
 	}
-	configs, err := s.store.ListPluginConfigs(ctx, "")
+	sources, targets, err := s.instancesByRole(ctx)
 	if err != nil {
 		s.fail(w, r, err)
 		return
-	}
-	var sources, targets []persistence.InstanceName
-	for _, c := range configs {
-		p, ok := module.Lookup(c.Type)
-		switch {
-		case !ok:
-		case p.Role == module.RoleSource:
-			sources = append(sources, c.Name)
-		case p.Role == module.RoleTarget:
-			targets = append(targets, c.Name)
-		}
 	}
 	limit, err := records.MaxUploadBytes(ctx, s.store)
 	if err != nil {
