@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"wharf/internal/alert"
+	"wharf/internal/gateway/gatewaytest"
 	"wharf/internal/notification"
 )
 
@@ -76,7 +77,7 @@ func (s *syncBuffer) String() string {
 // as logged to the test, and the default settings.
 func startLogged(t *testing.T, dbURL string, logs io.Writer) *harness {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.MultiWriter(logs, logWriter{t}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(logs, gatewaytest.LogWriter(t)), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return startGateway(t, dbURL, log, nil)
 }
 

@@ -17,10 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"wharf/internal/api"
 	"wharf/internal/bus"
-	"wharf/internal/config"
 	"wharf/internal/gateway"
+	"wharf/internal/gateway/gatewaytest"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db/dbtest"
 
@@ -30,17 +29,10 @@ import (
 
 // harness is a running standalone gateway with an API token.
 type harness struct {
-	t     *testing.T
-	g     *gateway.Gateway
-	token string
-	data  string
-}
-
-type logWriter struct{ t *testing.T }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
+	t    *testing.T
+	g    *gateway.Gateway
+	gw   *gatewaytest.Gateway
+	data string
 }
 
 // start runs a gateway on dbURL (SQLite in a temporary data directory when empty) with
@@ -48,68 +40,29 @@ func (w logWriter) Write(p []byte) (int, error) {
 // within a test's patience.
 func start(t *testing.T, dbURL string) *harness {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return startGateway(t, dbURL, log, map[string]string{"sweep_interval": "100ms", "wakeup_backoff": "1s", "max_dispatches": "1"})
+	return startGateway(t, dbURL, nil, map[string]string{"sweep_interval": "100ms", "wakeup_backoff": "1s", "max_dispatches": "1"})
 }
 
-// startGateway runs a gateway on dbURL with the settings put before it starts, and an
-// API token.
+// startGateway runs a gateway on dbURL with the settings put before it starts.
 func startGateway(t *testing.T, dbURL string, log *slog.Logger, settings map[string]string) *harness {
 	t.Helper()
-	ctx := context.Background()
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.HTTPAddr = "127.0.0.1:0"
-	cfg.DBURL = dbURL
-	g, err := gateway.Open(ctx, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range settings {
-		if err := g.Store.PutSetting(ctx, k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := g.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := g.Shutdown(context.Background()); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	if _, err := g.Store.CreateAPIToken(ctx, "test", api.HashToken("test-token")); err != nil {
-		t.Fatal(err)
-	}
-	return &harness{t: t, g: g, token: "test-token", data: cfg.DataDir}
+	gw := gatewaytest.Start(t, gatewaytest.Options{DBURL: dbURL, Log: log, Settings: settings})
+	return &harness{t: t, g: gw.Gateway, gw: gw, data: gw.DataDir}
 }
 
+// do calls the REST API and decodes a 2xx answer into out.
 func (h *harness) do(method, path, contentType string, body io.Reader, out any) int {
 	h.t.Helper()
-	req, err := http.NewRequest(method, "http://"+h.g.Addr()+path, body)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+h.token)
-	req.Header.Set("X-Requested-With", "test")
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if out != nil && resp.StatusCode/100 == 2 {
+	status, data := h.gw.API(method, path, contentType, body)
+	if out != nil && status/100 == 2 {
 		if err := json.Unmarshal(data, out); err != nil {
 			h.t.Fatalf("%s %s: %v: %s", method, path, err, data)
 		}
 	}
-	if resp.StatusCode/100 != 2 {
-		h.t.Logf("%s %s: %d %s", method, path, resp.StatusCode, data)
+	if status/100 != 2 {
+		h.t.Logf("%s %s: %d %s", method, path, status, data)
 	}
-	return resp.StatusCode
+	return status
 }
 
 func (h *harness) json(method, path string, in, out any) int {

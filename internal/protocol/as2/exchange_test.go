@@ -2,27 +2,23 @@ package as2_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"mime/multipart"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"wharf/internal/api"
 	"wharf/internal/certs/certstest"
-	"wharf/internal/config"
 	"wharf/internal/gateway"
+	"wharf/internal/gateway/gatewaytest"
+	"wharf/internal/persistence"
 	"wharf/internal/persistence/db/dbtest"
 	"wharf/internal/protocol/as2/as2test"
 
@@ -33,100 +29,37 @@ import (
 // peer is a running gateway in the exchange, driven over its REST API as an operator
 // would.
 type peer struct {
-	t     *testing.T
-	g     *gateway.Gateway
-	name  string // its organization's AS2 id
-	data  string
-	as2   string // the receiver's base URL
-	token string
-}
-
-type logWriter struct{ t *testing.T }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t    *testing.T
+	g    *gateway.Gateway
+	gw   *gatewaytest.Gateway
+	name string // its organization's AS2 id
+	data string
+	as2  string // the receiver's base URL
 }
 
 func startPeer(t *testing.T, as2ID, dbURL string) *peer {
 	t.Helper()
-	ctx := context.Background()
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	cfg.HTTPAddr = "127.0.0.1:0"
-	cfg.DBURL = dbURL
-	log := slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	g, err := gateway.Open(ctx, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The receiver gets a port of its own before it starts.
-	port := freePort(t)
-	rec, err := g.Store.GetPluginConfig(ctx, "as2_receiver_default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(rec.Config, &c); err != nil {
-		t.Fatal(err)
-	}
-	c["port"] = port
-	if rec.Config, err = json.Marshal(c); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.Store.UpdatePluginConfig(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := g.Shutdown(context.Background()); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	if _, err := g.Store.CreateAPIToken(ctx, "test", api.HashToken("test-token")); err != nil {
-		t.Fatal(err)
-	}
-	return &peer{t: t, g: g, name: as2ID, data: cfg.DataDir, as2: fmt.Sprintf("http://127.0.0.1:%d", port), token: "test-token"}
+	port := gatewaytest.FreePort(t)
+	gw := gatewaytest.Start(t, gatewaytest.Options{DBURL: dbURL,
+		Plugins: map[persistence.InstanceName]map[string]any{"as2_receiver_default": {"port": port}}})
+	return &peer{t: t, g: gw.Gateway, gw: gw, name: as2ID, data: gw.DataDir, as2: fmt.Sprintf("http://127.0.0.1:%d", port)}
 }
 
+// do calls the REST API, fails the test on an answer other than 2xx, and decodes it into
+// out.
 func (p *peer) do(method, path, contentType string, body io.Reader, out any) int {
 	p.t.Helper()
-	req, err := http.NewRequest(method, "http://"+p.g.Addr()+path, body)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+p.token)
-	req.Header.Set("X-Requested-With", "test")
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		p.t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, data)
+	status, data := p.gw.API(method, path, contentType, body)
+	if status/100 != 2 {
+		p.t.Fatalf("%s %s: %d %s", method, path, status, data)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
 			p.t.Fatalf("%s %s: %v: %s", method, path, err, data)
 		}
 	}
-	return resp.StatusCode
+	return status
 }
 
 func (p *peer) json(method, path string, in, out any) {

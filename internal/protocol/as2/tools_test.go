@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"wharf/internal/certs/certstest"
+	"wharf/internal/gateway/gatewaytest"
 	"wharf/internal/protocol/as2/as2test"
 )
 
@@ -35,17 +36,7 @@ func (c checkView) failedAt() string {
 func (p *peer) status(method, path string, body any) (int, []byte) {
 	p.t.Helper()
 	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest(method, "http://"+p.g.Addr()+path, bytes.NewReader(b))
-	req.Header.Set("Authorization", "Bearer "+p.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
-	return resp.StatusCode, buf.Bytes()
+	return p.gw.API(method, path, "application/json", bytes.NewReader(b))
 }
 
 func TestConnectionCheckAndTestMessage(t *testing.T) {
@@ -62,7 +53,7 @@ func TestConnectionCheckAndTestMessage(t *testing.T) {
 		w.WriteHeader(http.StatusMethodNotAllowed)
 	}))
 	defer tlsServer.Close()
-	closed := fmt.Sprintf("http://127.0.0.1:%d/as2", freePort(t))
+	closed := fmt.Sprintf("http://127.0.0.1:%d/as2", gatewaytest.FreePort(t))
 	a.json("POST", "/api/v1/as2/remote-profiles", map[string]any{"partner": "b", "as2_id": "WHARF-B",
 		"endpoint_url": closed, "partner_certificate_ids": []int64{partner}}, nil)
 

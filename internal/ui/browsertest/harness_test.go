@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -25,9 +24,8 @@ import (
 	"github.com/pquerna/otp"
 	otptotp "github.com/pquerna/otp/totp"
 
-	"wharf/internal/api"
-	"wharf/internal/config"
 	"wharf/internal/gateway"
+	"wharf/internal/gateway/gatewaytest"
 	"wharf/internal/persistence"
 
 	_ "wharf/internal/notification"
@@ -36,10 +34,7 @@ import (
 	_ "wharf/internal/protocol/httppost"
 )
 
-const (
-	testPassword = "copper kettle walks sideways"
-	testToken    = "browsertest-api-token"
-)
+const testPassword = "copper kettle walks sideways"
 
 // logBuffer keeps every log line of the gateway, for the canary check, and passes warnings
 // and errors on to the test's log.
@@ -69,68 +64,25 @@ func (l *logBuffer) String() string {
 type harness struct {
 	t    *testing.T
 	g    *gateway.Gateway
+	gw   *gatewaytest.Gateway
 	base string
 	logs *logBuffer
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // start opens and starts a gateway; the AS2 receiver gets a free port, so tests can run
 // side by side, and the sweep runs often, so retries show within a test's patience.
 func start(t *testing.T) *harness {
 	t.Helper()
-	ctx := context.Background()
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	// A fixed free port, not 0: the public URL derived from the address is the redirect
-	// URL single sign-on hands the identity provider.
-	cfg.HTTPAddr = "127.0.0.1:" + strconv.Itoa(freePort(t))
 	logs := &logBuffer{t: t}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	g, err := gateway.Open(ctx, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := g.Store.GetPluginConfig(ctx, "as2_receiver_default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(rec.Config, &c); err != nil {
-		t.Fatal(err)
-	}
-	c["port"] = freePort(t)
-	if rec.Config, err = json.Marshal(c); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.Store.UpdatePluginConfig(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range map[string]string{"sweep_interval": "100ms", "wakeup_backoff": "1s"} {
-		if err := g.Store.PutSetting(ctx, k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := g.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := g.Shutdown(context.Background()); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
+	gw := gatewaytest.Start(t, gatewaytest.Options{
+		// A fixed free port, not 0: the public URL derived from the address is the
+		// redirect URL single sign-on hands the identity provider.
+		HTTPAddr: "127.0.0.1:" + strconv.Itoa(gatewaytest.FreePort(t)),
+		Log:      slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Settings: map[string]string{"sweep_interval": "100ms", "wakeup_backoff": "1s"},
+		Plugins:  map[persistence.InstanceName]map[string]any{"as2_receiver_default": {"port": gatewaytest.FreePort(t)}},
 	})
-	if _, err := g.Store.CreateAPIToken(ctx, "browsertest", api.HashToken(testToken)); err != nil {
-		t.Fatal(err)
-	}
-	return &harness{t: t, g: g, base: "http://" + g.Addr(), logs: logs}
+	return &harness{t: t, g: gw.Gateway, gw: gw, base: gw.URL(), logs: logs}
 }
 
 // setupLink creates a user with a pending set-up link, as `wharf users create` does, and
@@ -171,22 +123,7 @@ func signInCode(t *testing.T, secret string) string {
 // api calls the REST API with the test token; it returns the status and the body.
 func (h *harness) api(method, path, contentType string, body io.Reader) (int, []byte) {
 	h.t.Helper()
-	req, err := http.NewRequest(method, h.base+path, body)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	req.Header.Set("X-Requested-With", "test")
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, data
+	return h.gw.API(method, path, contentType, body)
 }
 
 // mustJSON calls the REST API with a JSON body and decodes a 2xx answer into out.

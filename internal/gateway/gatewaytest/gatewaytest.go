@@ -1,0 +1,156 @@
+// Package gatewaytest runs a whole gateway inside a test: opened on a temporary data
+// directory, given settings and plugin config before it starts, shut down when the test
+// ends, with an API token for calls to its REST API.
+package gatewaytest
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"wharf/internal/api"
+	"wharf/internal/config"
+	"wharf/internal/gateway"
+	"wharf/internal/persistence"
+)
+
+// Token is the API token every gateway Start runs accepts.
+const Token = "test-token"
+
+// Options shape a gateway before it starts.
+type Options struct {
+	// DBURL is PostgreSQL's URL; empty means SQLite in the data directory.
+	DBURL string
+	// HTTPAddr is the listen address; empty means a port the system picks.
+	HTTPAddr string
+	// Log receives the gateway's log; nil means warnings in the test's log.
+	Log *slog.Logger
+	// Settings are put before the gateway starts.
+	Settings map[string]string
+	// Plugins are fields merged into plugin instances' configs before the gateway starts.
+	Plugins map[persistence.InstanceName]map[string]any
+}
+
+// Gateway is a running gateway and the directory it keeps its data in.
+type Gateway struct {
+	*gateway.Gateway
+	DataDir string
+	t       testing.TB
+}
+
+// Start opens and starts a gateway; it is shut down when the test ends.
+func Start(t testing.TB, o Options) *Gateway {
+	t.Helper()
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.HTTPAddr = o.HTTPAddr
+	if cfg.HTTPAddr == "" {
+		cfg.HTTPAddr = "127.0.0.1:0"
+	}
+	cfg.DBURL = o.DBURL
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(LogWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	g, err := gateway.Open(ctx, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, fields := range o.Plugins {
+		mergeConfig(t, g, name, fields)
+	}
+	for k, v := range o.Settings {
+		if err := g.Store.PutSetting(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := g.Shutdown(context.Background()); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	if _, err := g.Store.CreateAPIToken(ctx, "test", api.HashToken(Token)); err != nil {
+		t.Fatal(err)
+	}
+	return &Gateway{Gateway: g, DataDir: cfg.DataDir, t: t}
+}
+
+// mergeConfig sets fields in the stored config of a plugin instance.
+func mergeConfig(t testing.TB, g *gateway.Gateway, name persistence.InstanceName, fields map[string]any) {
+	t.Helper()
+	ctx := context.Background()
+	rec, err := g.Store.GetPluginConfig(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(rec.Config, &c); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range fields {
+		c[k] = v
+	}
+	if rec.Config, err = json.Marshal(c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Store.UpdatePluginConfig(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// URL is the gateway's base URL.
+func (g *Gateway) URL() string { return "http://" + g.Addr() }
+
+// API calls the REST API with Token; it returns the status and the body.
+func (g *Gateway) API(method, path, contentType string, body io.Reader) (int, []byte) {
+	g.t.Helper()
+	req, err := http.NewRequest(method, g.URL()+path, body)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+Token)
+	req.Header.Set("X-Requested-With", "test")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return resp.StatusCode, data
+}
+
+// FreePort is a loopback TCP port nothing listens on at the moment.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// LogWriter writes each log line to the test's log.
+func LogWriter(t testing.TB) io.Writer { return testLog{t} }
+
+type testLog struct{ t testing.TB }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
