@@ -180,7 +180,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		Secure:          strings.HasPrefix(baseURL, "https://"),
 		IdleTimeout:     sessionIdle,
 		AbsoluteTimeout: sessionAbsolute,
-		Users:           g.Store,
+		Store:           g.Store,
 		Logger:          log.With("component", "ui"),
 	})
 	if err != nil {

@@ -121,6 +121,7 @@ type Server struct {
 	ingest          module.Ingester
 	settingsChanged func(context.Context)
 	publicURL       string
+	sameOrigin      func(http.Handler) http.Handler // see session.SameOrigin
 	live            *hub
 	logs            *logging.Ring
 	panels          map[string]module.MessagePanels
@@ -151,6 +152,9 @@ func New(d Deps) (*Server, error) {
 	}
 	s.services = d.Services
 	s.ingest, s.settingsChanged, s.publicURL = d.Ingest, d.SettingsChanged, d.PublicURL
+	if s.sameOrigin, err = session.SameOrigin(d.PublicURL); err != nil {
+		return nil, fmt.Errorf("ui: %w", err)
+	}
 	s.live, s.logs, s.panels = newHub(), d.Logs, d.Panels
 	if d.Events != nil {
 		cancel, err := d.Events.SubscribeMessages(s.live.publish)
@@ -205,14 +209,16 @@ func (s *Server) Handler() http.Handler {
 		pages.Handle(rt.pattern, h)
 	}
 	pages.HandleFunc("/ui/", s.notFound)
+	// Every state-changing request, signed in or not, must come from this site's pages.
+	guarded := s.sameOrigin(pages)
 
 	mux := http.NewServeMux()
 	mux.Handle(static.Prefix, static.Handler())
-	mux.Handle("/ui/", session.SecurityHeaders(s.limitBody(pages)))
+	mux.Handle("/ui/", session.SecurityHeaders(s.limitBody(guarded)))
 	// A route that takes more than maxBody (an upload) gets its own limit, before routing.
 	for _, rt := range routes {
 		if bl, ok := rt.handler.(bodyLimiter); ok {
-			mux.Handle(rt.pattern, session.SecurityHeaders(session.LimitBody(bl.BodyLimit())(pages)))
+			mux.Handle(rt.pattern, session.SecurityHeaders(session.LimitBody(bl.BodyLimit())(guarded)))
 		}
 	}
 	return mux

@@ -72,7 +72,7 @@ func newServer(t *testing.T, b *bundle, more func(*Deps)) *Server {
 	}
 	mgr, err := session.NewManager(session.Config{
 		Key: session.GenerateKey(), IdleTimeout: time.Hour, AbsoluteTimeout: 12 * time.Hour,
-		Users: b.store, Now: b.clock.Now, Logger: logger,
+		Store: b.store, Now: b.clock.Now, Logger: logger,
 	})
 	if err != nil {
 		t.Fatal(err)

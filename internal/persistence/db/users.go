@@ -523,6 +523,11 @@ func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool) er
 		if err != nil {
 			return userErr(op, id, err)
 		}
+		if disabled {
+			if err := t.endUISessions(ctx, id); err != nil {
+				return err
+			}
+		}
 		return t.audit(ctx, op, "user", strconv.FormatInt(u.ID, 10), string(u.Name), []audit.Change{{Path: "disabled",
 			Old: json.RawMessage(strconv.FormatBool(!disabled)), New: json.RawMessage(strconv.FormatBool(disabled))}})
 	})
@@ -561,6 +566,9 @@ func (s *Store) BumpUserGeneration(ctx context.Context, id int64) error {
 		u, err := scanUser(t.queryRow(ctx, `UPDATE users SET generation = generation + 1 WHERE id = ? RETURNING `+userCols, id))
 		if err != nil {
 			return userErr("end sessions of", id, err)
+		}
+		if err := t.endUISessions(ctx, id); err != nil {
+			return err
 		}
 		return t.auditUser(ctx, "sign_out_everywhere", nil, nil)(u)
 	})

@@ -47,11 +47,24 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// usersFunc lets a test change what the store answers without changing the store.
-type usersFunc func(ctx context.Context, id int64) (persistence.User, error)
+// sessionUserFunc lets a test change what the store answers for a session's user
+// without changing the store.
+type sessionUserFunc func(ctx context.Context, idHash string) (persistence.User, error)
 
-func (f usersFunc) GetUser(ctx context.Context, id int64) (persistence.User, error) {
-	return f(ctx, id)
+// swappable is the manager's store: b.store, with the user lookup replaceable.
+type swappable struct {
+	*db.Store
+	b *bundle
+}
+
+func (s swappable) GetUISessionUser(ctx context.Context, idHash string) (persistence.User, error) {
+	s.b.usersMu.Lock()
+	f := s.b.users
+	s.b.usersMu.Unlock()
+	if f != nil {
+		return f(ctx, idHash)
+	}
+	return s.Store.GetUISessionUser(ctx, idHash)
 }
 
 // bundle is one test's gateway slice: a store with two administrators, a manager on an
@@ -63,23 +76,18 @@ type bundle struct {
 	srv        *httptest.Server
 	alice, bob persistence.User
 	client     *http.Client
-	users      Users // what the manager asks; the store unless a test replaces it
+	users      sessionUserFunc // what the manager asks for a session's user; the store when nil
 	usersMu    sync.Mutex
 }
 
 func setup(t *testing.T, s *db.Store) *bundle {
 	t.Helper()
-	b := &bundle{store: s, clock: &clock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}, users: s}
+	b := &bundle{store: s, clock: &clock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}}
 	b.alice = newUser(t, s, "alice")
 	b.bob = newUser(t, s, "bob") // so alice is not the last user and can be disabled
 	mgr, err := NewManager(Config{
 		Key: GenerateKey(), IdleTimeout: testIdle, AbsoluteTimeout: testAbsolute,
-		Users: usersFunc(func(ctx context.Context, id int64) (persistence.User, error) {
-			b.usersMu.Lock()
-			u := b.users
-			b.usersMu.Unlock()
-			return u.GetUser(ctx, id)
-		}),
+		Store:  swappable{Store: s, b: b},
 		Now:    b.clock.Now,
 		Logger: slog.New(slog.NewTextHandler(tLogWriter{t}, nil)),
 	})
@@ -108,13 +116,16 @@ func (b *bundle) handler(t *testing.T) http.Handler {
 			http.Error(w, "no", http.StatusInternalServerError)
 			return
 		}
-		if _, err := b.mgr.Issue(w, u); err != nil {
+		if _, err := b.mgr.Issue(r.Context(), w, u); err != nil {
 			t.Errorf("Issue: %v", err)
 		}
 	})
-	mux.HandleFunc("POST /ui/sign-out", func(w http.ResponseWriter, r *http.Request) {
-		b.mgr.Clear(w)
-	})
+	mux.Handle("POST /ui/sign-out", b.mgr.Require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s, _ := FromContext(r.Context())
+		if err := b.mgr.End(r.Context(), w, s); err != nil {
+			t.Errorf("End: %v", err)
+		}
+	})))
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s, ok := FromContext(r.Context())
 		if !ok {
@@ -135,7 +146,7 @@ func (b *bundle) handler(t *testing.T) http.Handler {
 	return SecurityHeaders(LimitBody(testBodyMax)(mux))
 }
 
-func (b *bundle) setUsers(u Users) {
+func (b *bundle) setUsers(u sessionUserFunc) {
 	b.usersMu.Lock()
 	defer b.usersMu.Unlock()
 	b.users = u
@@ -280,12 +291,12 @@ func TestIssuedCookieAttributes(t *testing.T) {
 			u := newUser(t, s, "alice")
 			now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 			m, err := NewManager(Config{Key: GenerateKey(), CookieName: "wharf_s", Secure: secure,
-				IdleTimeout: testIdle, AbsoluteTimeout: testAbsolute, Users: s, Now: func() time.Time { return now }})
+				IdleTimeout: testIdle, AbsoluteTimeout: testAbsolute, Store: s, Now: func() time.Time { return now }})
 			if err != nil {
 				t.Fatal(err)
 			}
 			rec := httptest.NewRecorder()
-			if _, err := m.Issue(rec, u); err != nil {
+			if _, err := m.Issue(context.Background(), rec, u); err != nil {
 				t.Fatal(err)
 			}
 			cs := rec.Result().Cookies()
@@ -293,7 +304,11 @@ func TestIssuedCookieAttributes(t *testing.T) {
 				t.Fatalf("Issue set %d cookies", len(cs))
 			}
 			c := cs[0]
-			if c.Name != "wharf_s" || c.Path != "/ui" || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode ||
+			wantPath := "/ui"
+			if secure {
+				wantPath = "/"
+			}
+			if c.Name != "wharf_s" || c.Path != wantPath || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode ||
 				c.Secure != secure || c.MaxAge != int(testAbsolute/time.Second) {
 				t.Errorf("cookie = %+v", c)
 			}
@@ -306,14 +321,14 @@ func TestIssuedCookieAttributes(t *testing.T) {
 
 func TestIssueRefusesUserWhoCannotSignIn(t *testing.T) {
 	s := dbtest.SQLite(t)
-	m, err := NewManager(Config{Key: GenerateKey(), IdleTimeout: testIdle, AbsoluteTimeout: testAbsolute, Users: s})
+	m, err := NewManager(Config{Key: GenerateKey(), IdleTimeout: testIdle, AbsoluteTimeout: testAbsolute, Store: s})
 	if err != nil {
 		t.Fatal(err)
 	}
 	u := newUser(t, s, "alice")
 	u.Disabled = true
 	rec := httptest.NewRecorder()
-	if _, err := m.Issue(rec, u); err == nil {
+	if _, err := m.Issue(context.Background(), rec, u); err == nil {
 		t.Error("Issue for a disabled user succeeded")
 	}
 	if len(rec.Result().Cookies()) != 0 {
@@ -341,12 +356,12 @@ func TestSessionEnds(t *testing.T) {
 		}},
 		{"cookie sealed by another key", func(t *testing.T, b *bundle) {
 			other, err := NewManager(Config{Key: GenerateKey(), IdleTimeout: testIdle,
-				AbsoluteTimeout: testAbsolute, Users: b.store, Now: b.clock.Now})
+				AbsoluteTimeout: testAbsolute, Store: b.store, Now: b.clock.Now})
 			if err != nil {
 				t.Fatal(err)
 			}
 			rec := httptest.NewRecorder()
-			if _, err := other.Issue(rec, b.alice); err != nil {
+			if _, err := other.Issue(context.Background(), rec, b.alice); err != nil {
 				t.Fatal(err)
 			}
 			b.setSessionCookie(t, rec.Result().Cookies()[0].Value)
@@ -371,11 +386,11 @@ func TestSessionEnds(t *testing.T) {
 			}
 		}},
 		{"user disabled, generation unchanged", func(t *testing.T, b *bundle) {
-			b.setUsers(usersFunc(func(ctx context.Context, id int64) (persistence.User, error) {
-				u, err := b.store.GetUser(ctx, id)
+			b.setUsers(func(ctx context.Context, idHash string) (persistence.User, error) {
+				u, err := b.store.GetUISessionUser(ctx, idHash)
 				u.Disabled = true
 				return u, err
-			}))
+			})
 		}},
 		{"user deleted", func(t *testing.T, b *bundle) {
 			if err := b.store.DeleteUser(context.Background(), b.alice.ID); err != nil {
@@ -422,9 +437,9 @@ func TestTouch(t *testing.T) {
 func TestStoreFailureIsNotSignOut(t *testing.T) {
 	b := setup(t, dbtest.SQLite(t))
 	b.signIn(t, b.alice)
-	b.setUsers(usersFunc(func(context.Context, int64) (persistence.User, error) {
+	b.setUsers(func(context.Context, string) (persistence.User, error) {
 		return persistence.User{}, errors.New("database is down")
-	}))
+	})
 	r := b.do(t, http.MethodGet, "/ui/app/", nil, "")
 	if r.status != http.StatusInternalServerError || strings.Contains(r.body, "database") {
 		t.Errorf("page with a failing store = %d %q; want a bare 500", r.status, r.body)
@@ -440,10 +455,10 @@ func TestNewManagerRefusesBadConfig(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"no users", Config{IdleTimeout: time.Minute, AbsoluteTimeout: time.Hour}},
-		{"no idle lifetime", Config{Users: s, AbsoluteTimeout: time.Hour}},
-		{"no absolute lifetime", Config{Users: s, IdleTimeout: time.Minute}},
-		{"idle beyond absolute", Config{Users: s, IdleTimeout: 2 * time.Hour, AbsoluteTimeout: time.Hour}},
+		{"no store", Config{IdleTimeout: time.Minute, AbsoluteTimeout: time.Hour}},
+		{"no idle lifetime", Config{Store: s, AbsoluteTimeout: time.Hour}},
+		{"no absolute lifetime", Config{Store: s, IdleTimeout: time.Minute}},
+		{"idle beyond absolute", Config{Store: s, IdleTimeout: 2 * time.Hour, AbsoluteTimeout: time.Hour}},
 	}
 	for _, tt := range tests {
 		if _, err := NewManager(tt.cfg); err == nil {

@@ -203,6 +203,21 @@ CREATE TABLE users (
 
 CREATE UNIQUE INDEX users_setup_token ON users (setup_token_hash) WHERE setup_token_hash <> '';
 
+-- Web UI sessions (sign-in cookies), one row per signed-in browser, so signing out ends a
+-- session on the server and not only in the browser that asked. id_hash is the SHA-256
+-- (hex) of the random id sealed in the cookie; the id itself is never stored. A row goes
+-- when its session is signed out, when the user's sessions all end (generation bump or
+-- deletion), and once expires_at has passed (pruned at the next sign-in).
+CREATE TABLE ui_sessions (
+    id_hash    TEXT PRIMARY KEY,
+    user_id    INTEGER NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL
+) STRICT;
+
+CREATE INDEX ui_sessions_user ON ui_sessions (user_id);
+CREATE INDEX ui_sessions_expires ON ui_sessions (expires_at);
+
 -- The audit log: one row per configuration change or operator action, written in the
 -- change's transaction, chained by HMAC (see package audit). Rows are never updated or
 -- deleted; the triggers refuse both.
