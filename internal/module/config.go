@@ -71,19 +71,29 @@ func Decode(t persistence.PluginType, body []byte, stored *persistence.PluginCon
 		}
 		delete(fields, "enabled")
 	}
+	var storedFields map[string]json.RawMessage
+	var kept []string
 	if stored != nil {
 		secrets, err := openSecrets(stored.Secrets, s)
 		if err != nil {
 			return Instance{}, err
 		}
+		if err := json.Unmarshal(stored.Config, &storedFields); err != nil || storedFields == nil {
+			storedFields = map[string]json.RawMessage{}
+		}
 		for k, v := range secrets {
+			storedFields[k] = v
 			if _, given := fields[k]; !given {
 				fields[k] = v
+				kept = append(kept, k)
 			}
 		}
 	}
 	cfg, err := decodeStrict(p, fields)
 	if err != nil {
+		return Instance{}, err
+	}
+	if err := checkSecretBinding(p, cfg, storedFields, kept); err != nil {
 		return Instance{}, err
 	}
 	in.Config = cfg

@@ -26,6 +26,7 @@ func (c *testConfig) Validate() error {
 	return nil
 }
 func (c *testConfig) WriteOnlyFields() []string { return []string{"secret_headers"} }
+func (c *testConfig) SecretDestination() string { return c.URL }
 
 type nopTarget struct{}
 
@@ -103,7 +104,7 @@ func TestWriteOnlyFieldsAreSealedAndKept(t *testing.T) {
 	}
 
 	// An update that leaves the write-only field out keeps its value.
-	upd, err := Decode(testType, []byte(`{"url": "http://y"}`), &rec, reverseSealer{})
+	upd, err := Decode(testType, []byte(`{"url": "http://x/y"}`), &rec, reverseSealer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestWriteOnlyFieldsAreSealedAndKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := loaded.Config.(*testConfig)
-	if c.URL != "http://y" || c.Secret["X-Key"] != "canary-123" {
+	if c.URL != "http://x/y" || c.Secret["X-Key"] != "canary-123" {
 		t.Errorf("Load = %+v", c)
 	}
 	if _, err := Decode(testType, []byte(`{"name": "other", "url": "x"}`), &rec, reverseSealer{}); err == nil {

@@ -107,6 +107,10 @@ func NewConfig() *Config {
 // WriteOnlyFields names the fields sealed at rest and never returned.
 func (c *Config) WriteOnlyFields() []string { return []string{"url", "headers", "signing_secret"} }
 
+// SecretDestination is where the headers go and the signatures made with the signing
+// secret: a URL of another origin needs both entered again.
+func (c *Config) SecretDestination() string { return c.URL }
+
 // Validate checks the config; errors are *persistence.FieldError and never repeat the
 // URL, a header value or the secret.
 func (c *Config) Validate() error {

@@ -58,10 +58,11 @@ func init() {
 }
 
 var (
-	_ module.Config      = (*Config)(nil)
-	_ module.WriteOnly   = (*Config)(nil)
-	_ module.APIProvider = (*Runtime)(nil)
-	_ module.Stopper     = (*Runtime)(nil)
+	_ module.Config       = (*Config)(nil)
+	_ module.WriteOnly    = (*Config)(nil)
+	_ module.SecretBinder = (*Config)(nil)
+	_ module.APIProvider  = (*Runtime)(nil)
+	_ module.Stopper      = (*Runtime)(nil)
 )
 
 // Intervals of the runtime's background work.

@@ -97,6 +97,14 @@ func SaveIdentityProvider(ctx context.Context, st ProviderStore, s Sealer, name 
 			return persistence.IdentityProvider{}, err
 		}
 		stored = &rec
+		// The client secret goes to the token endpoint that the issuer's discovery
+		// document names, so it is bound to the issuer as a whole: even a new path can
+		// be another tenant of a shared provider. A stored secret never follows a changed
+		// issuer; it must be entered again, or cleared.
+		if in.ClientSecret == nil && len(rec.SealedSecret) > 0 && issuer != rec.IssuerURL {
+			return persistence.IdentityProvider{}, fieldError("client_secret",
+				"enter it again, or clear it: the issuer changed, and a stored secret does not follow it to another provider")
+		}
 	}
 	p := persistence.IdentityProvider{Name: in.Name, DisplayName: display, IssuerURL: issuer, ClientID: clientID,
 		Audience: audience, Scopes: scopes, Enabled: true}

@@ -109,3 +109,48 @@ func TestSaveIdentityProviderKeepsWriteOnlySecret(t *testing.T) {
 		t.Errorf("refused fields = %v, want name, issuer_url and client_id", fields)
 	}
 }
+
+// TestSaveIdentityProviderBindsSecretToIssuer changes a provider's issuer: without the
+// client secret it is refused and nothing changes; with the secret entered again, or
+// cleared, it is accepted.
+func TestSaveIdentityProviderBindsSecretToIssuer(t *testing.T) {
+	ctx := context.Background()
+	secret, fresh, empty := "s3cret", "n3w", ""
+	for _, tt := range []struct {
+		name    string
+		issuer  string
+		secret  *string
+		refused bool
+		sealed  string
+	}{
+		{"same issuer", "https://id.example.com/realms/corp", nil, false, "sealed:s3cret"},
+		{"other host", "https://evil.example.com/realms/corp", nil, true, ""},
+		{"other path on the same host", "https://id.example.com/realms/evil", nil, true, ""},
+		{"other host, secret entered again", "https://evil.example.com/realms/corp", &fresh, false, "sealed:n3w"},
+		{"other host, secret cleared", "https://evil.example.com/realms/corp", &empty, false, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &providerStore{m: map[string]persistence.IdentityProvider{}}
+			in := IdentityProviderInput{Name: "corp", IssuerURL: "https://id.example.com/realms/corp", ClientID: "wharf", ClientSecret: &secret}
+			before, err := SaveIdentityProvider(ctx, st, prefixSealer{}, "", in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.IssuerURL, in.ClientSecret = tt.issuer, tt.secret
+			p, err := SaveIdentityProvider(ctx, st, prefixSealer{}, "corp", in)
+			if tt.refused {
+				var fe *persistence.FieldError
+				if !errors.As(err, &fe) || fe.Field != "client_secret" {
+					t.Fatalf("save = %v; want a field error on client_secret", err)
+				}
+				if got := st.m["corp"]; got.IssuerURL != before.IssuerURL || string(got.SealedSecret) != "sealed:s3cret" {
+					t.Errorf("a refused save changed the provider: %+v", got)
+				}
+				return
+			}
+			if err != nil || p.IssuerURL != tt.issuer || string(p.SealedSecret) != tt.sealed {
+				t.Fatalf("save = %+v, %v; want issuer %s and secret %q", p, err, tt.issuer, tt.sealed)
+			}
+		})
+	}
+}

@@ -48,6 +48,10 @@ func NewPosterConfig() *PosterConfig {
 // WriteOnlyFields names the fields sealed at rest and never returned.
 func (c *PosterConfig) WriteOnlyFields() []string { return []string{"secret_headers"} }
 
+// SecretDestination is where the secret headers go: a URL of another origin needs them
+// entered again.
+func (c *PosterConfig) SecretDestination() string { return c.URL }
+
 // Validate checks the config; errors are *persistence.FieldError. Messages never repeat
 // the URL or a secret header's value.
 func (c *PosterConfig) Validate() error {

@@ -52,6 +52,7 @@ var (
 	_ delivery.Deliverer    = (*Poster)(nil)
 	_ module.Config         = (*PosterConfig)(nil)
 	_ module.WriteOnly      = (*PosterConfig)(nil)
+	_ module.SecretBinder   = (*PosterConfig)(nil)
 	_ delivery.TargetConfig = (*PosterConfig)(nil)
 )
 
