@@ -41,6 +41,16 @@ func TestSignOutEndsTheSessionOnTheServer(t *testing.T) {
 			if r := thief.post(t, "/ui/tokens", url.Values{"name": {"stolen-" + user}}); r.status != http.StatusUnauthorized {
 				t.Errorf("POST /ui/tokens with the copied cookie = %d; want 401", r.status)
 			}
+			// The REST API takes no cookie at all: the copied one is 401 there too.
+			req, _ := http.NewRequest(http.MethodGet, h.base+"/api/v1/settings", nil)
+			for _, ck := range copied {
+				req.AddCookie(ck)
+			}
+			if resp, err := http.DefaultClient.Do(req); err != nil {
+				t.Fatal(err)
+			} else if resp.Body.Close(); resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("GET /api/v1/settings with the copied cookie = %d; want 401", resp.StatusCode)
+			}
 			tokens, err := h.g.Store.ListAPITokens(ctx)
 			if err != nil {
 				t.Fatal(err)
