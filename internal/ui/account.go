@@ -129,7 +129,7 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if _, err := s.sessions.Issue(r.Context(), w, updated); err != nil {
+	if _, err := s.sessions.Issue(w, r, updated); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -224,7 +224,7 @@ func (s *Server) replaceAuthenticator(w http.ResponseWriter, r *http.Request) {
 	if err := s.store.AcceptTOTPStep(r.Context(), u.ID, step); err != nil && !errors.Is(err, persistence.ErrConflict) {
 		s.log.ErrorContext(r.Context(), "record TOTP step", "user_id", u.ID, "err", err)
 	}
-	if _, err := s.sessions.Issue(r.Context(), w, updated); err != nil {
+	if _, err := s.sessions.Issue(w, r, updated); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -188,7 +188,7 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if _, err := s.sessions.Issue(r.Context(), w, u); err != nil {
+	if _, err := s.sessions.Issue(w, r, u); err != nil {
 		s.fail(w, r, err)
 		return
 	}

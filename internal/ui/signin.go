@@ -154,7 +154,7 @@ func (s *Server) signInCode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.byAccount.Succeed(accountKey(string(u.Name)))
-	if _, err := s.sessions.Issue(r.Context(), w, u); err != nil {
+	if _, err := s.sessions.Issue(w, r, u); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -153,12 +153,21 @@ type payload struct {
 }
 
 // Issue starts a session for user, who must be able to sign in: it records the session
-// and writes its cookie. Call it after the user has proved who they are; it also replaces
-// any session the browser had, so a token planted before sign-in does not survive it.
-func (m *Manager) Issue(ctx context.Context, w http.ResponseWriter, user persistence.User) (*Session, error) {
+// and writes its cookie. Call it after the user has proved who they are, with the request
+// that proved it; it also ends any session the browser had, so neither a token planted
+// before sign-in nor a copy of the replaced cookie survives it.
+func (m *Manager) Issue(w http.ResponseWriter, r *http.Request, user persistence.User) (*Session, error) {
+	ctx := r.Context()
 	now := m.now().Truncate(time.Second)
 	if user.ID == 0 || !user.CanSignIn(now) {
 		return nil, fmt.Errorf("issue session for user %d: the user cannot sign in", user.ID)
+	}
+	if c, err := r.Cookie(m.name); err == nil {
+		if p, ok := m.open(c.Value); ok && p.ID != "" {
+			if err := m.store.DeleteUISession(ctx, hashID(p.ID)); err != nil {
+				return nil, fmt.Errorf("issue session for user %d: end the browser's previous session: %w", user.ID, err)
+			}
+		}
 	}
 	s := &Session{
 		UserID: user.ID, Generation: user.Generation, IssuedAt: now, LastSeen: now,

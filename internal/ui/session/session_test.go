@@ -116,7 +116,7 @@ func (b *bundle) handler(t *testing.T) http.Handler {
 			http.Error(w, "no", http.StatusInternalServerError)
 			return
 		}
-		if _, err := b.mgr.Issue(r.Context(), w, u); err != nil {
+		if _, err := b.mgr.Issue(w, r, u); err != nil {
 			t.Errorf("Issue: %v", err)
 		}
 	})
@@ -296,7 +296,7 @@ func TestIssuedCookieAttributes(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := httptest.NewRecorder()
-			if _, err := m.Issue(context.Background(), rec, u); err != nil {
+			if _, err := m.Issue(rec, signInRequest(), u); err != nil {
 				t.Fatal(err)
 			}
 			cs := rec.Result().Cookies()
@@ -328,7 +328,7 @@ func TestIssueRefusesUserWhoCannotSignIn(t *testing.T) {
 	u := newUser(t, s, "alice")
 	u.Disabled = true
 	rec := httptest.NewRecorder()
-	if _, err := m.Issue(context.Background(), rec, u); err == nil {
+	if _, err := m.Issue(rec, signInRequest(), u); err == nil {
 		t.Error("Issue for a disabled user succeeded")
 	}
 	if len(rec.Result().Cookies()) != 0 {
@@ -361,7 +361,7 @@ func TestSessionEnds(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := httptest.NewRecorder()
-			if _, err := other.Issue(context.Background(), rec, b.alice); err != nil {
+			if _, err := other.Issue(rec, signInRequest(), b.alice); err != nil {
 				t.Fatal(err)
 			}
 			b.setSessionCookie(t, rec.Result().Cookies()[0].Value)

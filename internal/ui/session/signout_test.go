@@ -67,7 +67,7 @@ func TestSessionRecords(t *testing.T) {
 		}
 		issue := func(u persistence.User) *Session {
 			t.Helper()
-			sess, err := m.Issue(ctx, httptest.NewRecorder(), u)
+			sess, err := m.Issue(httptest.NewRecorder(), signInRequest(), u)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestSecureCookieName(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := httptest.NewRecorder()
-		sess, err := m.Issue(context.Background(), rec, u)
+		sess, err := m.Issue(rec, signInRequest(), u)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,4 +167,24 @@ func TestSecureCookieName(t *testing.T) {
 			t.Errorf("secure=%v: End's cookie %+v does not expire the session cookie", secure, c)
 		}
 	}
+}
+
+// signInRequest is a sign-in request from a browser without a session cookie.
+func signInRequest() *http.Request {
+	return httptest.NewRequest(http.MethodPost, "/ui/sign-in", nil)
+}
+
+// TestSignInEndsTheReplacedSession signs another user in in a browser that has a
+// session: a copy of the replaced cookie opens nothing afterwards.
+func TestSignInEndsTheReplacedSession(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
+		t.Parallel()
+		b := setup(t, s)
+		b.signIn(t, b.alice)
+		replaced := b.sessionCookie(t).Value
+		b.signIn(t, b.bob)
+		wantSignedIn(t, b.do(t, http.MethodGet, "/ui/app/", nil, ""), b.bob)
+		b.setSessionCookie(t, replaced)
+		wantSignInRedirect(t, b.do(t, http.MethodGet, "/ui/app/", nil, ""))
+	})
 }
