@@ -152,7 +152,7 @@ func (b *bundle) setUsers(u sessionUserFunc) {
 	b.users = u
 }
 
-func newUser(t *testing.T, s *db.Store, name persistence.UserName) persistence.User {
+func newUser(t testing.TB, s *db.Store, name persistence.UserName) persistence.User {
 	t.Helper()
 	u, err := s.CreateUser(context.Background(), persistence.User{
 		Name: name, Role: persistence.RoleAdmin, PasswordHash: testPasswordHash,
