@@ -69,7 +69,7 @@ func (s *Server) callbackURL(r *http.Request) string { return s.baseURL(r) + oid
 // oidcRefuse shows the sign-in page again with why single sign-on did not work.
 func (s *Server) oidcRefuse(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	s.render(w, r, status, "sign_in", pageData{Title: "Sign in", Data: signInData{
-		Refusal: msg, Token: signInToken(w, r), Providers: s.signInProviders(r.Context())}})
+		Refusal: msg, Token: s.signInToken(w, r), Providers: s.signInProviders(r.Context())}})
 }
 
 func (s *Server) oidcStart(w http.ResponseWriter, r *http.Request) {
@@ -107,7 +107,7 @@ func (s *Server) oidcStart(w http.ResponseWriter, r *http.Request) {
 	}
 	// Lax, not Strict: the provider sends the browser back with a cross-site navigation.
 	http.SetCookie(w, &http.Cookie{Name: oidcCookie, Value: base64.RawURLEncoding.EncodeToString(sealed), Path: oidcCookiePath,
-		MaxAge: int(oidcFlowTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
+		MaxAge: int(oidcFlowTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: s.secureCookies(r)})
 	http.Redirect(w, r, f.URL, http.StatusSeeOther)
 }
 
@@ -120,7 +120,7 @@ func (s *Server) openFlow(w http.ResponseWriter, r *http.Request) (oidcFlow, boo
 	}
 	// A flow is used once, whatever comes of it.
 	http.SetCookie(w, &http.Cookie{Name: oidcCookie, Value: "", Path: oidcCookiePath, MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: s.secureCookies(r)})
 	raw, err := base64.RawURLEncoding.DecodeString(c.Value)
 	if err != nil {
 		return f, false

@@ -46,7 +46,7 @@ const (
 )
 
 // signInToken returns the browser's sign-in token, giving it one when it has none.
-func signInToken(w http.ResponseWriter, r *http.Request) string {
+func (s *Server) signInToken(w http.ResponseWriter, r *http.Request) string {
 	if c, err := r.Cookie(signInCookie); err == nil && len(c.Value) == 43 {
 		return c.Value
 	}
@@ -54,7 +54,7 @@ func signInToken(w http.ResponseWriter, r *http.Request) string {
 	_, _ = rand.Read(b)
 	tok := base64.RawURLEncoding.EncodeToString(b)
 	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: tok, Path: "/ui/sign-in",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secureCookies(r)})
 	return tok
 }
 
@@ -64,7 +64,7 @@ func (s *Server) signInForm(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, session.SafeNext(next), http.StatusSeeOther)
 		return
 	}
-	s.render(w, r, http.StatusOK, "sign_in", pageData{Title: "Sign in", Data: signInData{Next: next, Token: signInToken(w, r),
+	s.render(w, r, http.StatusOK, "sign_in", pageData{Title: "Sign in", Data: signInData{Next: next, Token: s.signInToken(w, r),
 		Providers: s.signInProviders(r.Context())}})
 }
 

@@ -157,6 +157,12 @@ func (s *Server) renderUserLink(w http.ResponseWriter, r *http.Request, u persis
 	}{u, setuplink.URL(s.baseURL(r), token), formatTime(u.SetupExpiresAt), reset}})
 }
 
+// secureCookies reports whether cookies must be Secure: the browser reaches the UI over
+// https, either here or at a proxy in front that the public URL names.
+func (s *Server) secureCookies(r *http.Request) bool {
+	return r.TLS != nil || strings.HasPrefix(s.publicURL, "https://")
+}
+
 // baseURL is the configured public URL, or the one the browser used.
 func (s *Server) baseURL(r *http.Request) string {
 	if s.publicURL != "" {
