@@ -186,6 +186,12 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 			states[i] = persistence.DeliveryQueued
 		}
 		t.note(historyRow{messageID: m.ID, kind: persistence.HistoryDispatched, actor: nm.Actor, reason: refusedOr(nm.RefusalReason, dispatchedReason(nm.Targets, m.Refusal))})
+		if nm.RefusalReason != "" {
+			if t.lastChange == nil {
+				t.lastChange = make(map[int64]MessageAlert)
+			}
+			t.lastChange[m.ID] = MessageAlert{Reason: persistence.SanitizeReason(nm.RefusalReason)}
+		}
 		t.touchNew(m, states)
 	}
 	err := t.insertRows(ctx, `INSERT INTO messages (id, stage, status, refusal, from_party, to_party, source,
