@@ -154,17 +154,21 @@ func (rc *Receiver) countRefusal(ctx context.Context, x *exchange, ref refusal) 
 	return true, nil
 }
 
-// refusedBodyLimit reads the refused_body_max_mib setting.
+// refusedBodyLimit reads the refused_body_max_mib setting (its default when unset).
 func (rc *Receiver) refusedBodyLimit(ctx context.Context) (int64, error) {
-	m, err := rc.deps.Store.ListSettings(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("read settings: %w", err)
+	m := map[string]string{}
+	v, err := rc.deps.Store.GetSetting(ctx, settings.RefusedBodyMaxMiB)
+	switch {
+	case err == nil:
+		m[settings.RefusedBodyMaxMiB] = v
+	case !errors.Is(err, persistence.ErrNotFound):
+		return 0, fmt.Errorf("read setting %s: %w", settings.RefusedBodyMaxMiB, err)
 	}
-	v, err := settings.Parse(m)
+	values, err := settings.Parse(m)
 	if err != nil {
 		return 0, err
 	}
-	return v.RefusedBodyMaxBytes(), nil
+	return values.RefusedBodyMaxBytes(), nil
 }
 
 // maxOriginID is the longest correlation or origin event id a message takes; a longer
