@@ -11,9 +11,9 @@ func TestUnknownSendersREST(t *testing.T) {
 	eachStore(t, func(t *testing.T, b *bundle) {
 		ctx := context.Background()
 		hit := persistence.UnknownSenderHit{Source: "as2_in", RemoteAddr: "192.0.2.7", SenderID: "STRANGER", ReceiverID: "WHARF",
-			Reason: "no trading partner agreement"}
+			Reason: "no trading partner agreement", Count: 1}
 		for range 2 {
-			if err := b.store.RecordUnknownSender(ctx, hit); err != nil {
+			if err := b.store.RecordUnknownSenders(ctx, []persistence.UnknownSenderHit{hit}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -180,9 +180,9 @@ type Store interface {
 	ListDeliveries(ctx context.Context, messageID int64) ([]Delivery, error)
 	GetDelivery(ctx context.Context, id int64) (Delivery, error)
 	ListHistory(ctx context.Context, messageID int64) ([]HistoryEntry, error)
-	// RecordUnknownSender counts a request refused before its sender was known, keeping
-	// at most MaxUnknownSenders rows.
-	RecordUnknownSender(ctx context.Context, hit UnknownSenderHit) error
+	// RecordUnknownSenders counts requests refused before their sender was known, in one
+	// transaction, keeping at most MaxUnknownSenders rows.
+	RecordUnknownSenders(ctx context.Context, hits []UnknownSenderHit) error
 	// ListUnknownSenders lists the counted unknown senders, last seen first.
 	ListUnknownSenders(ctx context.Context, o ListOptions) ([]UnknownSender, int, error)
 	// NoteHistory appends a line about the message itself (a duplicate received, …) that

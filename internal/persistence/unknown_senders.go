@@ -6,15 +6,17 @@ import "time"
 // one seen longest ago, so requests from anyone cannot grow the table.
 const MaxUnknownSenders = 1000
 
-// UnknownSenderHit is one request a source refused before it knew who sent it: an
+// UnknownSenderHit is Count requests a source refused before it knew who sent them: an
 // unknown sender or receiver id, or an envelope it could not read. The ids are as the
-// request gave them (cut to a bounded length by the store), empty when missing.
+// request gave them (cut to a bounded length by the store), empty when missing; Reason is
+// the last request's.
 type UnknownSenderHit struct {
 	Source     InstanceName
 	RemoteAddr string
 	SenderID   string
 	ReceiverID string
 	Reason     string
+	Count      int64
 }
 
 // UnknownSender is one counted (source, remote address, sender id, receiver id).

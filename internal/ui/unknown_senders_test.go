@@ -21,11 +21,11 @@ func TestUnknownSendersPage(t *testing.T) {
 		t.Errorf("empty page:\n%s", body)
 	}
 	for _, hit := range []persistence.UnknownSenderHit{
-		{Source: "as2_in", RemoteAddr: "192.0.2.7", SenderID: "STRANGER", ReceiverID: "WHARF", Reason: "no trading partner agreement"},
-		{Source: "as2_in", RemoteAddr: "192.0.2.7", SenderID: "STRANGER", ReceiverID: "WHARF", Reason: "no trading partner agreement"},
-		{Source: "as2_in", RemoteAddr: "192.0.2.9", SenderID: "<b>x</b>", Reason: "the AS2-To header is missing"},
+		{Source: "as2_in", RemoteAddr: "192.0.2.7", SenderID: "STRANGER", ReceiverID: "WHARF", Reason: "no trading partner agreement", Count: 1},
+		{Source: "as2_in", RemoteAddr: "192.0.2.7", SenderID: "STRANGER", ReceiverID: "WHARF", Reason: "no trading partner agreement", Count: 1},
+		{Source: "as2_in", RemoteAddr: "192.0.2.9", SenderID: "<b>x</b>", Reason: "the AS2-To header is missing", Count: 1},
 	} {
-		if err := pb.store.RecordUnknownSender(ctx, hit); err != nil {
+		if err := pb.store.RecordUnknownSenders(ctx, []persistence.UnknownSenderHit{hit}); err != nil {
 			t.Fatal(err)
 		}
 	}

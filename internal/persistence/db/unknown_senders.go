@@ -16,38 +16,56 @@ const maxUnknownID = 128
 
 const unknownSenderCols = `id, source, remote_addr, sender_id, receiver_id, count, last_reason, first_seen, last_seen`
 
-// RecordUnknownSender counts one refused request under its (source, remote address,
-// sender id, receiver id). A pair not seen before is inserted, and when the table then
-// holds more than persistence.MaxUnknownSenders rows the ones seen longest ago go, in
-// the same transaction; counting a known pair is a single update.
-func (s *Store) RecordUnknownSender(ctx context.Context, hit persistence.UnknownSenderHit) error {
-	if err := check("source", hit.Source, persistence.ParseInstanceName); err != nil {
-		return fmt.Errorf("record unknown sender: %w", err)
+// RecordUnknownSenders counts refused requests under their (source, remote address,
+// sender id, receiver id), in one transaction: a known pair is one update, a new one an
+// insert, and when the table then holds more than persistence.MaxUnknownSenders rows the
+// ones seen longest ago go.
+func (s *Store) RecordUnknownSenders(ctx context.Context, hits []persistence.UnknownSenderHit) error {
+	for i, hit := range hits {
+		if err := check("source", hit.Source, persistence.ParseInstanceName); err != nil {
+			return fmt.Errorf("record unknown senders: %w", prefixField(fmt.Sprintf("hits[%d].", i), err))
+		}
+		if hit.Count < 1 {
+			return fmt.Errorf("record unknown senders: %w", fieldMsg(fmt.Sprintf("hits[%d].count", i), "must be at least 1"))
+		}
 	}
-	addr, from, to := cleanID(hit.RemoteAddr), cleanID(hit.SenderID), cleanID(hit.ReceiverID)
-	reason := persistence.SanitizeReason(hit.Reason)
+	if len(hits) == 0 {
+		return nil
+	}
 	err := s.write(ctx, func(t *txn) error {
 		now := t.s.tv(t.now)
-		res, err := t.exec(ctx, `UPDATE unknown_senders SET count = count + 1, last_reason = ?, last_seen = ?
-			WHERE source = ? AND remote_addr = ? AND sender_id = ? AND receiver_id = ?`,
-			reason, now, hit.Source, addr, from, to)
-		if err != nil {
-			return err
+		inserted := false
+		for _, hit := range hits {
+			addr, from, to := cleanID(hit.RemoteAddr), cleanID(hit.SenderID), cleanID(hit.ReceiverID)
+			reason := persistence.SanitizeReason(hit.Reason)
+			res, err := t.exec(ctx, `UPDATE unknown_senders SET count = count + ?, last_reason = ?, last_seen = ?
+				WHERE source = ? AND remote_addr = ? AND sender_id = ? AND receiver_id = ?`,
+				hit.Count, reason, now, hit.Source, addr, from, to)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n > 0 {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if _, err := t.exec(ctx, `INSERT INTO unknown_senders (source, remote_addr, sender_id, receiver_id, count,
+				last_reason, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+				hit.Source, addr, from, to, hit.Count, reason, now, now); err != nil {
+				return err
+			}
+			inserted = true
 		}
-		if n, err := res.RowsAffected(); err != nil || n > 0 {
-			return err
+		if !inserted {
+			return nil
 		}
-		if _, err := t.exec(ctx, `INSERT INTO unknown_senders (source, remote_addr, sender_id, receiver_id, count,
-			last_reason, first_seen, last_seen) VALUES (?, ?, ?, ?, 1, ?, ?, ?)`,
-			hit.Source, addr, from, to, reason, now, now); err != nil {
-			return err
-		}
-		_, err = t.exec(ctx, `DELETE FROM unknown_senders WHERE id NOT IN
+		_, err := t.exec(ctx, `DELETE FROM unknown_senders WHERE id NOT IN
 			(SELECT id FROM unknown_senders ORDER BY last_seen DESC, id DESC LIMIT ?)`, persistence.MaxUnknownSenders)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("record unknown sender %q → %q from %s: %w", from, to, addr, err)
+		return fmt.Errorf("record %d unknown senders: %w", len(hits), err)
 	}
 	return nil
 }

@@ -142,7 +142,11 @@ func TestGatewayKeepsRefusedMessages(t *testing.T) {
 					Count    int    `json:"count"`
 				} `json:"unknown_senders"`
 			}
-			p.do("GET", "/api/v1/unknown-senders", "", nil, &senders)
+			// Counts are written a moment after the answers.
+			poll(t, func() bool {
+				p.do("GET", "/api/v1/unknown-senders", "", nil, &senders)
+				return len(senders.UnknownSenders) == 1 && senders.UnknownSenders[0].Count >= 2
+			})
 			if len(senders.UnknownSenders) != 1 || senders.UnknownSenders[0].SenderID != "STRANGER" || senders.UnknownSenders[0].Count != 2 {
 				t.Errorf("unknown senders = %+v", senders)
 			}
@@ -154,14 +158,10 @@ func TestGatewayKeepsRefusedMessages(t *testing.T) {
 					DedupeKey string `json:"dedupe_key"`
 				} `json:"alerts"`
 			}
-			deadline := time.Now().Add(20 * time.Second)
-			for {
+			poll(t, func() bool {
 				p.do("GET", "/api/v1/alerts?code=message_refused", "", nil, &alerts)
-				if len(alerts.Alerts) >= 2 || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+				return len(alerts.Alerts) >= 2
+			})
 			keys := map[string]int{}
 			for _, a := range alerts.Alerts {
 				keys[a.DedupeKey]++
@@ -194,4 +194,14 @@ func build(t *testing.T, doc []byte, opts mime.BuildOptions) request {
 	h.Set("Message-ID", fmt.Sprintf("<refused-%d@partner.example>", time.Now().UnixNano()))
 	h.Set("Disposition-Notification-To", "edi@partner.example")
 	return request{contentType: built.ContentType, header: h, body: built.Body}
+}
+
+// poll calls cond until it holds or 20 seconds have passed; the caller then checks what
+// cond read.
+func poll(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 }

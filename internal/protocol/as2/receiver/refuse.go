@@ -80,7 +80,7 @@ func (rc *Receiver) refuseRequest(ctx context.Context, w http.ResponseWriter, x 
 	if x.in.Remote.Partner != "" {
 		rc.keepRefusal(ctx, x, refusal{reason: text})
 	} else {
-		rc.countUnknownSender(ctx, x.r, text)
+		rc.countUnknownSender(x.r, text)
 	}
 	// The body may be unread; closing the connection spares reading it.
 	w.Header().Set("Connection", "close")
