@@ -22,20 +22,28 @@ type noWake struct{}
 
 func (noWake) Wake([]persistence.InstanceName) {}
 
+// newDispatcher is a dispatcher over s and a blob store in a temporary directory, with
+// the partner acme and the organization local.
+func newDispatcher(t *testing.T, s *db.Store) (*dispatch.Dispatcher, *storage.Local) {
+	t.Helper()
+	ctx := context.Background()
+	blobs, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateParty(ctx, persistence.Party{Kind: persistence.PartyPartner, Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Seed(ctx, persistence.SeedData{Organizations: []persistence.Party{{Kind: persistence.PartyOrganization, Name: "local"}}}); err != nil {
+		t.Fatal(err)
+	}
+	return dispatch.New(s, blobs, noWake{}, slog.New(slog.DiscardHandler)), blobs
+}
+
 func TestIngestStoresExtraStages(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
 		ctx := context.Background()
-		blobs, err := storage.NewLocal(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.CreateParty(ctx, persistence.Party{Kind: persistence.PartyPartner, Name: "acme"}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Seed(ctx, persistence.SeedData{Organizations: []persistence.Party{{Kind: persistence.PartyOrganization, Name: "local"}}}); err != nil {
-			t.Fatal(err)
-		}
-		d := dispatch.New(s, blobs, noWake{}, slog.New(slog.DiscardHandler))
+		d, blobs := newDispatcher(t, s)
 		bodies := map[persistence.PayloadStage]string{
 			persistence.PayloadUnpacked: "the document",
 			persistence.PayloadReceived: "the raw request",
@@ -89,17 +97,7 @@ func TestIngestStoresExtraStages(t *testing.T) {
 func TestIngestKeepsRefusedRecord(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
 		ctx := context.Background()
-		blobs, err := storage.NewLocal(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.CreateParty(ctx, persistence.Party{Kind: persistence.PartyPartner, Name: "acme"}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Seed(ctx, persistence.SeedData{Organizations: []persistence.Party{{Kind: persistence.PartyOrganization, Name: "local"}}}); err != nil {
-			t.Fatal(err)
-		}
-		d := dispatch.New(s, blobs, noWake{}, slog.New(slog.DiscardHandler))
+		d, _ := newDispatcher(t, s)
 		refused := module.Incoming{Source: "as2_in", From: "acme", To: "local", FileName: "a.edi",
 			OriginEventID: "<m1@acme>", Refused: "the signature does not verify",
 			Extra: []module.ExtraPayload{{Stage: persistence.PayloadReceived, Body: strings.NewReader("raw")}}}
