@@ -34,7 +34,10 @@ type refusal struct {
 // as stages, the reason on its history, and a row in as2_refusals. A resend of the same
 // Message-ID that is refused again is counted on that row and noted in that message's
 // history instead. It returns once the record is durable; a failure is logged and
-// changes nothing of the answer.
+// changes nothing of the answer. The message with its stages and reason is one
+// transaction of the store; the as2_refusals row (the AS2 panel, the repeat count) is
+// written after it, so a crash between the two leaves the message without that row and
+// a resend of the Message-ID makes a second message.
 func (rc *Receiver) keepRefusal(ctx context.Context, x *exchange, ref refusal) {
 	if x.in.Remote.Partner == "" || x.env.messageID == "" {
 		return
