@@ -51,6 +51,7 @@ type Code string
 const (
 	MessageFailed       Code = "message_failed"
 	MessageNotRouted    Code = "message_not_routed"
+	MessageRefused      Code = "message_refused"
 	DeliveryStalled     Code = "delivery_stalled"
 	AsyncMDNFailed      Code = "async_mdn_failed"
 	CertificateExpiring Code = "certificate_expiring"
@@ -74,6 +75,7 @@ type CodeInfo struct {
 var Codes = []CodeInfo{
 	{MessageFailed, "Message failed", SeverityCritical},
 	{MessageNotRouted, "Message not routed", SeverityWarning},
+	{MessageRefused, "Message refused", SeverityWarning},
 	{DeliveryStalled, "Delivery stalled", SeverityCritical},
 	{AsyncMDNFailed, "Asynchronous MDN failed", SeverityWarning},
 	{CertificateExpiring, "Certificate expiring", SeverityWarning},

@@ -9,9 +9,12 @@ import (
 )
 
 // ForMessage is the alert of a message whose status became error (message_failed),
-// stalled (delivery_stalled) or not_routed (message_not_routed); target and reason name
-// the delivery that made it so, when one did. ok is false for any other status. The alert
-// names the parties, the file name and the sanitized reason, never the document.
+// stalled (delivery_stalled), not_routed (message_not_routed) or refused
+// (message_refused); target and reason name the delivery that made it so, or why the
+// source refused it. ok is false for any other status. The alert names the parties, the
+// file name and the sanitized reason, never the document. Refusals are alike per sending
+// party (a partner whose certificate changed has every message refused), so their dedupe
+// key is the party's, which a notifier's cooldown then holds to one alert per window.
 func ForMessage(m persistence.Message, target persistence.InstanceName, reason string) (a Alert, ok bool) {
 	var code Code
 	var what string
@@ -22,6 +25,8 @@ func ForMessage(m persistence.Message, target persistence.InstanceName, reason s
 		code, what = DeliveryStalled, "is stalled"
 	case persistence.StatusNotRouted:
 		code, what = MessageNotRouted, "matched no route"
+	case persistence.StatusRefused:
+		code, what = MessageRefused, "was refused"
 	default:
 		return Alert{}, false
 	}
@@ -41,13 +46,22 @@ func ForMessage(m persistence.Message, target persistence.InstanceName, reason s
 		details = append(details, Detail{"Reason", persistence.SanitizeReason(reason)})
 	}
 	details = append(details, Detail{"Status", string(m.Status)})
-	return Alert{
+	a = Alert{
 		Code:    code,
 		Subject: Subject{Kind: "message", ID: id, Name: string(m.OriginalFileName)},
 		Summary: summary,
 		Details: details,
 		Link:    "/ui/messages/" + id,
-	}, true
+	}
+	if code == MessageRefused {
+		a.DedupeKey = RefusalKey(m.From)
+	}
+	return a, true
+}
+
+// RefusalKey is the dedupe key of the message_refused alerts of messages from a party.
+func RefusalKey(from persistence.PartyName) string {
+	return string(MessageRefused) + ":party:" + string(from)
 }
 
 // ForCertificate is the certificate_expiring or certificate_expired alert of a stored

@@ -18,6 +18,7 @@ func TestForMessage(t *testing.T) {
 		{persistence.StatusError, MessageFailed, true},
 		{persistence.StatusStalled, DeliveryStalled, true},
 		{persistence.StatusNotRouted, MessageNotRouted, true},
+		{persistence.StatusRefused, MessageRefused, true},
 		{persistence.StatusDelivered, "", false},
 		{persistence.StatusRetrying, "", false},
 	} {
@@ -33,7 +34,11 @@ func TestForMessage(t *testing.T) {
 		if err := a.Normalize(time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if a.Link != "/ui/messages/9" || a.Subject.ID != "9" || a.DedupeKey != string(tc.code)+":message:9" {
+		key := string(tc.code) + ":message:9"
+		if tc.code == MessageRefused {
+			key = "message_refused:party:acme"
+		}
+		if a.Link != "/ui/messages/9" || a.Subject.ID != "9" || a.DedupeKey != key {
 			t.Errorf("%s: %+v", tc.status, a)
 		}
 		for _, d := range a.Details {

@@ -79,6 +79,8 @@ func (s *Server) routes() []route {
 		{method: "PUT", path: "/api/v1/identity-providers/{name}", body: bodyJSON, handle: s.updateProvider},
 		{method: "DELETE", path: "/api/v1/identity-providers/{name}", handle: s.deleteProvider},
 
+		{method: "GET", path: "/api/v1/unknown-senders", handle: s.listUnknownSenders},
+
 		{method: "GET", path: "/api/v1/audit", handle: s.listAudit},
 		{method: "POST", path: "/api/v1/audit/verify", body: bodyJSON, handle: s.verifyAudit},
 

@@ -131,6 +131,9 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 	targets := make([][]persistence.InstanceName, len(accept))
 	for n, i := range accept {
 		it := items[i]
+		if it.Refused != "" {
+			continue
+		}
 		if it.Target != "" {
 			targets[n] = []persistence.InstanceName{it.Target}
 			continue
@@ -154,7 +157,10 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 	news := make([]persistence.NewMessage, len(accept))
 	for n, i := range accept {
 		it, id, blob := items[i], first+int64(n), blobs[n][0]
-		payloads := []persistence.Payload{{MessageID: id, Stage: persistence.PayloadUnpacked, Key: blob.Key, Size: blob.Size, SHA256: blob.SHA256, CreatedAt: now}}
+		var payloads []persistence.Payload
+		if it.Body != nil {
+			payloads = append(payloads, persistence.Payload{MessageID: id, Stage: persistence.PayloadUnpacked, Key: blob.Key, Size: blob.Size, SHA256: blob.SHA256, CreatedAt: now})
+		}
 		for k, ex := range it.Extra {
 			b := blobs[n][k+1]
 			payloads = append(payloads, persistence.Payload{MessageID: id, Stage: ex.Stage, Key: b.Key, Size: b.Size, SHA256: b.SHA256, CreatedAt: now})
@@ -164,7 +170,7 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 				ID:               id,
 				Stage:            persistence.StageAccepted,
 				Status:           persistence.StatusReceived,
-				Refusal:          persistence.RefusalNone,
+				Refusal:          refusalOf(it),
 				From:             it.From,
 				To:               it.To,
 				Source:           it.Source,
@@ -181,7 +187,8 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 			Targets:  targets[n],
 			Actor:    actorOr(it.Actor, "source:"+string(it.Source)),
 			// A message sent by hand is audited with its insert.
-			ByOperator: it.ByOperator,
+			ByOperator:    it.ByOperator,
+			RefusalReason: it.Refused,
 		}
 	}
 	stored, err := d.store.InsertMessages(ctx, news)
@@ -193,12 +200,21 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 	for n, i := range accept {
 		results[i].Message = stored[n]
 		wake = appendNew(wake, targets[n]...)
-		if len(targets[n]) == 0 {
+		if len(targets[n]) == 0 && items[i].Refused == "" {
 			d.log.WarnContext(logging.WithMessageID(ctx, stored[n].ID), "message not routed", "source", stored[n].Source, "from", stored[n].From, "to", stored[n].To)
 		}
 	}
 	d.waker.Wake(wake)
 	return results, nil
+}
+
+// refusalOf is the refusal class of an incoming document: refused when its source
+// refused it.
+func refusalOf(it module.Incoming) persistence.Refusal {
+	if it.Refused != "" {
+		return persistence.RefusalRefused
+	}
+	return persistence.RefusalNone
 }
 
 // deleteBlobs removes the payloads of messages that were not stored.
@@ -252,7 +268,9 @@ func (d *Dispatcher) putBlobs(ctx context.Context, items []module.Incoming, acce
 	}
 	for n, i := range accept {
 		blobs[n] = make([]storage.Blob, 1+len(items[i].Extra))
-		put(n, 0, persistence.PayloadUnpacked, items[i].Body)
+		if items[i].Body != nil {
+			put(n, 0, persistence.PayloadUnpacked, items[i].Body)
+		}
 		for k, ex := range items[i].Extra {
 			put(n, k+1, ex.Stage, ex.Body)
 		}
@@ -264,7 +282,9 @@ func (d *Dispatcher) putBlobs(ctx context.Context, items []module.Incoming, acce
 	var keys []string
 	for _, bs := range blobs {
 		for _, b := range bs {
-			keys = append(keys, b.Key)
+			if b.Key != "" {
+				keys = append(keys, b.Key)
+			}
 		}
 	}
 	if err := d.blobs.Sync(ctx, keys); err != nil {
@@ -290,6 +310,9 @@ func smallInMemory(items []module.Incoming, accept []int) bool {
 			bodies = append(bodies, ex.Body)
 		}
 		for _, b := range bodies {
+			if b == nil {
+				continue
+			}
 			l, ok := b.(interface{ Len() int })
 			if !ok {
 				return false
@@ -309,7 +332,7 @@ func (d *Dispatcher) checkItem(ctx context.Context, it module.Incoming, known ma
 	if _, err := persistence.ParseFileName(string(it.FileName)); err != nil {
 		return err
 	}
-	if it.Body == nil {
+	if it.Body == nil && it.Refused == "" {
 		return errors.New("no document body")
 	}
 	seen := map[persistence.PayloadStage]bool{persistence.PayloadUnpacked: true}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -21,20 +22,28 @@ type noWake struct{}
 
 func (noWake) Wake([]persistence.InstanceName) {}
 
+// newDispatcher is a dispatcher over s and a blob store in a temporary directory, with
+// the partner acme and the organization local.
+func newDispatcher(t *testing.T, s *db.Store) (*dispatch.Dispatcher, *storage.Local) {
+	t.Helper()
+	ctx := context.Background()
+	blobs, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateParty(ctx, persistence.Party{Kind: persistence.PartyPartner, Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Seed(ctx, persistence.SeedData{Organizations: []persistence.Party{{Kind: persistence.PartyOrganization, Name: "local"}}}); err != nil {
+		t.Fatal(err)
+	}
+	return dispatch.New(s, blobs, noWake{}, slog.New(slog.DiscardHandler)), blobs
+}
+
 func TestIngestStoresExtraStages(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
 		ctx := context.Background()
-		blobs, err := storage.NewLocal(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.CreateParty(ctx, persistence.Party{Kind: persistence.PartyPartner, Name: "acme"}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Seed(ctx, persistence.SeedData{Organizations: []persistence.Party{{Kind: persistence.PartyOrganization, Name: "local"}}}); err != nil {
-			t.Fatal(err)
-		}
-		d := dispatch.New(s, blobs, noWake{}, slog.New(slog.DiscardHandler))
+		d, blobs := newDispatcher(t, s)
 		bodies := map[persistence.PayloadStage]string{
 			persistence.PayloadUnpacked: "the document",
 			persistence.PayloadReceived: "the raw request",
@@ -77,6 +86,58 @@ func TestIngestStoresExtraStages(t *testing.T) {
 		}
 		if n, _, err := s.ListMessages(ctx, persistence.MessageFilter{}); err != nil || len(n) != 1 {
 			t.Fatalf("messages = %d, %v; the refused item must leave nothing", len(n), err)
+		}
+	})
+}
+
+// A document its source refused is kept as a record: status refused, no deliveries, the
+// reason on its history, the request as its stages, and no document. It is not the
+// message FindMessageByOrigin reports, so an accepted copy sent later is not taken for
+// one stored already.
+func TestIngestKeepsRefusedRecord(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		d, _ := newDispatcher(t, s)
+		refused := module.Incoming{Source: "as2_in", From: "acme", To: "local", FileName: "a.edi",
+			OriginEventID: "<m1@acme>", Refused: "the signature does not verify",
+			Extra: []module.ExtraPayload{{Stage: persistence.PayloadReceived, Body: strings.NewReader("raw")}}}
+		res, err := d.Ingest(ctx, []module.Incoming{refused})
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("ingest = %v, %v", err, res[0].Err)
+		}
+		m, err := s.GetMessage(ctx, res[0].Message.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Status != persistence.StatusRefused || m.Size != 0 || m.SHA256 != "" {
+			t.Fatalf("message = %+v, want refused without a document", m)
+		}
+		ps, err := s.ListPayloads(ctx, m.ID)
+		if err != nil || len(ps) != 1 || ps[0].Stage != persistence.PayloadReceived {
+			t.Fatalf("payloads = %+v, %v; want the received stage alone", ps, err)
+		}
+		hist, err := s.ListHistory(ctx, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found bool
+		for _, h := range hist {
+			found = found || strings.Contains(h.Reason, "refused: the signature does not verify")
+		}
+		if !found {
+			t.Errorf("history %+v does not give the reason", hist)
+		}
+		if _, err := s.FindMessageByOrigin(ctx, "as2_in", "<m1@acme>"); !errors.Is(err, persistence.ErrNotFound) {
+			t.Fatalf("find by origin = %v, want not found for a refused record", err)
+		}
+		good := refused
+		good.Refused, good.Extra, good.Body = "", nil, strings.NewReader("doc")
+		res, err = d.Ingest(ctx, []module.Incoming{good})
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("ingest = %v, %v", err, res[0].Err)
+		}
+		if got, err := s.FindMessageByOrigin(ctx, "as2_in", "<m1@acme>"); err != nil || got.ID != res[0].Message.ID {
+			t.Fatalf("find by origin = %d, %v; want the accepted message %d", got.ID, err, res[0].Message.ID)
 		}
 	})
 }

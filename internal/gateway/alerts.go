@@ -37,8 +37,11 @@ func (g *Gateway) newAlerts(log *slog.Logger) *alert.Queue {
 		}
 		return g.Bus.Publish(alert.BusSubject, b)
 	}), log, alert.DefaultCapacity)
+	refusals := alert.NewCooldown(alert.RefusalCooldown, nil)
 	g.Store.OnMessageAlert(func(m db.MessageAlert) {
-		if a, ok := alert.ForMessage(m.Message, m.Target, m.Reason); ok {
+		a, ok := alert.ForMessage(m.Message, m.Target, m.Reason)
+		// A storm of refusals from one party is one alert per window.
+		if ok && (a.Code != alert.MessageRefused || refusals.Allow(a.DedupeKey)) {
 			q.Raise(a)
 		}
 	})

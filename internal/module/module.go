@@ -128,6 +128,11 @@ type Incoming struct {
 	// Target, when set, sends the message to that target instance alone instead of
 	// matching routes (a message sent by hand to a chosen target).
 	Target persistence.InstanceName
+	// Refused, when set, is why the source refused the document (a bad signature, a
+	// replay, …), in plain words: the message is kept as a record with status refused
+	// and no deliveries, its Extra stages (the request as received) for diagnosis. Body
+	// is then optional: nil stores no document.
+	Refused string
 }
 
 // ExtraPayload is one more stored stage of an incoming document.

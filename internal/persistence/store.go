@@ -73,6 +73,9 @@ type NewMessage struct {
 	Actor    string
 	// ByOperator records the insert in the audit log as a message sent by hand by Actor.
 	ByOperator bool
+	// RefusalReason says in plain words why a message with a refusal class was refused;
+	// it becomes the reason of its dispatched history line.
+	RefusalReason string
 }
 
 // Claim is a delivery taken by a worker under a lease, with its message.
@@ -164,7 +167,8 @@ type Store interface {
 	// deliveries, history and derived status, all in one transaction.
 	InsertMessages(ctx context.Context, msgs []NewMessage) ([]Message, error)
 	GetMessage(ctx context.Context, id int64) (Message, error)
-	// FindMessageByOrigin finds the newest message source stored with originEventID.
+	// FindMessageByOrigin finds the newest message source stored with originEventID for
+	// delivery; a record of a document the source refused is not one.
 	FindMessageByOrigin(ctx context.Context, source InstanceName, originEventID string) (Message, error)
 	ListMessages(ctx context.Context, f MessageFilter) ([]Message, int, error)
 	// CountMessagesByStatus counts messages by status in one query: all of them, and those
@@ -176,6 +180,11 @@ type Store interface {
 	ListDeliveries(ctx context.Context, messageID int64) ([]Delivery, error)
 	GetDelivery(ctx context.Context, id int64) (Delivery, error)
 	ListHistory(ctx context.Context, messageID int64) ([]HistoryEntry, error)
+	// RecordUnknownSenders counts requests refused before their sender was known, in one
+	// transaction, keeping at most MaxUnknownSenders rows.
+	RecordUnknownSenders(ctx context.Context, hits []UnknownSenderHit) error
+	// ListUnknownSenders lists the counted unknown senders, last seen first.
+	ListUnknownSenders(ctx context.Context, o ListOptions) ([]UnknownSender, int, error)
 	// NoteHistory appends a line about the message itself (a duplicate received, …) that
 	// changes no state.
 	NoteHistory(ctx context.Context, messageID int64, kind HistoryKind, reason, actor string) error

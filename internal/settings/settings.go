@@ -26,6 +26,7 @@ const (
 	MaxUploadMiB         = "max_upload_mib"
 	DisplayTimezone      = "display_timezone"
 	CertificateWarning   = "certificate_warning_days"
+	RefusedBodyMaxMiB    = "refused_body_max_mib"
 )
 
 // MaxWakeupBackoff caps the doubling delay between unanswered wake-ups.
@@ -81,6 +82,11 @@ var catalogue = []Setting{
 		Description: "Days before its end a certificate raises a certificate_expiring alert (1 to 365).",
 		check:       intBetween(1, 365),
 	},
+	{
+		Key: RefusedBodyMaxMiB, Default: "10",
+		Description: "Most of a refused inbound message's raw body kept for diagnosis, in MiB; a longer body is kept cut short (0 to 1024, 0 keeps none).",
+		check:       intBetween(0, 1024),
+	},
 }
 
 // Catalogue returns every setting in display order.
@@ -128,6 +134,8 @@ type Values struct {
 	DisplayTimezone      *time.Location
 	// CertificateWarning is how long before its end a certificate is reported expiring.
 	CertificateWarning time.Duration
+	// RefusedBodyMaxMiB bounds the raw body kept of a refused inbound message.
+	RefusedBodyMaxMiB int
 }
 
 // Parse reads stored settings into Values; keys m lacks take their defaults. An unknown key
@@ -165,11 +173,15 @@ func Parse(m map[string]string) (Values, error) {
 	v.DisplayTimezone = loc
 	days, _ := strconv.Atoi(get(CertificateWarning))
 	v.CertificateWarning = time.Duration(days) * 24 * time.Hour
+	v.RefusedBodyMaxMiB, _ = strconv.Atoi(get(RefusedBodyMaxMiB))
 	return v, nil
 }
 
 // MaxUploadBytes is the largest document sent by hand, in bytes.
 func (v Values) MaxUploadBytes() int64 { return int64(v.MaxUploadMiB) << 20 }
+
+// RefusedBodyMaxBytes is the most of a refused message's raw body kept, in bytes.
+func (v Values) RefusedBodyMaxBytes() int64 { return int64(v.RefusedBodyMaxMiB) << 20 }
 
 // Backoff is the delay after the n-th unanswered wake-up (n from 1): WakeupBackoff, doubled
 // for each further one, capped at MaxWakeupBackoff.

@@ -10,7 +10,8 @@ import (
 )
 
 // A message is reported once when its status becomes error, with the delivery that failed
-// it, and not again when a second delivery of it fails.
+// it, and not again when a second delivery of it fails; a message no route matched and one
+// its source refused (with the reason) are reported too.
 func TestOnMessageAlertOncePerEvent(t *testing.T) {
 	forEach(t, func(t *testing.T, s *db.Store) {
 		var mu sync.Mutex
@@ -59,6 +60,17 @@ func TestOnMessageAlertOncePerEvent(t *testing.T) {
 		mu.Lock()
 		if len(got) != 1 || got[0].Message.ID != lone[0].ID || got[0].Message.Status != persistence.StatusNotRouted {
 			t.Fatalf("a message no route matched reported as %+v", got)
+		}
+		got = nil
+		mu.Unlock()
+		id := must1[int64](t)(s.AllocateMessageIDs(t.Context(), 1))
+		refused := newMessage(id, true)
+		refused.Message.Refusal, refused.RefusalReason = persistence.RefusalRefused, "the signature could not be verified"
+		must1[[]persistence.Message](t)(s.InsertMessages(t.Context(), []persistence.NewMessage{refused}))
+		mu.Lock()
+		if len(got) != 1 || got[0].Message.ID != id || got[0].Message.Status != persistence.StatusRefused ||
+			got[0].Reason != "the signature could not be verified" {
+			t.Fatalf("a refused message reported as %+v", got)
 		}
 	})
 }

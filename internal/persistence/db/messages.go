@@ -185,7 +185,13 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 			deliveryRows = append(deliveryRows, []any{m.ID, tg, persistence.DeliveryQueued, now, wake, now, now})
 			states[i] = persistence.DeliveryQueued
 		}
-		t.note(historyRow{messageID: m.ID, kind: persistence.HistoryDispatched, actor: nm.Actor, reason: dispatchedReason(nm.Targets, m.Refusal)})
+		t.note(historyRow{messageID: m.ID, kind: persistence.HistoryDispatched, actor: nm.Actor, reason: refusedOr(nm.RefusalReason, dispatchedReason(nm.Targets, m.Refusal))})
+		if nm.RefusalReason != "" {
+			if t.lastChange == nil {
+				t.lastChange = make(map[int64]MessageAlert)
+			}
+			t.lastChange[m.ID] = MessageAlert{Reason: persistence.SanitizeReason(nm.RefusalReason)}
+		}
 		t.touchNew(m, states)
 	}
 	err := t.insertRows(ctx, `INSERT INTO messages (id, stage, status, refusal, from_party, to_party, source,
@@ -243,6 +249,14 @@ func (t *txn) duplicateMessage(ctx context.Context, batch []persistence.NewMessa
 	return fmt.Errorf("message %d already exists: %w", id, persistence.ErrConflict)
 }
 
+// refusedOr is the dispatched line of a refused message with its reason, else def.
+func refusedOr(reason, def string) string {
+	if reason == "" {
+		return def
+	}
+	return "refused: " + reason
+}
+
 func dispatchedReason(targets []persistence.InstanceName, refusal persistence.Refusal) string {
 	switch {
 	case len(targets) > 0:
@@ -272,12 +286,14 @@ func (s *Store) GetMessage(ctx context.Context, id int64) (persistence.Message, 
 
 // FindMessageByOrigin finds the message a source stored with this origin event id, the
 // newest if there are several. Sources use it to tell, after a crash, whether a document
-// they were handing over was stored.
+// they were handing over was stored; the record of a document they refused (refusal
+// class other than none) is not such a message, so a later, accepted copy of it is not
+// mistaken for one already stored.
 func (s *Store) FindMessageByOrigin(ctx context.Context, source persistence.InstanceName, originEventID string) (persistence.Message, error) {
 	var out persistence.Message
 	err := s.read(ctx, func(t *txn) (err error) {
 		out, err = scanMessage(t.queryRow(ctx, `SELECT `+messageCols+` FROM messages
-			WHERE origin_event_id = ? AND source = ? ORDER BY id DESC LIMIT 1`, originEventID, source))
+			WHERE origin_event_id = ? AND source = ? AND refusal = 'none' ORDER BY id DESC LIMIT 1`, originEventID, source))
 		return notFound(err, "message of %s with origin event id %q", source, originEventID)
 	})
 	return out, err

@@ -178,11 +178,13 @@ func (rt *Runtime) APIRoutes() []module.APIRoute {
 	return append(rt.profiles.Routes(), rt.toolRoutes()...)
 }
 
-// Panel is the AS2 part of a message's detail: what was received (inbound) or sent
-// (outbound, one entry per attempt with a distinct Message-ID).
+// Panel is the AS2 part of a message's detail: what was received (inbound), refused
+// (inbound, a message kept as a record of its refusal) or sent (outbound, one entry per
+// attempt with a distinct Message-ID).
 type Panel struct {
 	Direction string                  `json:"direction"` // inbound or outbound
 	Inbound   *receiver.InboundRecord `json:"inbound,omitempty"`
+	Refusal   *receiver.RefusalRecord `json:"refusal,omitempty"`
 	Outbound  []sender.OutboundRecord `json:"outbound,omitempty"`
 }
 
@@ -192,6 +194,13 @@ func (rt *Runtime) MessagePanel(ctx context.Context, messageID int64) (any, bool
 	switch {
 	case err == nil:
 		return Panel{Direction: "inbound", Inbound: &in}, true, nil
+	case !isNotFound(err):
+		return nil, false, err
+	}
+	ref, err := receiver.FindRefusal(ctx, rt.core.DB, messageID)
+	switch {
+	case err == nil:
+		return Panel{Direction: "inbound", Refusal: &ref}, true, nil
 	case !isNotFound(err):
 		return nil, false, err
 	}

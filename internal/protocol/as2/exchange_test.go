@@ -109,16 +109,22 @@ func (pr protection) outbound(r map[string]any) {
 // under every protection profile, each with a sync and an async MDN, signed and not:
 // B's file writer must hold the exact bytes, and A's delivery must be settled by the MDN.
 func TestTwoGatewaysExchange(t *testing.T) {
+	eachGatewayDB(t, func(t *testing.T, url string) {
+		a := startPeer(t, "WHARF-A", url)
+		b := startPeer(t, "WHARF B", "") // B keeps SQLite; an AS2 id with a space is quoted on the wire
+		exchange(t, a, b)
+	})
+}
+
+// eachGatewayDB runs fn for SQLite (an empty URL) and, when it is set up, PostgreSQL (the
+// URL of a fresh schema).
+func eachGatewayDB(t *testing.T, fn func(t *testing.T, dbURL string)) {
 	dbs := map[string]string{"sqlite": ""}
 	if os.Getenv(dbtest.PostgresURLEnv) != "" {
 		dbs["postgres"] = dbtest.PostgresURL(t)
 	}
 	for dbName, url := range dbs {
-		t.Run(dbName, func(t *testing.T) {
-			a := startPeer(t, "WHARF-A", url)
-			b := startPeer(t, "WHARF B", "") // B keeps SQLite; an AS2 id with a space is quoted on the wire
-			exchange(t, a, b)
-		})
+		t.Run(dbName, func(t *testing.T) { fn(t, url) })
 	}
 }
 

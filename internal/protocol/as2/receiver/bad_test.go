@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"wharf/internal/module"
+	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
 	"wharf/internal/protocol/as2/cms"
 	"wharf/internal/protocol/as2/mime"
@@ -105,10 +106,15 @@ type refusalTest struct {
 	raw         func(t testing.TB, rc *Receiver, r request) reply
 	status      int
 	disposition string // the MDN's error description; "" for an HTTP refusal
+	// unknown is set for a request refused before both AS2 ids named profiles: it is
+	// counted among the unknown senders rather than kept as a refused message.
+	unknown bool
 }
 
-// Bad requests and bad messages are refused with the right status or disposition, and
-// nothing of them is stored.
+// Bad requests and bad messages are refused with the right status or disposition. No
+// document of them is stored: a request whose AS2 ids named profiles is kept as a
+// refused message (its headers, body and MDN), any other is counted as an unknown
+// sender.
 func TestRefusals(t *testing.T) {
 	org, partner, stranger := testParty(t, "wharf"), testParty(t, "acme"), testParty(t, "mallory")
 	payload := bytes.Repeat([]byte("UNH+1+ORDERS:D:96A:UN'\r\n"), 200)
@@ -127,13 +133,13 @@ func TestRefusals(t *testing.T) {
 	}
 
 	tests := []refusalTest{
-		{name: "missing AS2-From", req: func(t testing.TB) request { return withHeader(valid(t), "AS2-From", "") }, status: 400},
-		{name: "missing AS2-To", req: func(t testing.TB) request { return withHeader(valid(t), "AS2-To", "") }, status: 400},
-		{name: "missing Message-ID", req: func(t testing.TB) request { return withHeader(valid(t), "Message-ID", "") }, status: 400},
-		{name: "unknown AS2 ids", req: func(t testing.TB) request { return withHeader(valid(t), "AS2-From", "MALLORY") }, status: 403},
-		{name: "unknown recipient", req: func(t testing.TB) request { return withHeader(valid(t), "AS2-To", `"SOMEONE ELSE"`) }, status: 403},
-		{name: "sender is the receiver", req: func(t testing.TB) request { return withHeader(valid(t), "AS2-From", "WHARF") }, status: 400},
-		{name: "unsupported AS2 version", req: func(t testing.TB) request { return withHeader(valid(t), "AS2-Version", "2.0") }, status: 400},
+		{name: "missing AS2-From", req: func(t testing.TB) request { return withHeader(valid(t), "AS2-From", "") }, status: 400, unknown: true},
+		{name: "missing AS2-To", req: func(t testing.TB) request { return withHeader(valid(t), "AS2-To", "") }, status: 400, unknown: true},
+		{name: "missing Message-ID", req: func(t testing.TB) request { return withHeader(valid(t), "Message-ID", "") }, status: 400, unknown: true},
+		{name: "unknown AS2 ids", req: func(t testing.TB) request { return withHeader(valid(t), "AS2-From", "MALLORY") }, status: 403, unknown: true},
+		{name: "unknown recipient", req: func(t testing.TB) request { return withHeader(valid(t), "AS2-To", `"SOMEONE ELSE"`) }, status: 403, unknown: true},
+		{name: "sender is the receiver", req: func(t testing.TB) request { return withHeader(valid(t), "AS2-From", "WHARF") }, status: 400, unknown: true},
+		{name: "unsupported AS2 version", req: func(t testing.TB) request { return withHeader(valid(t), "AS2-Version", "2.0") }, status: 400, unknown: true},
 		{name: "async MDN URL on an unvouched host", req: func(t testing.TB) request {
 			return withHeader(valid(t), "Receipt-Delivery-Option", "http://attacker.example/mdn")
 		}, status: 400},
@@ -281,10 +287,49 @@ func testRefusals(t *testing.T, org, partner, stranger party, tune func(*Receive
 				if id := r.header.Get("Message-ID"); id != "" && len(b.logs.lines("as2_message_id", id)) != 1 {
 					t.Errorf("%d log lines name the message, want 1", len(b.logs.lines("as2_message_id", id)))
 				}
+				if !tt.unknown {
+					m := b.refused(r.header.Get("Message-ID"))
+					if head := b.payload(m.ID, persistence.PayloadHeaders); !bytes.Contains(head, []byte("As2-From: ACME")) {
+						t.Errorf("headers stage:\n%s", head)
+					}
+					if tt.disposition != "" && !bytes.Contains(b.payload(m.ID, persistence.PayloadReceipt), []byte(tt.disposition)) {
+						t.Errorf("the receipt stage does not hold the MDN answered")
+					}
+				}
 			})
 		}
-		if n := b.messageCount(); n != 0 {
-			t.Errorf("%d messages stored", n)
+		var kept, unknown int64
+		for _, tt := range tests {
+			if tt.unknown {
+				unknown++
+			} else {
+				kept++
+			}
+		}
+		refused, total, err := s.ListMessages(b.ctx, persistence.MessageFilter{Status: persistence.StatusRefused})
+		if err != nil || int64(total) != kept || b.messageCount() != 0 {
+			t.Errorf("%d refused messages and %d others (%v), want %d and none", total, b.messageCount(), err, kept)
+		}
+		for _, m := range refused {
+			if m.Size != 0 || m.SHA256 != "" {
+				t.Errorf("message %d keeps a document: %+v", m.ID, m)
+			}
+		}
+		// The counts are written a moment after the answers.
+		var counted int64
+		eventually(t, "unknown senders counted", func() bool {
+			senders, _, err := s.ListUnknownSenders(b.ctx, persistence.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			counted = 0
+			for _, u := range senders {
+				counted += u.Count
+			}
+			return counted >= unknown
+		})
+		if counted != unknown {
+			t.Errorf("unknown senders counted %d requests, want %d", counted, unknown)
 		}
 		var rows int
 		if err := s.ModuleSQL().Read(b.ctx, func(tx module.Tx) error {

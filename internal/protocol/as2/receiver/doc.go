@@ -13,8 +13,10 @@
 //     max_message_size_mib, else the config's max_body_mib) is 413; a
 //     Receipt-Delivery-Option whose host the partner profile does not vouch for (the
 //     endpoint URL's host or async_mdn_hosts) is 400. These refusals happen before the
-//     body is read, store nothing, write no MDN (the caller may not be a partner at all)
-//     and log one line.
+//     body is read, store no document, write no MDN (the caller may not be a partner at
+//     all) and log one line. Before both AS2 ids named profiles the request is counted
+//     among the unknown senders (unknown.go); after, it is kept as a refused message
+//     with its headers (refusal.go).
 //  3. The body is read up to the limit, one byte more telling an oversized chunked body
 //     (then 413), and unpacked in whatever order the partner layered it (mime.Unpack,
 //     or mime.UnpackReader for a body kept in a file), with the decompressed size
@@ -26,7 +28,10 @@
 //     decompression-failed, insufficient-message-security, duplicate-document,
 //     duplicate-filename, else unexpected-processing-error), and no MIC. An asynchronous
 //     request gets it queued; a request without an MDN gets a 400 naming the
-//     disposition. Nothing of the message is stored; one line is logged.
+//     disposition. The document is not stored; the refusal is kept as a message with
+//     status refused, the request's headers, its raw body (bounded by the
+//     refused_body_max_mib setting) and the MDN as stages (refusal.go), before the
+//     answer. One line is logged.
 //  5. The message is reserved in as2_inbound (see below) and its MDN written: signed
 //     when the partner asked for a signed receipt and the organization has a signing
 //     key, with the MIC of RFC 4130 7.3.1 (mime.Result.MIC, its algorithm chosen by the

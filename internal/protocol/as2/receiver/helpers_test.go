@@ -231,14 +231,19 @@ var bodyModes = []struct {
 // spoolAll makes a receiver keep every request body in a file.
 func spoolAll(rc *Receiver) { rc.spoolAbove = 0 }
 
-// messageCount is how many messages the database holds.
+// messageCount is how many messages the database holds with a document: the records
+// of refused messages are not counted.
 func (b *bench) messageCount() int {
 	b.t.Helper()
 	_, total, err := b.store.ListMessages(b.ctx, persistence.MessageFilter{})
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	return total
+	_, refused, err := b.store.ListMessages(b.ctx, persistence.MessageFilter{Status: persistence.StatusRefused})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return total - refused
 }
 
 // inboundRows is how many as2_inbound rows name the Message-ID.
@@ -281,6 +286,25 @@ func (b *bench) message(source, messageID string) persistence.Message {
 		b.t.Fatalf("message %s from %s: %v", messageID, source, err)
 	}
 	return m
+}
+
+// refused finds the one refused message kept for an AS2 Message-ID.
+func (b *bench) refused(messageID string) persistence.Message {
+	b.t.Helper()
+	ms, _, err := b.store.ListMessages(b.ctx, persistence.MessageFilter{Q: messageID})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	var out []persistence.Message
+	for _, m := range ms {
+		if m.OriginEventID == messageID && m.Status == persistence.StatusRefused {
+			out = append(out, m)
+		}
+	}
+	if len(out) != 1 {
+		b.t.Fatalf("%d refused messages for %s, want 1", len(out), messageID)
+	}
+	return out[0]
 }
 
 // reply is an HTTP answer read whole.

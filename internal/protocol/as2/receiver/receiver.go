@@ -93,6 +93,10 @@ type Receiver struct {
 	wake chan struct{}
 	// large is signalled when a large message's request is over (see freeMemory).
 	large chan struct{}
+	// unknown counts requests of unknown senders until writeUnknown, woken by
+	// unknownWake, writes them.
+	unknown     unknownTally
+	unknownWake chan struct{}
 
 	mu      sync.Mutex
 	started bool
@@ -172,6 +176,7 @@ func newReceiver(deps Deps, name persistence.InstanceName, cfg *Config) (*Receiv
 		tick:        5 * time.Second,
 		wake:        make(chan struct{}, 1),
 		large:       make(chan struct{}, 1),
+		unknownWake: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -282,7 +287,7 @@ func (rc *Receiver) Start(ctx context.Context) error {
 	rc.stop = stop
 	rc.started = true
 	srv := rc.srv
-	rc.loop.Add(3)
+	rc.loop.Add(4)
 	go func() {
 		defer rc.loop.Done()
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -296,6 +301,10 @@ func (rc *Receiver) Start(ctx context.Context) error {
 	go func() {
 		defer rc.loop.Done()
 		rc.freeMemory(bg)
+	}()
+	go func() {
+		defer rc.loop.Done()
+		rc.writeUnknown(bg)
 	}()
 	scheme := "http"
 	if tlsConfig != nil {
@@ -340,6 +349,7 @@ func (rc *Receiver) Stop(ctx context.Context) error {
 		srv.Close()
 		return errors.Join(err, fmt.Errorf("as2-receiver %s: stop: %w", rc.name, ctx.Err()))
 	}
+	rc.flushUnknown(ctx)
 	if err != nil {
 		return fmt.Errorf("as2-receiver %s: stop: %w", rc.name, err)
 	}

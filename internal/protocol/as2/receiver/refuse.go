@@ -10,12 +10,15 @@ import (
 )
 
 // refuseMessage answers a message refused for its content with the MDN the partner
-// asked for, carrying the failure's disposition; nothing of the message is stored.
-// Without an MDN request the refusal is a 400 naming the disposition.
+// asked for, carrying the failure's disposition. The message is kept as a refused
+// record (keepRefusal) before the answer; the document itself is not stored. Without an
+// MDN request the refusal is a 400 naming the disposition.
 func (rc *Receiver) refuseMessage(ctx context.Context, w http.ResponseWriter, x *exchange, disp mime.Disposition, cause error) {
 	rc.log.WarnContext(ctx, "AS2 message refused", "as2_message_id", x.env.messageID, "as2_from", string(x.env.from),
 		"as2_to", string(x.env.to), "disposition", disp.String(), "cause", cause.Error())
+	ref := refusal{disposition: disp.String(), reason: plainReason(disp, cause)}
 	if x.env.mode == MDNNone {
+		rc.keepRefusal(ctx, x, ref)
 		textAnswer(w, http.StatusBadRequest, "The message was refused: "+disp.ModifierText()+".")
 		return
 	}
@@ -31,9 +34,12 @@ func (rc *Receiver) refuseMessage(ctx context.Context, w http.ResponseWriter, x 
 	mdn, err := rc.buildMDN(spec)
 	if err != nil {
 		rc.log.ErrorContext(ctx, "write error MDN", "as2_message_id", x.env.messageID, "err", err)
+		rc.keepRefusal(ctx, x, ref)
 		textAnswer(w, http.StatusBadRequest, "The message was refused: "+disp.ModifierText()+".")
 		return
 	}
+	ref.mdn = &mdn
+	rc.keepRefusal(ctx, x, ref)
 	if x.env.mode == MDNAsync {
 		job := &mdnJob{
 			Instance:     rc.name,
@@ -59,8 +65,9 @@ func (rc *Receiver) refuseMessage(ctx context.Context, w http.ResponseWriter, x 
 }
 
 // refuseRequest refuses a request before its message is read or opened: a bad header,
-// an unknown party, a size over the limit. Nothing is stored and no MDN is written,
-// since the request may not even come from a partner.
+// an unknown party, a size over the limit. No MDN is written, since the request may not
+// even come from a partner. Once both AS2 ids named profiles the request is kept as a
+// refused message (its headers); before that it is counted among the unknown senders.
 func (rc *Receiver) refuseRequest(ctx context.Context, w http.ResponseWriter, x *exchange, status int, text string, cause error) {
 	attrs := []any{"status", status, "reason", text, "remote", x.r.RemoteAddr}
 	if x.env.messageID != "" {
@@ -70,6 +77,11 @@ func (rc *Receiver) refuseRequest(ctx context.Context, w http.ResponseWriter, x 
 		attrs = append(attrs, "cause", cause.Error())
 	}
 	rc.log.WarnContext(ctx, "AS2 request refused", attrs...)
+	if x.in.Remote.Partner != "" {
+		rc.keepRefusal(ctx, x, refusal{reason: text})
+	} else {
+		rc.countUnknownSender(x.r, text)
+	}
 	// The body may be unread; closing the connection spares reading it.
 	w.Header().Set("Connection", "close")
 	textAnswer(w, status, text)

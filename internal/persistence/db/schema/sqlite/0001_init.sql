@@ -267,3 +267,22 @@ CREATE TABLE identity_providers (
     created_at    TEXT NOT NULL,
     updated_at    TEXT NOT NULL
 ) STRICT;
+
+-- Unknown senders: requests a source refused before it knew who sent
+-- them (unknown sender or receiver ids, a bad envelope), counted per source instance,
+-- remote address and id pair. The store keeps at most persistence.MaxUnknownSenders
+-- rows and evicts the longest unseen first, so a flood cannot grow the table.
+CREATE TABLE unknown_senders (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    source      TEXT NOT NULL,
+    remote_addr TEXT NOT NULL,
+    sender_id   TEXT NOT NULL,
+    receiver_id TEXT NOT NULL,
+    count       INTEGER NOT NULL,
+    last_reason TEXT NOT NULL,
+    first_seen  TEXT NOT NULL,
+    last_seen   TEXT NOT NULL,
+    UNIQUE (source, remote_addr, sender_id, receiver_id)
+) STRICT;
+
+CREATE INDEX unknown_senders_last_seen ON unknown_senders (last_seen, id);

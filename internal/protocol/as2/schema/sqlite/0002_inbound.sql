@@ -8,7 +8,7 @@
 -- unique constraints; it becomes 'answered', naming the message and holding its MDN, in
 -- one transaction once the message is stored (the MDN, written before, is stored with
 -- the message as its receipt stage, from which an interrupted request's row is
--- completed). Messages refused for their content leave no row.
+-- completed). Messages refused for their content leave no row here (see as2_refusals).
 CREATE TABLE as2_inbound (
     id                  INTEGER PRIMARY KEY AUTOINCREMENT,
     instance            TEXT NOT NULL,
@@ -79,3 +79,33 @@ CREATE TABLE as2_mdn_jobs (
 
 CREATE INDEX as2_mdn_jobs_due ON as2_mdn_jobs (instance, state, next_attempt_at);
 CREATE INDEX as2_mdn_jobs_inbound ON as2_mdn_jobs (inbound_id);
+
+-- Messages a partner sent that were refused for their content (after both AS2 ids named
+-- profiles): each names the gateway message kept of it (status refused, with the
+-- request's headers, its raw body up to refused_body_max_mib and the MDN we answered as
+-- stages). A resend of the same (as2_from, as2_message_id) that is refused again counts
+-- here and adds a history line to that message rather than another message, so a
+-- partner retrying a refused message does not multiply rows.
+CREATE TABLE as2_refusals (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    instance       TEXT NOT NULL,
+    as2_from       TEXT NOT NULL,
+    as2_to         TEXT NOT NULL,
+    as2_message_id TEXT NOT NULL,
+    partner        TEXT NOT NULL,
+    organization   TEXT NOT NULL,
+    message_id     INTEGER NOT NULL,
+    disposition    TEXT NOT NULL,
+    reason         TEXT NOT NULL,
+    mdn_mode       TEXT NOT NULL,
+    mdn_message_id TEXT NOT NULL,
+    -- The body's size as received (-1 when it was not read) and how much of it is kept.
+    body_size      INTEGER NOT NULL,
+    body_kept      INTEGER NOT NULL,
+    count          INTEGER NOT NULL,
+    first_at       TEXT NOT NULL,
+    last_at        TEXT NOT NULL,
+    UNIQUE (as2_from, as2_message_id)
+) STRICT;
+
+CREATE INDEX as2_refusals_message ON as2_refusals (message_id);

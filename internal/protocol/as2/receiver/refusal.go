@@ -1,0 +1,210 @@
+package receiver
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"wharf/internal/logging"
+	"wharf/internal/module"
+	"wharf/internal/persistence"
+	"wharf/internal/protocol/as2/mime"
+	"wharf/internal/settings"
+)
+
+// keepTimeout bounds keeping a refusal, which goes on when the partner hangs up.
+const keepTimeout = 30 * time.Second
+
+// refusal is what is kept of a message refused after both AS2 ids named profiles.
+type refusal struct {
+	// disposition is the one the MDN carried, "" when no MDN was written (a refusal
+	// before the body was read, or a partner that asked for none).
+	disposition string
+	reason      string
+	mdn         *builtMDN
+}
+
+// keepRefusal records a refused message: a gateway message with status refused, the
+// request's headers, its raw body (up to the refused_body_max_mib setting) and the MDN
+// as stages, the reason on its history, and a row in as2_refusals. A resend of the same
+// Message-ID that is refused again is counted on that row and noted in that message's
+// history instead. It returns once the record is durable; a failure is logged and
+// changes nothing of the answer. The message with its stages and reason is one
+// transaction of the store; the as2_refusals row (the AS2 panel, the repeat count) is
+// written after it, so a crash between the two leaves the message without that row and
+// a resend of the Message-ID makes a second message.
+func (rc *Receiver) keepRefusal(ctx context.Context, x *exchange, ref refusal) {
+	if x.in.Remote.Partner == "" || x.env.messageID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
+	defer cancel()
+	if err := rc.keepRefusalErr(ctx, x, ref); err != nil {
+		rc.log.ErrorContext(ctx, "refused AS2 message not recorded", "as2_message_id", x.env.messageID,
+			"as2_from", string(x.env.from), "err", err)
+	}
+}
+
+func (rc *Receiver) keepRefusalErr(ctx context.Context, x *exchange, ref refusal) error {
+	counted, err := rc.countRefusal(ctx, x, ref)
+	if err != nil || counted {
+		return err
+	}
+	limit, err := rc.refusedBodyLimit(ctx)
+	if err != nil {
+		return err
+	}
+	row := refusalRow{
+		Instance:     rc.name,
+		AS2From:      string(x.env.from),
+		AS2To:        string(x.env.to),
+		AS2MessageID: x.env.messageID,
+		Partner:      string(x.in.Remote.Partner),
+		Organization: string(x.in.Local.Organization),
+		Disposition:  ref.disposition,
+		Reason:       persistence.SanitizeReason(ref.reason),
+		MDNMode:      x.env.mode,
+		BodySize:     -1,
+	}
+	headers := x.headers
+	if headers == nil {
+		headers = headerText(x.r)
+	}
+	extra := []module.ExtraPayload{{Stage: persistence.PayloadHeaders, Body: bytes.NewReader(headers)}}
+	if x.body != nil {
+		row.BodySize = x.body.size
+		row.BodyKept = min(x.body.size, limit)
+		if row.BodyKept > 0 {
+			var body io.Reader = x.body.reader()
+			if row.BodyKept < row.BodySize {
+				body = io.LimitReader(body, row.BodyKept)
+			}
+			extra = append(extra, module.ExtraPayload{Stage: persistence.PayloadReceived, Body: body})
+		}
+	}
+	if ref.mdn != nil {
+		row.MDNMessageID = ref.mdn.messageID
+		extra = append(extra, module.ExtraPayload{Stage: persistence.PayloadReceipt, Body: bytes.NewReader(receiptEntity(*ref.mdn))})
+	}
+	fileName := fileNameFromMessageID(x.env.messageID)
+	if x.res != nil && x.res.FileName != "" {
+		fileName = x.res.FileName
+	}
+	origin := cutID(x.env.messageID)
+	results, err := rc.deps.Ingest.Ingest(ctx, []module.Incoming{{
+		Source:        rc.name,
+		From:          x.in.Remote.Partner,
+		To:            x.in.Local.Organization,
+		FileName:      fileName,
+		CorrelationID: origin,
+		OriginEventID: origin,
+		Extra:         extra,
+		Refused:       row.Reason,
+	}})
+	if err != nil {
+		return fmt.Errorf("store the refused message: %w", err)
+	}
+	if len(results) != 1 {
+		return fmt.Errorf("ingest returned %d results for one message", len(results))
+	}
+	if results[0].Err != nil {
+		return fmt.Errorf("store the refused message: %w", results[0].Err)
+	}
+	row.MessageID = results[0].Message.ID
+	ctx = logging.WithMessageID(ctx, row.MessageID)
+	if err := rc.deps.DB.Write(ctx, func(tx module.Tx) error { return insertRefusal(ctx, tx, &row) }); err != nil {
+		return fmt.Errorf("record the refusal of message %d: %w", row.MessageID, err)
+	}
+	return nil
+}
+
+// countRefusal counts a refusal on the row of an earlier refusal of the same
+// (AS2-From, Message-ID) and notes it in that message's history; it reports false when
+// there is no such row.
+func (rc *Receiver) countRefusal(ctx context.Context, x *exchange, ref refusal) (bool, error) {
+	var messageID int64
+	reason := persistence.SanitizeReason(ref.reason)
+	err := rc.deps.DB.Write(ctx, func(tx module.Tx) error {
+		messageID = 0
+		err := tx.QueryRow(ctx, `SELECT message_id FROM as2_refusals WHERE as2_from = ? AND as2_message_id = ?`,
+			string(x.env.from), x.env.messageID).Scan(&messageID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE as2_refusals SET count = count + 1, disposition = ?, reason = ?, last_at = ?
+			WHERE as2_from = ? AND as2_message_id = ?`,
+			ref.disposition, reason, tx.Time(tx.Now()), string(x.env.from), x.env.messageID)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("count the refusal: %w", err)
+	}
+	if messageID == 0 {
+		return false, nil
+	}
+	note := "AS2 Message-ID " + x.env.messageID + " received again and refused: " + reason
+	if err := rc.deps.Store.NoteHistory(ctx, messageID, persistence.HistoryDuplicateReceived, note, "as2:"+string(rc.name)); err != nil {
+		return true, fmt.Errorf("note the repeated refusal: %w", err)
+	}
+	return true, nil
+}
+
+// refusedBodyLimit reads the refused_body_max_mib setting (its default when unset).
+func (rc *Receiver) refusedBodyLimit(ctx context.Context) (int64, error) {
+	m := map[string]string{}
+	v, err := rc.deps.Store.GetSetting(ctx, settings.RefusedBodyMaxMiB)
+	switch {
+	case err == nil:
+		m[settings.RefusedBodyMaxMiB] = v
+	case !errors.Is(err, persistence.ErrNotFound):
+		return 0, fmt.Errorf("read setting %s: %w", settings.RefusedBodyMaxMiB, err)
+	}
+	values, err := settings.Parse(m)
+	if err != nil {
+		return 0, err
+	}
+	return values.RefusedBodyMaxBytes(), nil
+}
+
+// maxOriginID is the longest correlation or origin event id a message takes; a longer
+// Message-ID is kept whole on the as2_refusals row.
+const maxOriginID = 255
+
+func cutID(s string) string {
+	if len(s) <= maxOriginID {
+		return s
+	}
+	return s[:maxOriginID]
+}
+
+// plainReason says in plain words why a message was refused, followed by the cause.
+func plainReason(disp mime.Disposition, cause error) string {
+	text, ok := plainDispositions[disp.ModifierText()]
+	if !ok {
+		text = "the message was refused (" + disp.ModifierText() + ")"
+	}
+	if cause == nil {
+		return text
+	}
+	return text + ": " + strings.TrimSpace(cause.Error())
+}
+
+// plainDispositions are the failure descriptions of an MDN in words an operator reads.
+var plainDispositions = map[string]string{
+	"insufficient-message-security": "the message is not protected as the partner profile demands",
+	"integrity-check-failed":        "the content does not match the digest its signature covers",
+	"authentication-failed":         "the signature could not be verified with the partner's certificates",
+	"decryption-failed":             "the message could not be decrypted with our keys",
+	"decompression-failed":          "the message could not be decompressed",
+	"duplicate-document":            "the message repeats one received before",
+	"duplicate-filename":            "the file name was received before within the profile's window",
+	unexpectedFailure:               "the message could not be processed",
+}
