@@ -68,8 +68,10 @@ type Filter struct {
 	State    NotificationState
 	Code     Code
 	Severity Severity
-	Limit    int
-	Offset   int
+	// Unresolved keeps only the alerts whose cause lasts; it applies to alerts.
+	Unresolved bool
+	Limit      int
+	Offset     int
 }
 
 // ChangedSubject is the bus subject on which the notifier announces changed rows of the
