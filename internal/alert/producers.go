@@ -13,16 +13,8 @@ import (
 // the delivery that made it so, when one did. ok is false for any other status. The alert
 // names the parties, the file name and the sanitized reason, never the document.
 func ForMessage(m persistence.Message, target persistence.InstanceName, reason string) (a Alert, ok bool) {
-	var code Code
-	var what string
-	switch m.Status {
-	case persistence.StatusError:
-		code, what = MessageFailed, "failed"
-	case persistence.StatusStalled:
-		code, what = DeliveryStalled, "is stalled"
-	case persistence.StatusNotRouted:
-		code, what = MessageNotRouted, "matched no route"
-	default:
+	code, what := messageCode(m.Status)
+	if code == "" {
 		return Alert{}, false
 	}
 	id := strconv.FormatInt(m.ID, 10)
@@ -48,6 +40,32 @@ func ForMessage(m persistence.Message, target persistence.InstanceName, reason s
 		Details: details,
 		Link:    "/ui/messages/" + id,
 	}, true
+}
+
+// messageCode is the alert code of a message status, with the words that say it; the
+// code is empty for a status that needs nobody.
+func messageCode(st persistence.MessageStatus) (Code, string) {
+	switch st {
+	case persistence.StatusError:
+		return MessageFailed, "failed"
+	case persistence.StatusStalled:
+		return DeliveryStalled, "is stalled"
+	case persistence.StatusNotRouted:
+		return MessageNotRouted, "matched no route"
+	}
+	return "", ""
+}
+
+// MessageResolution is the resolution of the alert ForMessage raised for a message's
+// previous status, now that its status is another (a redelivery went through, a
+// redispatch found a route); ok is false when the previous status raised none or the
+// current one raises the same.
+func MessageResolution(m persistence.Message, previous persistence.MessageStatus) (a Alert, ok bool) {
+	code, _ := messageCode(previous)
+	if now, _ := messageCode(m.Status); code == "" || code == now {
+		return Alert{}, false
+	}
+	return Resolution(code, Subject{Kind: "message", ID: strconv.FormatInt(m.ID, 10)}), true
 }
 
 // ForCertificate is the certificate_expiring or certificate_expired alert of a stored

@@ -38,6 +38,9 @@ func (g *Gateway) newAlerts(log *slog.Logger) *alert.Queue {
 		return g.Bus.Publish(alert.BusSubject, b)
 	}), log, alert.DefaultCapacity)
 	g.Store.OnMessageAlert(func(m db.MessageAlert) {
+		if r, ok := alert.MessageResolution(m.Message, m.Previous); ok {
+			q.Raise(r)
+		}
 		if a, ok := alert.ForMessage(m.Message, m.Target, m.Reason); ok {
 			q.Raise(a)
 		}
