@@ -74,4 +74,3 @@ func TestMessageResolution(t *testing.T) {
 		}
 	}
 }
-
