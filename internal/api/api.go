@@ -52,6 +52,8 @@ const (
 	ServiceStopped  ServiceState = "stopped"
 	ServiceFailed   ServiceState = "failed"
 	ServiceDisabled ServiceState = "disabled"
+	// ServiceDegraded is a running instance while the database or the bus is out of reach.
+	ServiceDegraded ServiceState = "degraded"
 )
 
 // ServiceStatus is one plugin instance's service as GET /api/v1/services shows it.
