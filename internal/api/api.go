@@ -82,6 +82,9 @@ type Deps struct {
 	// OIDC verifies identity providers' access tokens sent as bearer tokens; nil accepts
 	// API tokens only.
 	OIDC *oidc.Manager
+	// Health answers /readyz and hears of requests the database failed; nil reports
+	// ready.
+	Health Health
 }
 
 // Server serves the REST API.
@@ -97,6 +100,8 @@ type Server struct {
 	modules  []ModuleAPI
 	document []byte // the OpenAPI document with the modules' fragments
 	oidc     *oidc.Manager
+	// healthCheck is Deps.Health.
+	healthCheck Health
 }
 
 // New builds the server. A nil Logger discards. A module fragment that does not merge
@@ -117,17 +122,18 @@ func New(d Deps) *Server {
 		panic(err)
 	}
 	return &Server{
-		modules:  d.Modules,
-		document: doc,
-		store:    d.Store,
-		payloads: d.Payloads,
-		ingest:   d.Ingest,
-		ops:      d.Ops,
-		sealer:   d.Sealer,
-		log:      log,
-		version:  d.Version,
-		started:  time.Now(),
-		oidc:     d.OIDC,
+		modules:     d.Modules,
+		document:    doc,
+		store:       d.Store,
+		payloads:    d.Payloads,
+		ingest:      d.Ingest,
+		ops:         d.Ops,
+		sealer:      d.Sealer,
+		log:         log,
+		version:     d.Version,
+		started:     time.Now(),
+		healthCheck: d.Health,
+		oidc:        d.OIDC,
 	}
 }
 

@@ -55,6 +55,9 @@ type Gateway struct {
 	// Alerts takes the alerts of this process and hands them to the bus.
 	Alerts   *alert.Queue
 	Services *services.Manager
+	// Health pings the database and the bus, answers /readyz and raises
+	// database_unavailable.
+	Health *Health
 	// Runtimes are the modules' shared parts by module name (module.Module.Setup).
 	Runtimes map[string]any
 	// UI is the web UI under /ui/.
@@ -171,6 +174,9 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		}
 	}
 	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes, Alerts: g.Alerts})
+	g.Health = newHealth(g.Store.Ping, g.Bus.Flush, g.Alerts,
+		func() time.Duration { return g.settings(context.Background()).HealthCheckInterval }, log)
+	g.Services.SetHealth(g.Health.Down)
 	key, _, err := session.LoadOrCreateKey(cfg.SessionKeyPath(), log)
 	if err != nil {
 		return nil, err
@@ -260,6 +266,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.Alerts.Start(ctx); err != nil {
 		return err
 	}
+	if err := g.Health.Start(ctx); err != nil {
+		return err
+	}
 	if err := g.Engine.Start(ctx); err != nil {
 		return err
 	}
@@ -294,6 +303,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		Version:  Version,
 		Modules:  g.moduleAPIs(),
 		OIDC:     g.OIDC,
+		Health:   g.Health,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", g.UI.Handler())
@@ -350,6 +360,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		}
 		if g.Certs != nil {
 			errs = append(errs, g.Certs.Stop(ctx))
+		}
+		if g.Health != nil {
+			errs = append(errs, g.Health.Stop(ctx))
 		}
 		// The alerts raised so far go out on the bus while the modules still listen.
 		if g.Alerts != nil {

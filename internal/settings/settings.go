@@ -26,6 +26,7 @@ const (
 	MaxUploadMiB         = "max_upload_mib"
 	DisplayTimezone      = "display_timezone"
 	CertificateWarning   = "certificate_warning_days"
+	HealthCheckInterval  = "health_check_interval"
 )
 
 // MaxWakeupBackoff caps the doubling delay between unanswered wake-ups.
@@ -81,6 +82,11 @@ var catalogue = []Setting{
 		Description: "Days before its end a certificate raises a certificate_expiring alert (1 to 365).",
 		check:       intBetween(1, 365),
 	},
+	{
+		Key: HealthCheckInterval, Default: "10s",
+		Description: "Time between two checks that the database and the bus answer (1s to 5m).",
+		check:       durationBetween(time.Second, 5*time.Minute),
+	},
 }
 
 // Catalogue returns every setting in display order.
@@ -128,6 +134,8 @@ type Values struct {
 	DisplayTimezone      *time.Location
 	// CertificateWarning is how long before its end a certificate is reported expiring.
 	CertificateWarning time.Duration
+	// HealthCheckInterval is the time between two checks of the database and the bus.
+	HealthCheckInterval time.Duration
 }
 
 // Parse reads stored settings into Values; keys m lacks take their defaults. An unknown key
@@ -165,6 +173,7 @@ func Parse(m map[string]string) (Values, error) {
 	v.DisplayTimezone = loc
 	days, _ := strconv.Atoi(get(CertificateWarning))
 	v.CertificateWarning = time.Duration(days) * 24 * time.Hour
+	v.HealthCheckInterval, _ = time.ParseDuration(get(HealthCheckInterval))
 	return v, nil
 }
 
