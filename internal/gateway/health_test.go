@@ -157,7 +157,9 @@ func TestDatabaseOutageShowsAndClears(t *testing.T) {
 		t.Fatalf("/healthz during the outage: %d, want 200 (the process lives)", code)
 	}
 	status, body := gw.API("GET", "/api/v1/messages", "", nil)
-	var apiErr struct{ Error struct{ Code, Message string } }
+	var apiErr struct {
+		Error struct{ Code, Message string }
+	}
 	_ = json.Unmarshal(body, &apiErr)
 	if status != http.StatusServiceUnavailable || apiErr.Error.Code != "DATABASE_UNAVAILABLE" {
 		t.Fatalf("REST during the outage: %d %s, want 503 DATABASE_UNAVAILABLE", status, body)
@@ -242,4 +244,3 @@ func TestRedeliveredMessageResolvesItsAlert(t *testing.T) {
 		})
 	}
 }
-
