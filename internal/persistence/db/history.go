@@ -226,7 +226,7 @@ func (t *txn) flushHistory(ctx context.Context) error {
 }
 
 // noteKinds are the history lines NoteHistory may append.
-var noteKinds = []persistence.HistoryKind{persistence.HistoryDuplicateReceived}
+var noteKinds = []persistence.HistoryKind{persistence.HistoryDuplicateReceived, persistence.HistoryMDNUndeliverable}
 
 // NoteHistory appends a message-level history line that changes no state.
 func (s *Store) NoteHistory(ctx context.Context, messageID int64, kind persistence.HistoryKind, reason, actor string) error {
