@@ -232,6 +232,17 @@ func TestRedeliveredMessageResolvesItsAlert(t *testing.T) {
 				return as
 			}
 			poll(t, "the message_failed alert", func() bool { return len(open()) == 1 })
+			var listed struct {
+				Alerts []alert.Alert `json:"alerts"`
+				Total  int           `json:"total"`
+			}
+			h.mustJSON("GET", "/api/v1/alerts?code=message_failed&unresolved=true", nil, &listed)
+			if listed.Total != 1 || listed.Alerts[0].ResolvedAt != nil {
+				t.Fatalf("REST open alerts before the redelivery: %+v", listed)
+			}
+			if code := h.json("GET", "/api/v1/alerts?unresolved=maybe", nil, nil); code != http.StatusBadRequest {
+				t.Fatalf("unresolved=maybe: status %d, want 400", code)
+			}
 
 			refuse.Store(false)
 			h.mustJSON("POST", fmt.Sprintf("/api/v1/messages/%d/deliveries/%d/redeliver", m.ID, m.Deliveries[0].ID), map[string]any{}, nil)
@@ -240,6 +251,14 @@ func TestRedeliveredMessageResolvesItsAlert(t *testing.T) {
 			as, total, err := h.g.Notifications.ListAlerts(ctx, alert.Filter{Code: alert.MessageFailed})
 			if err != nil || total != 1 || as[0].ResolvedAt == nil || as[0].ResolvedAt.Before(as[0].Time) {
 				t.Fatalf("message_failed alerts after the redelivery: %+v, %v", as, err)
+			}
+			h.mustJSON("GET", "/api/v1/alerts?code=message_failed&unresolved=true", nil, &listed)
+			if listed.Total != 0 {
+				t.Fatalf("REST open alerts after the redelivery: %+v", listed)
+			}
+			h.mustJSON("GET", "/api/v1/alerts?code=message_failed", nil, &listed)
+			if listed.Total != 1 || listed.Alerts[0].ResolvedAt == nil {
+				t.Fatalf("REST alerts after the redelivery: %+v", listed)
 			}
 		})
 	}
