@@ -76,6 +76,7 @@ type Gateway struct {
 	setMu    sync.Mutex
 	setCache settings.Values
 	setAt    time.Time
+	setRead  bool // setCache was read from the database
 }
 
 // Open prepares everything a standalone process runs, without starting work yet.
@@ -219,14 +220,21 @@ const logRingSize = 1000
 const settingsTTL = time.Second
 
 // settings returns the current settings, read at most once per settingsTTL; a read
-// failure falls back to the defaults, which are always valid.
+// failure (the database is out of reach) keeps the settings read last, or falls back to
+// the defaults, which are always valid, when none were read yet.
 func (g *Gateway) settings(ctx context.Context) settings.Values {
 	g.setMu.Lock()
 	defer g.setMu.Unlock()
 	if !g.setAt.IsZero() && time.Since(g.setAt) < settingsTTL {
 		return g.setCache
 	}
-	g.setCache, g.setAt = g.readSettings(ctx), time.Now()
+	v, err := g.readSettings(ctx)
+	if err != nil && g.setRead {
+		// The database is out of reach: the settings read last still hold.
+		g.setAt = time.Now()
+		return g.setCache
+	}
+	g.setCache, g.setAt, g.setRead = v, time.Now(), err == nil
 	return g.setCache
 }
 
@@ -237,7 +245,9 @@ func (g *Gateway) settingsChanged() {
 	g.setMu.Unlock()
 }
 
-func (g *Gateway) readSettings(ctx context.Context) settings.Values {
+// readSettings reads the stored settings; it returns the defaults with the error of a
+// failed read.
+func (g *Gateway) readSettings(ctx context.Context) (settings.Values, error) {
 	stored, err := g.Store.ListSettings(ctx)
 	if err == nil {
 		// The store keeps bookkeeping entries beside the catalogue; only the catalogue's
@@ -249,15 +259,15 @@ func (g *Gateway) readSettings(ctx context.Context) settings.Values {
 			}
 		}
 		if v, err := settings.Parse(m); err == nil {
-			return v
+			return v, nil
 		} else {
 			g.log.Error("stored settings are invalid; using defaults", "err", err)
 		}
 	} else {
-		g.log.Error("read settings; using defaults", "err", err)
+		g.log.Warn("read settings", "err", err)
 	}
 	v, _ := settings.Parse(nil)
-	return v
+	return v, err
 }
 
 // Start begins work: the delivery engine, every enabled plugin instance, the sweep, the
