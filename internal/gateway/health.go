@@ -14,6 +14,10 @@ import (
 // healthPingTimeout bounds one ping of the database or the bus.
 const healthPingTimeout = 3 * time.Second
 
+// healthReuse is how long a check's result answers further checks: /readyz needs no
+// token, and probes arriving together cost one ping.
+const healthReuse = 500 * time.Millisecond
+
 // Health watches what the process depends on, the database and the bus: it pings both
 // at the health_check_interval setting (and at once when a request failed for want of the
 // database), answers /readyz, makes the services read degraded while either is out of
@@ -27,8 +31,11 @@ type Health struct {
 	interval func() time.Duration
 	log      *slog.Logger
 
-	// check serializes the checks: a probe that arrives during one waits for it.
-	check sync.Mutex
+	// check serializes the checks: a probe that arrives during one waits for it and
+	// takes its result.
+	check   sync.Mutex
+	last    api.Readiness
+	checked time.Time
 
 	mu      sync.Mutex
 	dbDown  bool
@@ -51,6 +58,10 @@ func newHealth(db, bus func(ctx context.Context) error, alerts alert.Raiser, int
 func (h *Health) Check(ctx context.Context) api.Readiness {
 	h.check.Lock()
 	defer h.check.Unlock()
+	if !h.checked.IsZero() && time.Since(h.checked) < healthReuse {
+		return h.last
+	}
+	defer func() { h.checked = time.Now() }()
 	dbErr := ping(ctx, h.db)
 	busErr := ping(ctx, h.bus)
 	h.mu.Lock()
@@ -79,7 +90,8 @@ func (h *Health) Check(ctx context.Context) api.Readiness {
 	case busErr == nil && wasBusDown:
 		h.log.Info("bus available again")
 	}
-	return api.Readiness{Database: state(dbErr), Bus: state(busErr)}
+	h.last = api.Readiness{Database: state(dbErr), Bus: state(busErr)}
+	return h.last
 }
 
 func ping(ctx context.Context, fn func(context.Context) error) error {
