@@ -127,7 +127,7 @@ func (c *Code) UnmarshalText(b []byte) error {
 
 // Subject is the record an alert is about.
 type Subject struct {
-	Kind string `json:"kind"` // message, delivery, certificate, plugin, file
+	Kind string `json:"kind"` // message, delivery, certificate, plugin, file, database, as2_mdn
 	ID   string `json:"id,omitempty"`
 	Name string `json:"name,omitempty"`
 }

@@ -141,6 +141,10 @@ func (rt *Runtime) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	rt.quit = nil
+	rt.recordHeld(ctx)
+	if n := rt.Held(); n > 0 {
+		rt.log.Error("alerts lost at shutdown: the database did not take them", "alerts", n)
+	}
 	return nil
 }
 
