@@ -100,8 +100,7 @@ type Server struct {
 	modules  []ModuleAPI
 	document []byte // the OpenAPI document with the modules' fragments
 	oidc     *oidc.Manager
-	// healthCheck is Deps.Health.
-	healthCheck Health
+	ready    Health // Deps.Health
 }
 
 // New builds the server. A nil Logger discards. A module fragment that does not merge
@@ -122,18 +121,18 @@ func New(d Deps) *Server {
 		panic(err)
 	}
 	return &Server{
-		modules:     d.Modules,
-		document:    doc,
-		store:       d.Store,
-		payloads:    d.Payloads,
-		ingest:      d.Ingest,
-		ops:         d.Ops,
-		sealer:      d.Sealer,
-		log:         log,
-		version:     d.Version,
-		started:     time.Now(),
-		healthCheck: d.Health,
-		oidc:        d.OIDC,
+		modules:  d.Modules,
+		document: doc,
+		store:    d.Store,
+		payloads: d.Payloads,
+		ingest:   d.Ingest,
+		ops:      d.Ops,
+		sealer:   d.Sealer,
+		log:      log,
+		version:  d.Version,
+		started:  time.Now(),
+		oidc:     d.OIDC,
+		ready:    d.Health,
 	}
 }
 

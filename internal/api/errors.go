@@ -117,8 +117,8 @@ func (s *Server) classify(r *http.Request, err error) *apiError {
 	if errors.Is(err, persistence.ErrUnavailable) {
 		// An outage, not a fault of the request: the client may try again later, and the
 		// health monitor checks at once rather than at its interval.
-		if s.healthCheck != nil {
-			s.healthCheck.Unavailable()
+		if s.ready != nil {
+			s.ready.Unavailable()
 		}
 		s.log.WarnContext(r.Context(), "request failed: database unavailable", "request_id", requestID(r.Context()),
 			"method", r.Method, "path", r.URL.Path, "error", err)

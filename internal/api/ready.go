@@ -28,11 +28,11 @@ type Health interface {
 // readyz is the load balancers' readiness check: 503 while the database or the bus does
 // not answer, so traffic goes elsewhere; /healthz stays the liveness check.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if s.healthCheck == nil {
+	if s.ready == nil {
 		writeJSON(w, http.StatusOK, Readiness{Status: "ok", Database: "ok", Bus: "ok"})
 		return
 	}
-	rd := s.healthCheck.Check(r.Context())
+	rd := s.ready.Check(r.Context())
 	status := http.StatusOK
 	rd.Status = "ok"
 	if !rd.Ready() {

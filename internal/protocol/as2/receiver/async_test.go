@@ -74,13 +74,17 @@ func TestAsyncMDN(t *testing.T) {
 				t.Errorf("%d attempts, want 3", tries)
 			}
 			// Giving up raises mdn_undeliverable about the message and notes it in the
-			// message's history.
+			// message's history, right after the job is recorded failed.
 			var raised []alert.Alert
-			for _, a := range alerts.Alerts() {
-				if a.Code == alert.MDNUndeliverable {
-					raised = append(raised, a)
+			eventually(t, "the mdn_undeliverable alert", func() bool {
+				raised = raised[:0]
+				for _, a := range alerts.Alerts() {
+					if a.Code == alert.MDNUndeliverable {
+						raised = append(raised, a)
+					}
 				}
-			}
+				return len(raised) > 0
+			})
 			if len(raised) != 1 || raised[0].Subject.Kind != "message" || raised[0].Subject.ID != strconv.FormatInt(msg.ID, 10) ||
 				raised[0].Link != "/ui/messages/"+strconv.FormatInt(msg.ID, 10) {
 				t.Fatalf("alerts raised: %+v, want one mdn_undeliverable for message %d", raised, msg.ID)
@@ -90,21 +94,22 @@ func TestAsyncMDN(t *testing.T) {
 					t.Errorf("alert detail %s carries the partner's URL: %q", d.Label, d.Value)
 				}
 			}
-			hist, err := b.store.ListHistory(context.Background(), msg.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			noted := 0
-			for _, h := range hist {
-				if h.Kind == persistence.HistoryMDNUndeliverable {
-					noted++
-					if !strings.Contains(h.Reason, "3 attempts") {
-						t.Errorf("history line %q does not say how often we tried", h.Reason)
+			var lines []persistence.HistoryEntry
+			eventually(t, "the mdn_undeliverable history line", func() bool {
+				hist, err := b.store.ListHistory(context.Background(), msg.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lines = lines[:0]
+				for _, h := range hist {
+					if h.Kind == persistence.HistoryMDNUndeliverable {
+						lines = append(lines, h)
 					}
 				}
-			}
-			if noted != 1 {
-				t.Errorf("%d mdn_undeliverable history lines, want 1: %+v", noted, hist)
+				return len(lines) > 0
+			})
+			if len(lines) != 1 || !strings.Contains(lines[0].Reason, "3 attempts") {
+				t.Errorf("mdn_undeliverable history lines %+v, want one that says how often we tried", lines)
 			}
 			// The partner sends the message again and takes the stored MDN this time:
 			// the alert resolves.
