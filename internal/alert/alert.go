@@ -59,6 +59,12 @@ const (
 	PluginFailed        Code = "plugin_failed"
 	FileUnroutable      Code = "file_unroutable"
 	NotificationTest    Code = "notification_test"
+	// DatabaseUnavailable is raised by the health monitor while the database does not
+	// answer; it is recorded once the database is back.
+	DatabaseUnavailable Code = "database_unavailable"
+	// MDNUndeliverable is an asynchronous MDN we owe a partner that could not be
+	// delivered within its retry budget.
+	MDNUndeliverable Code = "mdn_undeliverable"
 	// AlertsHeld is the notifier's summary of the alerts its rate limit held back; it is
 	// sent only to the instance that held them.
 	AlertsHeld Code = "alerts_held"
@@ -83,6 +89,8 @@ var Codes = []CodeInfo{
 	{PluginFailed, "Plugin instance failed", SeverityCritical},
 	{FileUnroutable, "File unroutable", SeverityWarning},
 	{NotificationTest, "Notification test", SeverityInfo},
+	{DatabaseUnavailable, "Database unavailable", SeverityCritical},
+	{MDNUndeliverable, "Asynchronous MDN undeliverable", SeverityCritical},
 	{AlertsHeld, "Alerts held by the rate limit", SeverityWarning},
 }
 
@@ -121,7 +129,7 @@ func (c *Code) UnmarshalText(b []byte) error {
 
 // Subject is the record an alert is about.
 type Subject struct {
-	Kind string `json:"kind"` // message, delivery, certificate, plugin, file
+	Kind string `json:"kind"` // message, delivery, certificate, plugin, file, database, as2_mdn
 	ID   string `json:"id,omitempty"`
 	Name string `json:"name,omitempty"`
 }
@@ -149,6 +157,19 @@ type Alert struct {
 	Link string `json:"link,omitempty"`
 	// Instance, when set, limits the alert to that notifier instance (a test).
 	Instance string `json:"instance,omitempty"`
+	// Resolves makes this a notice that the cause is gone rather than a new alert: the
+	// notifier marks the unresolved alerts of the same dedupe key resolved at Time and
+	// records nothing else (see Resolution).
+	Resolves bool `json:"resolves,omitempty"`
+	// ResolvedAt is when a recorded alert's cause went away; nil while it lasts. Only
+	// the notification log sets it.
+	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
+}
+
+// Resolution is the notice that the cause of the alerts of code about subject is gone:
+// raised like an alert, it resolves every unresolved one of the same default dedupe key.
+func Resolution(code Code, subject Subject) Alert {
+	return Alert{Code: code, Subject: subject, Resolves: true, Summary: code.Info().Label + " resolved"}
 }
 
 // Field limits keep an alert one screen long whatever a producer hands in.

@@ -68,8 +68,10 @@ type Filter struct {
 	State    NotificationState
 	Code     Code
 	Severity Severity
-	Limit    int
-	Offset   int
+	// Unresolved keeps only the alerts whose cause lasts; it applies to alerts.
+	Unresolved bool
+	Limit      int
+	Offset     int
 }
 
 // ChangedSubject is the bus subject on which the notifier announces changed rows of the
@@ -92,7 +94,8 @@ type Log interface {
 	Test(ctx context.Context, instance persistence.InstanceName, actor string) (alertID string, err error)
 }
 
-// ParseFilter reads a list's instance, code, severity and (withState) state filters from
+// ParseFilter reads a list's instance, code, severity and either (withState) the state
+// filter of notifications or the unresolved filter of alerts from
 // get (a query or a form), for the REST API and the web UI alike; paging is the caller's.
 // Empty values do not filter; each malformed one is a persistence.FieldError naming it,
 // joined.
@@ -123,6 +126,15 @@ func ParseFilter(get func(string) string, withState bool) (Filter, error) {
 	if v := get("state"); v != "" && withState {
 		if f.State, err = ParseNotificationState(v); err != nil {
 			field("state", err)
+		}
+	}
+	if v := get("unresolved"); v != "" && !withState {
+		switch v {
+		case "true":
+			f.Unresolved = true
+		case "false":
+		default:
+			field("unresolved", fmt.Errorf("invalid value %q: want true or false", v))
 		}
 	}
 	return f, errors.Join(errs...)

@@ -16,18 +16,8 @@ import (
 // party (a partner whose certificate changed has every message refused), so their dedupe
 // key is the party's, which a notifier's cooldown then holds to one alert per window.
 func ForMessage(m persistence.Message, target persistence.InstanceName, reason string) (a Alert, ok bool) {
-	var code Code
-	var what string
-	switch m.Status {
-	case persistence.StatusError:
-		code, what = MessageFailed, "failed"
-	case persistence.StatusStalled:
-		code, what = DeliveryStalled, "is stalled"
-	case persistence.StatusNotRouted:
-		code, what = MessageNotRouted, "matched no route"
-	case persistence.StatusRefused:
-		code, what = MessageRefused, "was refused"
-	default:
+	code, what := messageCode(m.Status)
+	if code == "" {
 		return Alert{}, false
 	}
 	id := strconv.FormatInt(m.ID, 10)
@@ -62,6 +52,34 @@ func ForMessage(m persistence.Message, target persistence.InstanceName, reason s
 // RefusalKey is the dedupe key of the message_refused alerts of messages from a party.
 func RefusalKey(from persistence.PartyName) string {
 	return string(MessageRefused) + ":party:" + string(from)
+}
+
+// messageCode is the alert code of a message status, with the words that say it; the
+// code is empty for a status that needs nobody.
+func messageCode(st persistence.MessageStatus) (Code, string) {
+	switch st {
+	case persistence.StatusError:
+		return MessageFailed, "failed"
+	case persistence.StatusStalled:
+		return DeliveryStalled, "is stalled"
+	case persistence.StatusNotRouted:
+		return MessageNotRouted, "matched no route"
+	case persistence.StatusRefused:
+		return MessageRefused, "was refused"
+	}
+	return "", ""
+}
+
+// MessageResolution is the resolution of the alert ForMessage raised for a message's
+// previous status, now that its status is another (a redelivery went through, a
+// redispatch found a route); ok is false when the previous status raised none or the
+// current one raises the same.
+func MessageResolution(m persistence.Message, previous persistence.MessageStatus) (a Alert, ok bool) {
+	code, _ := messageCode(previous)
+	if now, _ := messageCode(m.Status); code == "" || code == now {
+		return Alert{}, false
+	}
+	return Resolution(code, Subject{Kind: "message", ID: strconv.FormatInt(m.ID, 10)}), true
 }
 
 // ForCertificate is the certificate_expiring or certificate_expired alert of a stored

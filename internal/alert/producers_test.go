@@ -1,6 +1,7 @@
 package alert
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,36 @@ func TestForMessage(t *testing.T) {
 			if strings.Contains(d.Value, "partner.example") || strings.Contains(d.Value, "pw@") {
 				t.Errorf("%s: detail %q carries the URL", tc.status, d.Value)
 			}
+		}
+	}
+}
+
+func TestMessageResolution(t *testing.T) {
+	for _, tc := range []struct {
+		previous, now persistence.MessageStatus
+		code          Code
+	}{
+		{persistence.StatusError, persistence.StatusDelivered, MessageFailed},
+		{persistence.StatusError, persistence.StatusInProgress, MessageFailed},
+		{persistence.StatusStalled, persistence.StatusError, DeliveryStalled},
+		{persistence.StatusNotRouted, persistence.StatusInProgress, MessageNotRouted},
+		{persistence.StatusError, persistence.StatusError, ""},
+		{persistence.StatusRetrying, persistence.StatusDelivered, ""},
+	} {
+		r, ok := MessageResolution(persistence.Message{ID: 9, Status: tc.now}, tc.previous)
+		if ok != (tc.code != "") || r.Code != tc.code {
+			t.Errorf("%s to %s: %q %v, want %q", tc.previous, tc.now, r.Code, ok, tc.code)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		raised, _ := ForMessage(persistence.Message{ID: 9, Status: tc.previous}, "", "")
+		if err := errors.Join(r.Normalize(time.Now()), raised.Normalize(time.Now())); err != nil {
+			t.Fatal(err)
+		}
+		if !r.Resolves || r.DedupeKey != raised.DedupeKey {
+			t.Errorf("%s to %s: resolution %+v does not match the alert's key %q", tc.previous, tc.now, r, raised.DedupeKey)
 		}
 	}
 }

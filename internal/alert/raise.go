@@ -49,11 +49,18 @@ type Queue struct {
 	ch      chan Alert
 	dropped atomic.Uint64
 
-	mu      sync.Mutex
-	started bool
-	closed  bool
-	done    chan struct{}
+	mu       sync.Mutex
+	started  bool
+	closed   bool
+	stopping chan struct{}
+	done     chan struct{}
+	// retryEvery is the first wait before an alert the sink refused is handed on again;
+	// it doubles up to maxRetryWait.
+	retryEvery time.Duration
 }
+
+// maxRetryWait caps the wait between two tries of an alert the sink refused.
+const maxRetryWait = 30 * time.Second
 
 var _ Raiser = (*Queue)(nil)
 
@@ -65,7 +72,8 @@ func NewQueue(sink Sink, log *slog.Logger, capacity int) *Queue {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Queue{sink: sink, log: log.With("component", "alerts"), now: time.Now, ch: make(chan Alert, capacity), done: make(chan struct{})}
+	return &Queue{sink: sink, log: log.With("component", "alerts"), now: time.Now, ch: make(chan Alert, capacity),
+		stopping: make(chan struct{}), done: make(chan struct{}), retryEvery: 500 * time.Millisecond}
 }
 
 // Raise queues a; it drops the alert when the queue is full or stopped.
@@ -114,11 +122,33 @@ func (q *Queue) Start(ctx context.Context) error {
 func (q *Queue) run(ctx context.Context) {
 	defer close(q.done)
 	for a := range q.ch {
+		q.handOn(ctx, a)
+	}
+}
+
+// handOn gives a to the sink, and while the sink refuses (the bus is out of reach) keeps
+// it and tries again with a growing wait, so an alert raised during an outage goes out
+// when it ends; alerts raised meanwhile wait behind it, in order. Once the queue is
+// stopping, a refused alert is dropped.
+func (q *Queue) handOn(ctx context.Context, a Alert) {
+	wait := q.retryEvery
+	for try := 1; ; try++ {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		if err := q.sink.Send(sctx, a); err != nil {
-			q.log.Warn("alert not handed on", "code", string(a.Code), "alert_id", a.ID, "err", err)
-		}
+		err := q.sink.Send(sctx, a)
 		cancel()
+		if err == nil {
+			return
+		}
+		if try == 1 {
+			q.log.Warn("alert not handed on; holding it", "code", string(a.Code), "alert_id", a.ID, "err", err)
+		}
+		select {
+		case <-q.stopping:
+			q.drop(a, "stopped while the sink refused it")
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxRetryWait)
 	}
 }
 
@@ -130,6 +160,7 @@ func (q *Queue) Stop(ctx context.Context) error {
 		return nil
 	}
 	q.closed = true
+	close(q.stopping)
 	close(q.ch)
 	started := q.started
 	q.mu.Unlock()

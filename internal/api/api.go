@@ -52,6 +52,8 @@ const (
 	ServiceStopped  ServiceState = "stopped"
 	ServiceFailed   ServiceState = "failed"
 	ServiceDisabled ServiceState = "disabled"
+	// ServiceDegraded is a running instance while the database or the bus is out of reach.
+	ServiceDegraded ServiceState = "degraded"
 )
 
 // ServiceStatus is one plugin instance's service as GET /api/v1/services shows it.
@@ -80,6 +82,9 @@ type Deps struct {
 	// OIDC verifies identity providers' access tokens sent as bearer tokens; nil accepts
 	// API tokens only.
 	OIDC *oidc.Manager
+	// Health answers /readyz and hears of requests the database failed; nil reports
+	// ready.
+	Health Health
 }
 
 // Server serves the REST API.
@@ -95,6 +100,7 @@ type Server struct {
 	modules  []ModuleAPI
 	document []byte // the OpenAPI document with the modules' fragments
 	oidc     *oidc.Manager
+	ready    Health // Deps.Health
 }
 
 // New builds the server. A nil Logger discards. A module fragment that does not merge
@@ -126,6 +132,7 @@ func New(d Deps) *Server {
 		version:  d.Version,
 		started:  time.Now(),
 		oidc:     d.OIDC,
+		ready:    d.Health,
 	}
 }
 

@@ -114,6 +114,17 @@ func (s *Server) classify(r *http.Request, err error) *apiError {
 			return &apiError{status: m.status, code: code, message: err.Error()}
 		}
 	}
+	if errors.Is(err, persistence.ErrUnavailable) {
+		// An outage, not a fault of the request: the client may try again later, and the
+		// health monitor checks at once rather than at its interval.
+		if s.ready != nil {
+			s.ready.Unavailable()
+		}
+		s.log.WarnContext(r.Context(), "request failed: database unavailable", "request_id", requestID(r.Context()),
+			"method", r.Method, "path", r.URL.Path, "error", err)
+		return &apiError{status: http.StatusServiceUnavailable, code: "DATABASE_UNAVAILABLE",
+			message: "the database is unavailable; try again later"}
+	}
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		// The client went away; there is nobody to answer and nothing to fix.
 		return &apiError{status: 499, code: "CANCELLED", message: "the request was cancelled"}

@@ -31,6 +31,7 @@ func (rt route) pattern() string { return rt.method + " " + rt.path }
 func (s *Server) routes() []route {
 	return append([]route{
 		{method: "GET", path: "/healthz", public: true, handle: s.healthz},
+		{method: "GET", path: "/readyz", public: true, handle: s.readyz},
 		{method: "GET", path: "/api/v1/openapi.yaml", public: true, handle: s.openAPI},
 		{method: "GET", path: "/api/v1/health", handle: s.health},
 

@@ -39,6 +39,9 @@ func (g *Gateway) newAlerts(log *slog.Logger) *alert.Queue {
 	}), log, alert.DefaultCapacity)
 	refusals := alert.NewCooldown(alert.RefusalCooldown, nil)
 	g.Store.OnMessageAlert(func(m db.MessageAlert) {
+		if r, ok := alert.MessageResolution(m.Message, m.Previous); ok {
+			q.Raise(r)
+		}
 		a, ok := alert.ForMessage(m.Message, m.Target, m.Reason)
 		// A storm of refusals from one party is one alert per window.
 		if ok && (a.Code != alert.MessageRefused || refusals.Allow(a.DedupeKey)) {

@@ -55,6 +55,9 @@ type Gateway struct {
 	// Alerts takes the alerts of this process and hands them to the bus.
 	Alerts   *alert.Queue
 	Services *services.Manager
+	// Health pings the database and the bus, answers /readyz and raises
+	// database_unavailable.
+	Health *Health
 	// Runtimes are the modules' shared parts by module name (module.Module.Setup).
 	Runtimes map[string]any
 	// UI is the web UI under /ui/.
@@ -73,6 +76,7 @@ type Gateway struct {
 	setMu    sync.Mutex
 	setCache settings.Values
 	setAt    time.Time
+	setRead  bool // setCache was read from the database
 }
 
 // Open prepares everything a standalone process runs, without starting work yet.
@@ -171,6 +175,9 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		}
 	}
 	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes, Alerts: g.Alerts})
+	g.Health = newHealth(g.Store.Ping, g.Bus.Flush, g.Alerts,
+		func() time.Duration { return g.settings(context.Background()).HealthCheckInterval }, log)
+	g.Services.SetHealth(g.Health.Down)
 	key, _, err := session.LoadOrCreateKey(cfg.SessionKeyPath(), log)
 	if err != nil {
 		return nil, err
@@ -213,14 +220,21 @@ const logRingSize = 1000
 const settingsTTL = time.Second
 
 // settings returns the current settings, read at most once per settingsTTL; a read
-// failure falls back to the defaults, which are always valid.
+// failure (the database is out of reach) keeps the settings read last, or falls back to
+// the defaults, which are always valid, when none were read yet.
 func (g *Gateway) settings(ctx context.Context) settings.Values {
 	g.setMu.Lock()
 	defer g.setMu.Unlock()
 	if !g.setAt.IsZero() && time.Since(g.setAt) < settingsTTL {
 		return g.setCache
 	}
-	g.setCache, g.setAt = g.readSettings(ctx), time.Now()
+	v, err := g.readSettings(ctx)
+	if err != nil && g.setRead {
+		// The database is out of reach: the settings read last still hold.
+		g.setAt = time.Now()
+		return g.setCache
+	}
+	g.setCache, g.setAt, g.setRead = v, time.Now(), err == nil
 	return g.setCache
 }
 
@@ -231,7 +245,9 @@ func (g *Gateway) settingsChanged() {
 	g.setMu.Unlock()
 }
 
-func (g *Gateway) readSettings(ctx context.Context) settings.Values {
+// readSettings reads the stored settings; it returns the defaults with the error of a
+// failed read.
+func (g *Gateway) readSettings(ctx context.Context) (settings.Values, error) {
 	stored, err := g.Store.ListSettings(ctx)
 	if err == nil {
 		// The store keeps bookkeeping entries beside the catalogue; only the catalogue's
@@ -243,21 +259,24 @@ func (g *Gateway) readSettings(ctx context.Context) settings.Values {
 			}
 		}
 		if v, err := settings.Parse(m); err == nil {
-			return v
+			return v, nil
 		} else {
 			g.log.Error("stored settings are invalid; using defaults", "err", err)
 		}
 	} else {
-		g.log.Error("read settings; using defaults", "err", err)
+		g.log.Warn("read settings", "err", err)
 	}
 	v, _ := settings.Parse(nil)
-	return v
+	return v, err
 }
 
 // Start begins work: the delivery engine, every enabled plugin instance, the sweep, the
 // certificate expiry check and the HTTP server.
 func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.Alerts.Start(ctx); err != nil {
+		return err
+	}
+	if err := g.Health.Start(ctx); err != nil {
 		return err
 	}
 	if err := g.Engine.Start(ctx); err != nil {
@@ -294,6 +313,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		Version:  Version,
 		Modules:  g.moduleAPIs(),
 		OIDC:     g.OIDC,
+		Health:   g.Health,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", g.UI.Handler())
@@ -350,6 +370,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		}
 		if g.Certs != nil {
 			errs = append(errs, g.Certs.Stop(ctx))
+		}
+		if g.Health != nil {
+			errs = append(errs, g.Health.Stop(ctx))
 		}
 		// The alerts raised so far go out on the bus while the modules still listen.
 		if g.Alerts != nil {

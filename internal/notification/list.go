@@ -53,6 +53,9 @@ func where(f Filter, alias string, withState bool) (string, []any) {
 		}
 		conds = append(conds, alias+"severity IN ("+strings.Join(sevs, ", ")+")")
 	}
+	if !withState && f.Unresolved {
+		conds = append(conds, alias+"resolved_at IS NULL")
+	}
 	if len(conds) == 0 {
 		return "", nil
 	}
@@ -113,7 +116,7 @@ func (rt *Runtime) ListAlerts(ctx context.Context, f Filter) ([]alert.Alert, int
 		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM alerts`+cond, args...).Scan(&total); err != nil {
 			return fmt.Errorf("count alerts: %w", err)
 		}
-		rows, err := tx.Query(ctx, `SELECT body FROM alerts`+cond+` ORDER BY raised_at DESC, id DESC LIMIT ? OFFSET ?`,
+		rows, err := tx.Query(ctx, `SELECT body, resolved_at FROM alerts`+cond+` ORDER BY raised_at DESC, id DESC LIMIT ? OFFSET ?`,
 			append(args, limit, offset)...)
 		if err != nil {
 			return fmt.Errorf("list alerts: %w", err)
@@ -121,12 +124,16 @@ func (rt *Runtime) ListAlerts(ctx context.Context, f Filter) ([]alert.Alert, int
 		defer rows.Close()
 		for rows.Next() {
 			var body string
-			if err := rows.Scan(&body); err != nil {
+			var resolved time.Time
+			if err := rows.Scan(&body, tx.ScanTime(&resolved)); err != nil {
 				return fmt.Errorf("read alert: %w", err)
 			}
 			a, err := alert.Decode([]byte(body))
 			if err != nil {
 				return err
+			}
+			if !resolved.IsZero() {
+				a.ResolvedAt = &resolved
 			}
 			out = append(out, a)
 		}

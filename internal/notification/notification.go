@@ -81,6 +81,10 @@ type Runtime struct {
 	// now is the clock of rules and records; tests move it.
 	now func() time.Time
 
+	// held are the alerts heard that could not be recorded yet (the database was out of
+	// reach), oldest first; see hear.
+	held heldAlerts
+
 	mu        sync.Mutex
 	instances map[string]*Notifier
 	unsub     func()
@@ -111,9 +115,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 				rt.log.Warn("alert from the bus refused", "err", err)
 				return
 			}
-			if err := rt.Accept(context.Background(), a); err != nil {
-				rt.log.Error("record alert", "alert_id", a.ID, "code", string(a.Code), "err", err)
-			}
+			rt.hear(context.Background(), a)
 		})
 		if err != nil {
 			return fmt.Errorf("notifications: listen for alerts: %w", err)
@@ -140,6 +142,10 @@ func (rt *Runtime) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	rt.quit = nil
+	rt.recordHeld(ctx)
+	if n := rt.Held(); n > 0 {
+		rt.log.Error("alerts lost at shutdown: the database did not take them", "alerts", n)
+	}
 	return nil
 }
 
@@ -147,14 +153,20 @@ func (rt *Runtime) run() {
 	defer close(rt.done)
 	t := time.NewTicker(summaryInterval)
 	defer t.Stop()
+	retry := time.NewTicker(heldRetryInterval)
+	defer retry.Stop()
 	lastRetention := time.Time{}
 	for {
 		select {
 		case <-t.C:
+		case <-retry.C:
+			rt.recordHeld(context.Background())
+			continue
 		case <-rt.quit:
 			return
 		}
 		ctx := context.Background()
+		rt.recordHeld(ctx)
 		if err := rt.Summarize(ctx); err != nil {
 			rt.log.Error("send summaries of held alerts", "err", err)
 		}
@@ -207,6 +219,9 @@ func (rt *Runtime) Accept(ctx context.Context, a alert.Alert) error {
 	now := rt.clock()
 	if err := a.Normalize(now); err != nil {
 		return err
+	}
+	if a.Resolves {
+		return rt.resolve(ctx, a)
 	}
 	insts, err := rt.running(ctx)
 	if err != nil {

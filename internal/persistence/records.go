@@ -125,6 +125,9 @@ const (
 	HistoryReceiptReceived     HistoryKind = "receipt_received"
 	HistoryReceiptRefused      HistoryKind = "receipt_refused"
 	HistoryDuplicateReceived   HistoryKind = "duplicate_received"
+	// HistoryMDNUndeliverable is an asynchronous MDN we owed the sender that could not
+	// be delivered within its attempts.
+	HistoryMDNUndeliverable HistoryKind = "mdn_undeliverable"
 )
 
 // HistoryEntry is one append-only line of a message's history.

@@ -16,6 +16,9 @@ var (
 	ErrConflict  = errors.New("conflict")
 	ErrInUse     = errors.New("in use")
 	ErrLostClaim = errors.New("claim lost")
+	// ErrUnavailable marks a failure to reach the database at all (refused or lost
+	// connection, the server shutting down), as opposed to a query it refused.
+	ErrUnavailable = errors.New("database unavailable")
 	// ErrLastUser refuses a change that would leave nobody (or no administrator) able
 	// to sign in.
 	ErrLastUser = errors.New("last user")

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"wharf/internal/alert"
@@ -27,6 +29,9 @@ const (
 	StateStopped  State = "stopped"
 	StateFailed   State = "failed"
 	StateDisabled State = "disabled"
+	// StateDegraded is a running instance while something it depends on (the database,
+	// the bus) is out of reach: it runs, but cannot do its work.
+	StateDegraded State = "degraded"
 )
 
 // Status describes one instance.
@@ -61,6 +66,9 @@ type Manager struct {
 	env     module.Env
 	log     *slog.Logger
 
+	// down names what the process depends on and cannot reach now; see SetHealth.
+	down atomic.Pointer[func() []string]
+
 	mu        sync.Mutex
 	instances map[persistence.InstanceName]*instance
 }
@@ -73,6 +81,8 @@ type instance struct {
 	err     string
 	since   time.Time
 	source  module.Service
+	// alerted says a plugin_failed alert of the instance is not resolved yet.
+	alerted bool
 }
 
 // New returns a manager.
@@ -205,12 +215,56 @@ func (m *Manager) StopRole(ctx context.Context, role module.Role) error {
 	return errors.Join(errs...)
 }
 
-// List reports every configured instance.
+// SetHealth gives the manager what names the process's dependencies that are out of
+// reach now (the gateway's health monitor); while any is, running instances read
+// degraded.
+func (m *Manager) SetHealth(down func() []string) { m.down.Store(&down) }
+
+func (m *Manager) unreachable() []string {
+	if fn := m.down.Load(); fn != nil {
+		return (*fn)()
+	}
+	return nil
+}
+
+// List reports every configured instance. While the database is out of reach it reports
+// the instances this process knows, from memory.
 func (m *Manager) List(ctx context.Context) ([]Status, error) {
+	down := m.unreachable()
 	recs, err := m.store.ListPluginConfigs(ctx, "")
 	if err != nil {
-		return nil, fmt.Errorf("list plugin instances: %w", err)
+		if len(down) == 0 && !errors.Is(err, persistence.ErrUnavailable) {
+			return nil, fmt.Errorf("list plugin instances: %w", err)
+		}
+		if len(down) == 0 {
+			down = []string{"database"}
+		}
+		recs = m.known()
 	}
+	out := m.statuses(recs)
+	if len(down) > 0 {
+		why := strings.Join(down, " and ") + " unreachable"
+		for i := range out {
+			if out[i].State == StateRunning {
+				out[i].State, out[i].Error = StateDegraded, why
+			}
+		}
+	}
+	return out, nil
+}
+
+// known lists the instances this process has started or tried to, as records.
+func (m *Manager) known() []persistence.PluginConfig {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]persistence.PluginConfig, 0, len(m.instances))
+	for name, in := range m.instances {
+		out = append(out, persistence.PluginConfig{Name: name, Type: in.typ, Enabled: in.enabled})
+	}
+	return out
+}
+
+func (m *Manager) statuses(recs []persistence.PluginConfig) []Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]Status, 0, len(recs))
@@ -231,7 +285,7 @@ func (m *Manager) List(ctx context.Context) ([]Status, error) {
 		out = append(out, st)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out
 }
 
 func (m *Manager) startRecord(ctx context.Context, rec persistence.PluginConfig) error {
@@ -280,13 +334,26 @@ func (m *Manager) set(name persistence.InstanceName, typ persistence.PluginType,
 	}
 	m.mu.Lock()
 	prev := m.instances[name]
-	m.instances[name] = &instance{typ: typ, role: role, enabled: enabled, state: st, err: errText, since: time.Now().UTC(), source: svc}
-	m.mu.Unlock()
+	in := &instance{typ: typ, role: role, enabled: enabled, state: st, err: errText, since: time.Now().UTC(), source: svc}
+	if prev != nil {
+		in.alerted = prev.alerted
+	}
+	m.instances[name] = in
 	// A notifier that fails says nothing about itself: its alert would go through it.
-	if st == StateFailed && (prev == nil || prev.state != StateFailed) && typ != persistence.PluginNotificationWebhook {
+	raise := st == StateFailed && (prev == nil || prev.state != StateFailed) && typ != persistence.PluginNotificationWebhook
+	// An instance that runs resolves its plugin_failed alert: one raised in this process,
+	// or, on its first start here, one a previous run left.
+	resolve := st == StateRunning && (prev == nil || in.alerted) && typ != persistence.PluginNotificationWebhook
+	in.alerted = (in.alerted || raise) && !resolve
+	m.mu.Unlock()
+	subject := alert.Subject{Kind: "plugin", ID: string(name), Name: string(name)}
+	if resolve {
+		m.env.Raiser().Raise(alert.Resolution(alert.PluginFailed, subject))
+	}
+	if raise {
 		m.env.Raiser().Raise(alert.Alert{
 			Code:    alert.PluginFailed,
-			Subject: alert.Subject{Kind: "plugin", ID: string(name), Name: string(name)},
+			Subject: subject,
 			Summary: fmt.Sprintf("Plugin instance %s (%s) failed", name, typ),
 			Details: []alert.Detail{{Label: "Instance", Value: string(name)}, {Label: "Type", Value: string(typ)},
 				{Label: "Error", Value: persistence.SanitizeReason(errText)}},

@@ -27,6 +27,7 @@ const (
 	DisplayTimezone      = "display_timezone"
 	CertificateWarning   = "certificate_warning_days"
 	RefusedBodyMaxMiB    = "refused_body_max_mib"
+	HealthCheckInterval  = "health_check_interval"
 )
 
 // MaxWakeupBackoff caps the doubling delay between unanswered wake-ups.
@@ -87,6 +88,11 @@ var catalogue = []Setting{
 		Description: "Most of a refused inbound message's raw body kept for diagnosis, in MiB; a longer body is kept cut short (0 to 1024, 0 keeps none).",
 		check:       intBetween(0, 1024),
 	},
+	{
+		Key: HealthCheckInterval, Default: "10s",
+		Description: "Time between two checks that the database and the bus answer (1s to 5m).",
+		check:       durationBetween(time.Second, 5*time.Minute),
+	},
 }
 
 // Catalogue returns every setting in display order.
@@ -136,6 +142,8 @@ type Values struct {
 	CertificateWarning time.Duration
 	// RefusedBodyMaxMiB bounds the raw body kept of a refused inbound message.
 	RefusedBodyMaxMiB int
+	// HealthCheckInterval is the time between two checks of the database and the bus.
+	HealthCheckInterval time.Duration
 }
 
 // Parse reads stored settings into Values; keys m lacks take their defaults. An unknown key
@@ -174,6 +182,7 @@ func Parse(m map[string]string) (Values, error) {
 	days, _ := strconv.Atoi(get(CertificateWarning))
 	v.CertificateWarning = time.Duration(days) * 24 * time.Hour
 	v.RefusedBodyMaxMiB, _ = strconv.Atoi(get(RefusedBodyMaxMiB))
+	v.HealthCheckInterval, _ = time.ParseDuration(get(HealthCheckInterval))
 	return v, nil
 }
 

@@ -27,9 +27,10 @@ const (
 )
 
 // problemStatuses are the statuses an operator has to look at; the dashboard links each
-// to the message list filtered by it.
+// to the message list filtered by it. A retrying message is one: its target is failing,
+// even if a later attempt may still go through.
 var problemStatuses = []persistence.MessageStatus{persistence.StatusError, persistence.StatusStalled,
-	persistence.StatusHeld, persistence.StatusNotRouted, persistence.StatusRefused}
+	persistence.StatusRetrying, persistence.StatusHeld, persistence.StatusNotRouted, persistence.StatusRefused}
 
 // statusRow is one status's line of the dashboard's counts.
 type statusRow struct {
@@ -52,8 +53,9 @@ type dashboardView struct {
 	Counts dashboardCounts
 	Chart  chart
 	Recent []persistence.Message
-	// Alerts are the newest critical alerts; AlertsShown is false in a build without the
-	// notifier module, which hides the card.
+	// Alerts are the newest critical alerts whose cause lasts (a resolved alert leaves
+	// the card); AlertsShown is false in a build without the notifier module, which
+	// hides the card.
 	Alerts      []alert.Alert
 	AlertsShown bool
 }

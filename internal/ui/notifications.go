@@ -229,13 +229,13 @@ func (s *Server) notificationTest(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, notificationFilterForm{Instance: string(name)}.url("/ui", 0), http.StatusSeeOther)
 }
 
-// criticalAlerts are the newest critical alerts for the dashboard's card; ok is false
-// when the build has no notifier module.
+// criticalAlerts are the newest unresolved critical alerts for the dashboard's card; ok
+// is false when the build has no notifier module.
 func (s *Server) criticalAlerts(ctx context.Context) (alerts []alert.Alert, ok bool, err error) {
 	if s.notifications == nil {
 		return nil, false, nil
 	}
-	alerts, _, err = s.notifications.ListAlerts(ctx, alert.Filter{Severity: alert.SeverityCritical, Limit: dashboardAlerts})
+	alerts, _, err = s.notifications.ListAlerts(ctx, alert.Filter{Severity: alert.SeverityCritical, Unresolved: true, Limit: dashboardAlerts})
 	if err != nil {
 		return nil, true, err
 	}

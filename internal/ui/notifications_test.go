@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"wharf/internal/alert"
 	"wharf/internal/bus/bustest"
@@ -290,7 +291,7 @@ func TestNotificationsLive(t *testing.T) {
 func TestDashboardCriticalAlerts(t *testing.T) {
 	nb := setupNotifications(t)
 	body := nb.get(t, "/ui/", http.StatusOK)
-	if !strings.Contains(body, "Recent critical alerts") || !strings.Contains(body, "No critical alert yet.") {
+	if !strings.Contains(body, "Open critical alerts") || !strings.Contains(body, "No open critical alert.") {
 		t.Error("dashboard lacks the empty alerts card")
 	}
 	for i := 1; i <= dashboardAlerts+2; i++ {
@@ -311,15 +312,44 @@ func TestDashboardCriticalAlerts(t *testing.T) {
 	if !strings.Contains(body, `href="/ui/notifications?severity=critical"`) {
 		t.Error("the card does not link to the Notifications page")
 	}
+	// A resolved alert leaves the card, and the next older open one takes its place.
+	if err := nb.rt.Accept(context.Background(), alert.Resolution(alert.MessageFailed, alert.Subject{Kind: "message", ID: "7"})); err != nil {
+		t.Fatal(err)
+	}
+	body = nb.get(t, "/ui/", http.StatusOK)
+	if strings.Contains(body, "Message 7 failed") || !strings.Contains(body, "Message 2 failed") {
+		t.Error("the card still shows the resolved alert, or not the next open one")
+	}
 }
 
-func TestNotificationsUnavailable(t *testing.T) {
+// A retrying message is a problem on the dashboard, linked to the list of them.
+func TestDashboardCountsRetryingAsAProblem(t *testing.T) {
 	pb := setupPages(t)
-	pb.get(t, "/ui/notifications", http.StatusServiceUnavailable)
-	if r := pb.post(t, "/ui/notifications/ops/test", nil); r.status != http.StatusServiceUnavailable {
-		t.Errorf("test without the module = %d, want 503", r.status)
+	const link = `<li><a href="/ui/messages?status=retrying"><span class="badge badge-retrying">Retrying</span> 1 message</a></li>`
+	if body := pb.get(t, "/ui/", http.StatusOK); strings.Contains(body, link) {
+		t.Fatal("the problems card lists a retrying message before there is one")
 	}
-	if body := pb.get(t, "/ui/", http.StatusOK); strings.Contains(body, "Recent critical alerts") {
-		t.Error("dashboard shows the alerts card without the module")
+	ctx := context.Background()
+	now := time.Now().UTC()
+	id, err := pb.store.AllocateMessageIDs(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nm := persistence.NewMessage{Message: persistence.Message{ID: id, From: acmeParty, To: localParty, Source: pollerInst,
+		OriginalFileName: "order.edi", SHA256: strings.Repeat("0", 64), CreatedAt: now},
+		Dispatch: true, Targets: []persistence.InstanceName{writerInst}}
+	if _, err := pb.store.InsertMessages(ctx, []persistence.NewMessage{nm}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := pb.store.ClaimDeliveries(ctx, writerInst, 1, time.Minute, now)
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("claim: %v, %d claims", err, len(cs))
+	}
+	if _, err := pb.store.CompleteDeliveries(ctx, []persistence.Completion{{DeliveryID: cs[0].Delivery.ID, Token: cs[0].Delivery.ClaimToken,
+		Kind: persistence.OutcomeRetry, NextAttemptAt: now.Add(time.Hour), Reason: "HTTP 503", At: now}}); err != nil {
+		t.Fatal(err)
+	}
+	if body := pb.get(t, "/ui/", http.StatusOK); !strings.Contains(body, link) {
+		t.Errorf("the problems card does not list the retrying message:\n%s", body)
 	}
 }

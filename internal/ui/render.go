@@ -167,6 +167,13 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.notFound(w, r)
 		return
 	}
+	if errors.Is(err, persistence.ErrUnavailable) {
+		// An outage, not a fault: the operator tries again once the database is back.
+		s.log.WarnContext(r.Context(), "ui request failed: database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, "the database is unavailable; try again in a moment", http.StatusServiceUnavailable)
+		return
+	}
 	s.log.ErrorContext(r.Context(), "ui request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	http.Error(w, "internal error", http.StatusInternalServerError)
 }

@@ -77,7 +77,7 @@ func (s *Server) servicesData(r *http.Request) servicesData {
 		return d
 	}
 	for _, st := range list {
-		row := serviceRow{Status: st, Running: st.State == services.StateRunning}
+		row := serviceRow{Status: st, Running: st.State == services.StateRunning || st.State == services.StateDegraded}
 		if !st.Since.IsZero() {
 			row.Since = st.Since.UTC().Format(time.RFC3339)
 		}
@@ -86,7 +86,7 @@ func (s *Server) servicesData(r *http.Request) servicesData {
 			row.BadgeClass = "badge-success"
 		case services.StateFailed:
 			row.BadgeClass = "badge-danger"
-		case services.StateDisabled:
+		case services.StateDisabled, services.StateDegraded:
 			row.BadgeClass = "badge-warning"
 		default:
 			row.BadgeClass = "badge-neutral"

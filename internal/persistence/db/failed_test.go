@@ -1,6 +1,7 @@
 package db_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -71,6 +72,26 @@ func TestOnMessageAlertOncePerEvent(t *testing.T) {
 		if len(got) != 1 || got[0].Message.ID != id || got[0].Message.Status != persistence.StatusRefused ||
 			got[0].Reason != "the signature could not be verified" {
 			t.Fatalf("a refused message reported as %+v", got)
+		}
+		got = nil
+		mu.Unlock()
+		// A redelivery takes the first message out of error: reported, with the status it
+		// left, so its alert resolves.
+		ds, err := s.ListDeliveries(context.Background(), msgs[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.State == persistence.DeliveryFailed {
+				if _, err := s.Redeliver(context.Background(), d.ID, "user:bob"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		mu.Lock()
+		if len(got) != 1 || got[0].Message.ID != msgs[0].ID || got[0].Previous != persistence.StatusError ||
+			got[0].Message.Status == persistence.StatusError || got[0].Target != "" {
+			t.Fatalf("a redelivered failed message reported as %+v", got)
 		}
 	})
 }

@@ -129,9 +129,13 @@ func (t *txn) settle(ctx context.Context) (map[int64]persistence.Message, error)
 				actor:     t.actor,
 			})
 		}
-		if status != m.Status && slices.Contains(alertStatuses, status) && t.s.onAlert.Load() != nil {
-			f := t.lastChange[id]
-			f.Message = m
+		if status != m.Status && (slices.Contains(alertStatuses, status) || slices.Contains(alertStatuses, m.Status)) &&
+			t.s.onAlert.Load() != nil {
+			var f MessageAlert
+			if slices.Contains(alertStatuses, status) {
+				f = t.lastChange[id]
+			}
+			f.Message, f.Previous = m, m.Status
 			f.Message.Stage, f.Message.Status = stage, status
 			t.alerts = append(t.alerts, f)
 		}
@@ -222,7 +226,7 @@ func (t *txn) flushHistory(ctx context.Context) error {
 }
 
 // noteKinds are the history lines NoteHistory may append.
-var noteKinds = []persistence.HistoryKind{persistence.HistoryDuplicateReceived}
+var noteKinds = []persistence.HistoryKind{persistence.HistoryDuplicateReceived, persistence.HistoryMDNUndeliverable}
 
 // NoteHistory appends a message-level history line that changes no state.
 func (s *Store) NoteHistory(ctx context.Context, messageID int64, kind persistence.HistoryKind, reason, actor string) error {

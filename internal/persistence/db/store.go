@@ -55,8 +55,8 @@ type Options struct {
 
 // OnMessageAlert sets fn to be called after each commit for every message whose status
 // that commit turned to error, stalled, not_routed or refused (the statuses that need
-// someone):
-// once per message and event, from the one code that derives statuses. fn runs in the
+// someone), or turned from one of them to another status (the need is gone, so its alert
+// resolves): once per message and event, from the one code that derives statuses. fn runs in the
 // committing goroutine and must not block (the alert queue's Raise); nil removes it.
 func (s *Store) OnMessageAlert(fn func(MessageAlert)) {
 	if fn == nil {
@@ -69,13 +69,15 @@ func (s *Store) OnMessageAlert(fn func(MessageAlert)) {
 // alertStatuses are the statuses OnMessageAlert reports a message entering.
 var alertStatuses = []persistence.MessageStatus{persistence.StatusError, persistence.StatusStalled, persistence.StatusNotRouted, persistence.StatusRefused}
 
-// MessageAlert is a message whose status became one of alertStatuses, with the delivery
-// that made it so when the commit changed one (its target and sanitized reason), or the
-// reason its source refused it.
+// MessageAlert is a message whose status became or left one of alertStatuses, with the
+// delivery that made it one when the commit changed one (its target and sanitized
+// reason), or the reason its source refused it.
 type MessageAlert struct {
 	Message persistence.Message
 	Target  persistence.InstanceName
 	Reason  string
+	// Previous is the status before the commit.
+	Previous persistence.MessageStatus
 }
 
 // Store implements persistence.Store on SQLite or PostgreSQL.

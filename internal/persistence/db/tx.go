@@ -81,6 +81,7 @@ func (s *Store) read(ctx context.Context, fn func(t *txn) error) error {
 }
 
 func (s *Store) runTx(ctx context.Context, db *bun.DB, opts *sql.TxOptions, fn func(t *txn) error) (err error) {
+	defer func() { err = markUnavailable(err) }()
 	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)

@@ -156,6 +156,7 @@ func newReceiver(env module.Env, name persistence.InstanceName, cfg module.Confi
 		MDNFaults: []error{sender.ErrInvalidMDN},
 		BaseURL:   rt.core.BaseURL,
 		TempDir:   filepath.Join(rt.core.DataDir, "tmp"),
+		Alerts:    rt.core.Alerts,
 	}, name, c)
 }
 

@@ -16,11 +16,14 @@ CREATE TABLE alerts (
     link         TEXT NOT NULL,
     -- Set for an alert meant for one notifier instance (a test, a rate-limit summary).
     instance     TEXT NOT NULL,
-    body         TEXT NOT NULL
+    body         TEXT NOT NULL,
+    -- When the cause went away (a resolution heard for dedupe_key); NULL while it lasts.
+    resolved_at  TEXT
 ) STRICT;
 
 CREATE INDEX alerts_raised ON alerts (raised_at, id);
 CREATE INDEX alerts_severity ON alerts (severity, raised_at);
+CREATE INDEX alerts_dedupe_unresolved ON alerts (dedupe_key) WHERE resolved_at IS NULL;
 
 -- The notification log and queue: one row per alert and notifier instance. state is
 -- queued, delivering, retrying, delivered, failed, held (by the rate limit; summary_id

@@ -141,9 +141,13 @@ func (rc *Receiver) sendDue(ctx context.Context) {
 
 func (rc *Receiver) sendJob(ctx context.Context, j mdnJob) {
 	log := rc.log.With("as2_mdn_message_id", j.MDNMessageID, "attempt", j.Attempts)
+	var row inboundRow
 	if j.InboundID != 0 {
-		if row, err := inboundByID(ctx, rc.deps.DB, j.InboundID); err == nil && row.MessageID != 0 {
-			ctx = logging.WithMessageID(ctx, row.MessageID)
+		if r, err := inboundByID(ctx, rc.deps.DB, j.InboundID); err == nil {
+			row = r
+			if row.MessageID != 0 {
+				ctx = logging.WithMessageID(ctx, row.MessageID)
+			}
 		}
 	}
 	err := rc.postMDN(ctx, j)
@@ -155,12 +159,14 @@ func (rc *Receiver) sendJob(ctx context.Context, j mdnJob) {
 			return
 		}
 		log.InfoContext(ctx, "asynchronous MDN sent")
+		rc.mdnDelivered(ctx, j, row)
 	case j.Attempts >= rc.maxAttempts:
 		if ferr := finishJob(ctx, rc.deps.DB, j, jobFailed, now, err.Error()); ferr != nil {
 			log.ErrorContext(ctx, "record asynchronous MDN", "err", ferr)
 			return
 		}
 		log.ErrorContext(ctx, "asynchronous MDN not delivered; giving up", "err", err)
+		rc.mdnUndeliverable(ctx, j, row, err)
 	default:
 		next := now.Add(rc.backoff(j.Attempts))
 		if ferr := finishJob(ctx, rc.deps.DB, j, jobPending, next, err.Error()); ferr != nil {
@@ -208,4 +214,16 @@ func inboundByID(ctx context.Context, db module.SQL, id int64) (inboundRow, erro
 		return err
 	})
 	return row, err
+}
+
+// hasFailedJob reports whether an asynchronous MDN for the inbound row was given up on.
+func hasFailedJob(ctx context.Context, db module.SQL, inboundID int64) (bool, error) {
+	var n int
+	err := db.Read(ctx, func(tx module.Tx) error {
+		return tx.QueryRow(ctx, `SELECT COUNT(*) FROM as2_mdn_jobs WHERE inbound_id = ? AND state = ?`, inboundID, jobFailed).Scan(&n)
+	})
+	if err != nil {
+		return false, fmt.Errorf("count asynchronous MDNs given up on: %w", err)
+	}
+	return n > 0, nil
 }

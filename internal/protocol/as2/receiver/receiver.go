@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"wharf/internal/alert"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/protocol/as2/profile"
@@ -54,6 +55,8 @@ type Deps struct {
 	// TempDir holds the bodies and decompressed layers of large messages while they are
 	// handled; empty means os.TempDir(). Start creates it when missing.
 	TempDir string
+	// Alerts takes mdn_undeliverable; nil discards.
+	Alerts alert.Raiser
 }
 
 // Receiver is a running as2-receiver instance: an HTTP(S) listener for AS2 messages and
