@@ -157,6 +157,10 @@ func decide(r Result, p RetryPolicy, attempt int, now time.Time, rnd *rand.Rand)
 		c.Reason = r.Err.Error()
 	}
 	switch r.Kind {
+	case persistence.OutcomeDelivered:
+		if c.Reason == "" {
+			c.Reason = r.Note
+		}
 	case persistence.OutcomeAwaitingAck:
 		c.AckDeadline = r.Deadline
 	case persistence.OutcomeRetry:

@@ -104,6 +104,15 @@ func TestDefaultRetryJitter(t *testing.T) {
 	}
 }
 
+// TestDecideKeepsNote: a delivered result's note (the name a file was written under) is
+// the reason its history records.
+func TestDecideKeepsNote(t *testing.T) {
+	c := decide(DeliveredNote("written as acme/order-1.edi"), RetryPolicy{}, 1, time.Now(), nil)
+	if c.Kind != persistence.OutcomeDelivered || c.Reason != "written as acme/order-1.edi" {
+		t.Fatalf("decide = %+v", c)
+	}
+}
+
 func TestRetryPolicyValidate(t *testing.T) {
 	tests := []struct {
 		p  RetryPolicy
