@@ -33,7 +33,7 @@ type restOps struct{}
 func (restOps) Redispatch(context.Context, int64, string) ([]persistence.Delivery, error) {
 	return nil, errors.New("not used")
 }
-func (restOps) Redeliver(context.Context, int64, string) (persistence.Delivery, error) {
+func (restOps) Redeliver(context.Context, int64, persistence.ResendMode, string) (persistence.Delivery, error) {
 	return persistence.Delivery{}, errors.New("not used")
 }
 func (restOps) RoutesChanged(context.Context)                                  {}
