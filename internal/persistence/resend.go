@@ -29,9 +29,6 @@ func ParseResendMode(s string) (ResendMode, error) {
 	return "", fmt.Errorf("invalid resend mode %q: want same_message_id or new_message", s)
 }
 
-func (m ResendMode) MarshalText() ([]byte, error)  { return textOf(m, ParseResendMode) }
-func (m *ResendMode) UnmarshalText(b []byte) error { return unmarshalInto(m, b, ParseResendMode) }
-
 // Reason is the text a redeliver_requested history line carries for the mode; the
 // history is where a target reads which was asked for (ResendModeOf).
 func (m ResendMode) Reason() string {
