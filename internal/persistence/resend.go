@@ -1,7 +1,5 @@
 package persistence
 
-import "fmt"
-
 // ResendMode is how a redelivered message presents itself to the receiving side, for a
 // protocol that gives each message an identity of its own (the AS2 Message-ID).
 type ResendMode string
@@ -21,12 +19,7 @@ func ParseResendMode(s string) (ResendMode, error) {
 	if s == "" {
 		return ResendSame, nil
 	}
-	for _, m := range allResendModes {
-		if string(m) == s {
-			return m, nil
-		}
-	}
-	return "", fmt.Errorf("invalid resend mode %q: want same_message_id or new_message", s)
+	return parseEnum("resend mode", s, allResendModes)
 }
 
 // Reason is the text a redeliver_requested history line carries for the mode; the

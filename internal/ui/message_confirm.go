@@ -44,17 +44,28 @@ func (s *Server) renderConfirm(w http.ResponseWriter, r *http.Request, d confirm
 	s.render(w, r, http.StatusOK, "message_confirm", pageData{Title: d.Heading, Data: d})
 }
 
-func (s *Server) confirmRedispatch(w http.ResponseWriter, r *http.Request) {
+// confirmedMessage reads the message a confirmation page is about; false when the page
+// has been answered (not found, or a failure).
+func (s *Server) confirmedMessage(w http.ResponseWriter, r *http.Request) (persistence.Message, bool) {
 	id, ok := messagePathID(r, "id")
 	if !ok || s.actions == nil {
 		s.notFound(w, r)
-		return
+		return persistence.Message{}, false
 	}
 	m, err := s.store.GetMessage(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
+		return m, false
+	}
+	return m, true
+}
+
+func (s *Server) confirmRedispatch(w http.ResponseWriter, r *http.Request) {
+	m, ok := s.confirmedMessage(w, r)
+	if !ok {
 		return
 	}
+	id := m.ID
 	s.renderConfirm(w, r, confirmData{Message: m,
 		Heading:  fmt.Sprintf("Redispatch message %d", id),
 		Question: fmt.Sprintf("Match the routes of message %d (%s) again? Targets it has no delivery for get one, and its queued and stalled deliveries are sent again.", id, m.OriginalFileName),
@@ -63,17 +74,16 @@ func (s *Server) confirmRedispatch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) confirmRedeliver(w http.ResponseWriter, r *http.Request) {
-	id, ok := messagePathID(r, "id")
-	did, ok2 := messagePathID(r, "delivery_id")
-	if !ok || !ok2 || s.actions == nil {
+	did, ok := messagePathID(r, "delivery_id")
+	if !ok {
 		s.notFound(w, r)
 		return
 	}
-	m, err := s.store.GetMessage(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, err)
+	m, ok := s.confirmedMessage(w, r)
+	if !ok {
 		return
 	}
+	id := m.ID
 	dl, err := s.store.GetDelivery(r.Context(), did)
 	if err == nil && dl.MessageID != id {
 		err = persistence.ErrNotFound

@@ -1,8 +1,9 @@
 package file
 
 import (
-	"fmt"
 	"strconv"
+
+	"wharf/internal/persistence"
 )
 
 // Collision is what a file writer does when the name it renders is taken by a file with
@@ -23,12 +24,7 @@ var allCollisions = []Collision{CollisionSuffix, CollisionOverwrite, CollisionFa
 
 // ParseCollision parses an on_collision value.
 func ParseCollision(s string) (Collision, error) {
-	for _, c := range allCollisions {
-		if string(c) == s {
-			return c, nil
-		}
-	}
-	return "", fmt.Errorf("%q is not a collision policy: use suffix, overwrite or fail", s)
+	return persistence.ParseEnum("collision policy", s, allCollisions)
 }
 
 // maxSuffix bounds the names a suffixing writer tries before it gives up on a file.

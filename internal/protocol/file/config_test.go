@@ -130,7 +130,7 @@ func TestWriterConfigDecode(t *testing.T) {
 		{"max_concurrent", `{"directory":"/srv/i","max_concurrent":1000}`, "max_concurrent", "between"},
 		{"retry", `{"directory":"/srv/i","retry":{"max_retries":5000}}`, "retry.max_retries", "between"},
 		{"on_collision of the wrong type", `{"directory":"/srv/i","on_collision":true}`, "on_collision", "string"},
-		{"unknown on_collision", `{"directory":"/srv/i","on_collision":"rename"}`, "on_collision", "suffix, overwrite or fail"},
+		{"unknown on_collision", `{"directory":"/srv/i","on_collision":"rename"}`, "on_collision", "want one of suffix, overwrite, fail"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
