@@ -343,8 +343,8 @@ func (o *testOps) Redispatch(ctx context.Context, messageID int64, actor string)
 	return o.store.Redispatch(ctx, messageID, matchRoutes(routes, m.Source, m.From, m.To), actor)
 }
 
-func (o *testOps) Redeliver(ctx context.Context, deliveryID int64, actor string) (persistence.Delivery, error) {
-	return o.store.Redeliver(ctx, deliveryID, actor)
+func (o *testOps) Redeliver(ctx context.Context, deliveryID int64, mode persistence.ResendMode, actor string) (persistence.Delivery, error) {
+	return o.store.Redeliver(ctx, deliveryID, mode, actor)
 }
 
 func (o *testOps) RoutesChanged(ctx context.Context) {

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 
 	"wharf/internal/persistence"
@@ -35,6 +37,31 @@ func (s *Server) redispatch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, d)
 }
 
+// redeliverBody is the optional body of a redeliver: how the message presents itself
+// when sent again (persistence.ResendMode; empty is the same message id).
+type redeliverBody struct {
+	Resend string `json:"resend"`
+}
+
+// decodeRedeliver reads a redeliver's body, empty or a JSON object, into its mode.
+func decodeRedeliver(r *http.Request) (persistence.ResendMode, error) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return "", err
+	}
+	var body redeliverBody
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := decodeStrict(raw, &body); err != nil {
+			return "", err
+		}
+	}
+	mode, err := persistence.ParseResendMode(body.Resend)
+	if err != nil {
+		return "", invalid("resend", err.Error())
+	}
+	return mode, nil
+}
+
 // redeliver requeues one delivery of a message; it answers with the message's detail as
 // it now stands.
 func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
@@ -48,7 +75,8 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if err := decodeNoBody(r); err != nil {
+	mode, err := decodeRedeliver(r)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -60,7 +88,7 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if _, err := s.ops.Redeliver(r.Context(), did, actor(r)); err != nil {
+	if _, err := s.ops.Redeliver(r.Context(), did, mode, actor(r)); err != nil {
 		s.fail(w, r, withCode(err, persistence.ErrConflict, "NOT_REDELIVERABLE"))
 		return
 	}

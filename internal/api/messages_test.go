@@ -339,7 +339,12 @@ func TestRedispatchAndRedeliver(t *testing.T) {
 			t.Fatalf("complete: %v %v", err, res)
 		}
 		path := fmt.Sprintf("/api/v1/messages/%d/deliveries/%d/redeliver", m.ID, c.Delivery.ID)
-		b.must(200, "POST", path, "").json(t, &d)
+		// The resend choice is checked before anything changes.
+		if e := b.must(400, "POST", path, `{"resend":"twice"}`).errorOf(t); !strings.Contains(e.Message, "resend") {
+			t.Errorf("unknown resend mode: %+v", e)
+		}
+		b.must(400, "POST", path, `{"resend":"new_message","force":true}`)
+		b.must(200, "POST", path, `{"resend":"new_message"}`).json(t, &d)
 		for _, dl := range d.Deliveries {
 			if dl.ID == c.Delivery.ID && dl.State != persistence.DeliveryQueued {
 				t.Errorf("after redeliver: %+v", dl)
@@ -347,7 +352,7 @@ func TestRedispatchAndRedeliver(t *testing.T) {
 		}
 		found := false
 		for _, h := range d.History {
-			if h.Kind == persistence.HistoryRedeliverRequested && h.Actor == "token:tester" {
+			if h.Kind == persistence.HistoryRedeliverRequested && h.Actor == "token:tester" && h.Reason == persistence.ResendNew.Reason() {
 				found = true
 			}
 		}

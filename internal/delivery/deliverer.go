@@ -48,6 +48,9 @@ type Result struct {
 	At       time.Time // RetryAt: the target chose the time itself
 	Class    ErrorClass
 	Err      error
+	// Note is what the history records of a delivered attempt besides its state (the
+	// name a file was written under); see DeliveredNote.
+	Note string
 	// Payloads are stages the target stored for the message (a receipt), written with
 	// storage.DeferSync: the engine makes them durable and records them with the outcome,
 	// one flush and one commit for a whole batch.
@@ -56,6 +59,11 @@ type Result struct {
 
 // Delivered says the target has the message.
 func Delivered() Result { return Result{Kind: persistence.OutcomeDelivered} }
+
+// DeliveredNote says the target has the message, with a note for the delivery's history.
+func DeliveredNote(note string) Result {
+	return Result{Kind: persistence.OutcomeDelivered, Note: note}
+}
 
 // AwaitAck says the message went out and a receipt is due by deadline.
 func AwaitAck(deadline time.Time) Result {

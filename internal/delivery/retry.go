@@ -61,14 +61,20 @@ type RetryPolicy struct {
 	Base       Duration      `json:"base,omitempty"`
 	MaxDelay   Duration      `json:"max_delay,omitempty"`
 	MaxRetries *int          `json:"max_retries,omitempty"`
-	// Jitter spreads each delay by up to this fraction either way (0 to 1).
-	Jitter float64 `json:"jitter,omitempty"`
+	// Jitter spreads each delay by up to this fraction either way (0 to 1); unset means
+	// DefaultJitter, so a recovered partner is not hit by a whole backlog in one second,
+	// and 0 turns the spread off.
+	Jitter *float64 `json:"jitter,omitempty"`
 }
 
 // DefaultMaxRetries is used when a policy names none.
 const DefaultMaxRetries = 10
 
-// WithDefaults fills unset fields: exponential from 30 s, capped at 1 h, 10 retries.
+// DefaultJitter is the spread of a policy that names none: about ±20 %.
+const DefaultJitter = 0.2
+
+// WithDefaults fills unset fields: exponential from 30 s, capped at 1 h, 10 retries,
+// ±20 % jitter.
 func (p RetryPolicy) WithDefaults() RetryPolicy {
 	if p.Strategy == "" {
 		p.Strategy = RetryExponential
@@ -83,6 +89,10 @@ func (p RetryPolicy) WithDefaults() RetryPolicy {
 		n := DefaultMaxRetries
 		p.MaxRetries = &n
 	}
+	if p.Jitter == nil {
+		j := DefaultJitter
+		p.Jitter = &j
+	}
 	return p
 }
 
@@ -96,7 +106,7 @@ func (p RetryPolicy) Validate() error {
 	if p.MaxRetries != nil && (*p.MaxRetries < 0 || *p.MaxRetries > 1000) {
 		return fmt.Errorf("max_retries: must be between 0 and 1000")
 	}
-	if p.Jitter < 0 || p.Jitter > 1 {
+	if p.Jitter != nil && (*p.Jitter < 0 || *p.Jitter > 1) {
 		return fmt.Errorf("jitter: must be between 0 and 1")
 	}
 	if p.MaxDelay != 0 && p.Base > p.MaxDelay {
@@ -106,7 +116,8 @@ func (p RetryPolicy) Validate() error {
 }
 
 // Delay is the wait before the retry that follows failed attempt number attempt (1-based),
-// or false when the policy's retries are used up.
+// or false when the policy's retries are used up. rnd draws the jitter; nil leaves the
+// delay unspread (a test that wants fixed figures, or the same draws, passes its own).
 func (p RetryPolicy) Delay(attempt int, rnd *rand.Rand) (time.Duration, bool) {
 	p = p.WithDefaults()
 	if attempt > *p.MaxRetries {
@@ -129,8 +140,8 @@ func (p RetryPolicy) Delay(attempt int, rnd *rand.Rand) (time.Duration, bool) {
 	if max := time.Duration(p.MaxDelay); d > max || d < 0 {
 		d = max
 	}
-	if p.Jitter > 0 && rnd != nil {
-		spread := float64(d) * p.Jitter
+	if *p.Jitter > 0 && rnd != nil {
+		spread := float64(d) * *p.Jitter
 		d += time.Duration((rnd.Float64()*2 - 1) * spread)
 		if d < 0 {
 			d = 0
@@ -146,6 +157,10 @@ func decide(r Result, p RetryPolicy, attempt int, now time.Time, rnd *rand.Rand)
 		c.Reason = r.Err.Error()
 	}
 	switch r.Kind {
+	case persistence.OutcomeDelivered:
+		if c.Reason == "" {
+			c.Reason = r.Note
+		}
 	case persistence.OutcomeAwaitingAck:
 		c.AckDeadline = r.Deadline
 	case persistence.OutcomeRetry:

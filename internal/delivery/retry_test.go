@@ -11,6 +11,8 @@ import (
 
 func intp(n int) *int { return &n }
 
+func floatp(f float64) *float64 { return &f }
+
 func TestRetryPolicyDelay(t *testing.T) {
 	s := time.Second
 	tests := []struct {
@@ -40,7 +42,7 @@ func TestRetryPolicyDelay(t *testing.T) {
 }
 
 func TestRetryJitterStaysInBounds(t *testing.T) {
-	p := RetryPolicy{Strategy: RetryFixed, Base: Duration(10 * time.Second), MaxRetries: intp(5), Jitter: 0.2}
+	p := RetryPolicy{Strategy: RetryFixed, Base: Duration(10 * time.Second), MaxRetries: intp(5), Jitter: floatp(0.2)}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	varied := false
 	for i := 0; i < 200; i++ {
@@ -57,6 +59,60 @@ func TestRetryJitterStaysInBounds(t *testing.T) {
 	}
 }
 
+// TestDefaultRetryJitter holds the default spread: a policy that names no jitter spreads
+// every delay within ±20 % of its un-jittered value, the same seed draws the same delays,
+// and an explicit 0 turns the spread off.
+func TestDefaultRetryJitter(t *testing.T) {
+	policies := []struct {
+		name string
+		p    RetryPolicy
+	}{
+		{"defaults", RetryPolicy{}},
+		{"fixed", RetryPolicy{Strategy: RetryFixed, Base: Duration(10 * time.Second)}},
+		{"linear", RetryPolicy{Strategy: RetryLinear, Base: Duration(10 * time.Second)}},
+		{"capped exponential", RetryPolicy{Base: Duration(time.Minute), MaxDelay: Duration(5 * time.Minute)}},
+	}
+	for _, tt := range policies {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := rand.New(rand.NewPCG(7, 11)), rand.New(rand.NewPCG(7, 11))
+			for attempt := 1; attempt <= DefaultMaxRetries; attempt++ {
+				plain, _ := tt.p.Delay(attempt, nil)
+				lo, hi := plain-plain/5, plain+plain/5
+				varied := false
+				for i := 0; i < 100; i++ {
+					d, ok := tt.p.Delay(attempt, a)
+					if !ok || d < lo || d > hi {
+						t.Fatalf("attempt %d: delay %s outside %s..%s", attempt, d, lo, hi)
+					}
+					if again, _ := tt.p.Delay(attempt, b); again != d {
+						t.Fatalf("attempt %d: same seed drew %s, then %s", attempt, d, again)
+					}
+					varied = varied || d != plain
+				}
+				if !varied {
+					t.Fatalf("attempt %d: the default policy never spread the delay %s", attempt, plain)
+				}
+			}
+		})
+	}
+	off := RetryPolicy{Strategy: RetryFixed, Base: Duration(10 * time.Second), Jitter: floatp(0)}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 50; i++ {
+		if d, _ := off.Delay(1, rnd); d != 10*time.Second {
+			t.Fatalf("jitter 0: delay %s, want exactly 10s", d)
+		}
+	}
+}
+
+// TestDecideKeepsNote: a delivered result's note (the name a file was written under) is
+// the reason its history records.
+func TestDecideKeepsNote(t *testing.T) {
+	c := decide(DeliveredNote("written as acme/order-1.edi"), RetryPolicy{}, 1, time.Now(), nil)
+	if c.Kind != persistence.OutcomeDelivered || c.Reason != "written as acme/order-1.edi" {
+		t.Fatalf("decide = %+v", c)
+	}
+}
+
 func TestRetryPolicyValidate(t *testing.T) {
 	tests := []struct {
 		p  RetryPolicy
@@ -65,7 +121,9 @@ func TestRetryPolicyValidate(t *testing.T) {
 		{RetryPolicy{}, true},
 		{RetryPolicy{Strategy: "sometimes"}, false},
 		{RetryPolicy{MaxRetries: intp(-1)}, false},
-		{RetryPolicy{Jitter: 1.5}, false},
+		{RetryPolicy{Jitter: floatp(1.5)}, false},
+		{RetryPolicy{Jitter: floatp(-0.1)}, false},
+		{RetryPolicy{Jitter: floatp(0)}, true},
 		{RetryPolicy{Base: Duration(time.Hour), MaxDelay: Duration(time.Minute)}, false},
 	}
 	for _, tt := range tests {

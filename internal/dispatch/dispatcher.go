@@ -28,7 +28,7 @@ type Store interface {
 	GetMessage(ctx context.Context, id int64) (persistence.Message, error)
 	FindMessageByOrigin(ctx context.Context, source persistence.InstanceName, originEventID string) (persistence.Message, error)
 	Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, actor string) ([]persistence.Delivery, error)
-	Redeliver(ctx context.Context, deliveryID int64, actor string) (persistence.Delivery, error)
+	Redeliver(ctx context.Context, deliveryID int64, mode persistence.ResendMode, actor string) (persistence.Delivery, error)
 }
 
 // Blobs stores payloads.
@@ -424,9 +424,9 @@ func (d *Dispatcher) Redispatch(ctx context.Context, messageID int64, actor stri
 	return due, nil
 }
 
-// Redeliver requeues one delivery.
-func (d *Dispatcher) Redeliver(ctx context.Context, deliveryID int64, actor string) (persistence.Delivery, error) {
-	del, err := d.store.Redeliver(ctx, deliveryID, actor)
+// Redeliver requeues one delivery, to be sent as mode says.
+func (d *Dispatcher) Redeliver(ctx context.Context, deliveryID int64, mode persistence.ResendMode, actor string) (persistence.Delivery, error) {
+	del, err := d.store.Redeliver(ctx, deliveryID, mode, actor)
 	if err != nil {
 		return persistence.Delivery{}, fmt.Errorf("redeliver delivery %d: %w", deliveryID, err)
 	}

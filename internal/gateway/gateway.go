@@ -110,9 +110,16 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	if err != nil {
 		return nil, err
 	}
-	g.Store, err = db.Open(ctx, db.Options{URL: cfg.DBURL, SQLitePath: cfg.SQLitePath(), Logger: log, Modules: schemas,
-		AuditKey: auditKey})
+	holder, err := loadOrCreateHolder(cfg.DataDir)
 	if err != nil {
+		return nil, err
+	}
+	g.Store, err = db.Open(ctx, db.Options{URL: cfg.DBURL, SQLitePath: cfg.SQLitePath(), Logger: log, Modules: schemas,
+		AuditKey: auditKey, Holder: holder})
+	if err != nil {
+		return nil, err
+	}
+	if err := g.releasePreviousClaims(ctx); err != nil {
 		return nil, err
 	}
 	seeded, err := seed(ctx, g.Store, cfg.DataDir, box)

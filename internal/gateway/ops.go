@@ -16,8 +16,8 @@ func (o ops) Redispatch(ctx context.Context, id int64, actor string) ([]persiste
 	return o.g.Dispatcher.Redispatch(ctx, id, actor)
 }
 
-func (o ops) Redeliver(ctx context.Context, id int64, actor string) (persistence.Delivery, error) {
-	return o.g.Dispatcher.Redeliver(ctx, id, actor)
+func (o ops) Redeliver(ctx context.Context, id int64, mode persistence.ResendMode, actor string) (persistence.Delivery, error) {
+	return o.g.Dispatcher.Redeliver(ctx, id, mode, actor)
 }
 
 func (o ops) RoutesChanged(ctx context.Context) { o.g.Dispatcher.RoutesChanged(ctx) }

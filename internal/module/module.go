@@ -61,6 +61,11 @@ type Plugin struct {
 	NewSource func(env Env, name persistence.InstanceName, cfg Config) (Service, error)
 	// NewTarget builds a target instance (RoleTarget).
 	NewTarget func(env Env, name persistence.InstanceName, cfg Config) (delivery.Deliverer, error)
+	// MessageIdentity marks a target whose messages carry an identity the receiving side
+	// keeps (the AS2 Message-ID): a redeliver of an answered delivery then offers to send
+	// again under it or as a new message (persistence.ResendMode), and the target acts on
+	// the choice.
+	MessageIdentity bool
 }
 
 // Module is a protocol module's registration.

@@ -200,7 +200,8 @@ type Store interface {
 	Redispatch(ctx context.Context, messageID int64, targets []InstanceName, actor string) ([]Delivery, error)
 	// Redeliver requeues one failed, stalled, retrying or delivered delivery; other states
 	// are ErrConflict.
-	Redeliver(ctx context.Context, deliveryID int64, actor string) (Delivery, error)
+	// The history's redeliver_requested line records mode (ResendMode.Reason).
+	Redeliver(ctx context.Context, deliveryID int64, mode ResendMode, actor string) (Delivery, error)
 
 	// ClaimDeliveries takes up to n due deliveries of target (queued, or retrying with
 	// next_attempt_at reached), oldest first, skipping any whose session has an earlier

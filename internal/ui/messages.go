@@ -234,7 +234,8 @@ func messageActor(r *http.Request) string {
 	return "user:"
 }
 
-// redispatchMessage matches the routes again for a message and requeues it.
+// redispatchMessage matches the routes again for a message and requeues it, once
+// confirmed.
 func (s *Server) redispatchMessage(w http.ResponseWriter, r *http.Request) {
 	if s.actions == nil {
 		http.Error(w, "message actions are not available", http.StatusServiceUnavailable)
@@ -245,11 +246,16 @@ func (s *Server) redispatchMessage(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r)
 		return
 	}
+	if !confirmed(r) {
+		toConfirm(w, r)
+		return
+	}
 	_, err := s.actions.Redispatch(r.Context(), id, messageActor(r))
 	s.afterAction(w, r, id, err, "message-redispatched", "message-redispatch-refused")
 }
 
-// redeliverMessage requeues one delivery of a message.
+// redeliverMessage requeues one delivery of a message, once confirmed, sent as the form's
+// resend mode says.
 func (s *Server) redeliverMessage(w http.ResponseWriter, r *http.Request) {
 	if s.actions == nil {
 		http.Error(w, "message actions are not available", http.StatusServiceUnavailable)
@@ -261,6 +267,15 @@ func (s *Server) redeliverMessage(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r)
 		return
 	}
+	if !confirmed(r) {
+		toConfirm(w, r)
+		return
+	}
+	mode, err := resendMode(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	// The delivery must belong to the message in the URL, so a form cannot act on another
 	// message's delivery behind the page it came from.
 	dl, err := s.store.GetDelivery(r.Context(), did)
@@ -268,7 +283,7 @@ func (s *Server) redeliverMessage(w http.ResponseWriter, r *http.Request) {
 		err = persistence.ErrNotFound
 	}
 	if err == nil {
-		_, err = s.actions.Redeliver(r.Context(), did, messageActor(r))
+		_, err = s.actions.Redeliver(r.Context(), did, mode, messageActor(r))
 	}
 	s.afterAction(w, r, id, err, "message-redelivered", "message-redeliver-refused")
 }

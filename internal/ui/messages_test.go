@@ -27,8 +27,8 @@ func (a storeActions) Redispatch(ctx context.Context, id int64, actor string) ([
 	return a.store.Redispatch(ctx, id, nil, actor)
 }
 
-func (a storeActions) Redeliver(ctx context.Context, id int64, actor string) (persistence.Delivery, error) {
-	return a.store.Redeliver(ctx, id, actor)
+func (a storeActions) Redeliver(ctx context.Context, id int64, mode persistence.ResendMode, actor string) (persistence.Delivery, error) {
+	return a.store.Redeliver(ctx, id, mode, actor)
 }
 
 func (storeActions) RoutesChanged(context.Context) {}
@@ -245,7 +245,7 @@ func TestMessageDetail(t *testing.T) {
 	}
 	for _, want := range []string{string(m.OriginalFileName), m.SHA256, m.CorrelationID, m.OriginEventID,
 		"<td>writer</td>", "<td>poster</td>", "dispatched", "received",
-		fmt.Sprintf(`action="/ui/messages/%d/redispatch"`, m.ID),
+		fmt.Sprintf(`href="/ui/messages/%d/redispatch"`, m.ID),
 		fmt.Sprintf(`href="/ui/messages/%d/payload?stage=unpacked"`, m.ID)} {
 		if !strings.Contains(r.body, want) {
 			t.Errorf("detail lacks %q", want)
@@ -282,19 +282,32 @@ func TestMessageRedeliver(t *testing.T) {
 	action := fmt.Sprintf("/ui/messages/%d/deliveries/%d/redeliver", m.ID, d.ID)
 
 	page := c.get(t, detailPath)
-	if !strings.Contains(page.body, `action="`+action+`"`) || !strings.Contains(page.body, "refused by peer") {
-		t.Fatalf("detail of a failed delivery lacks the redeliver form or the error:\n%s", page.body)
+	if !strings.Contains(page.body, `href="`+action+`"`) || !strings.Contains(page.body, "refused by peer") {
+		t.Fatalf("detail of a failed delivery lacks the redeliver button or the error:\n%s", page.body)
 	}
-	token := match(t, csrfRE, page.body)
+	// The button leads to a confirmation; a file writer's delivery offers no resend choice.
+	confirm := c.get(t, action)
+	if confirm.status != http.StatusOK || !strings.Contains(confirm.body, `action="`+action+`"`) ||
+		!strings.Contains(confirm.body, `name="confirm" value="yes"`) || strings.Contains(confirm.body, `name="resend"`) {
+		t.Fatalf("confirmation page = %d:\n%s", confirm.status, confirm.body)
+	}
+	token := match(t, csrfRE, confirm.body)
 
-	if r := c.post(t, action, url.Values{}); r.status != http.StatusForbidden {
+	if r := c.post(t, action, url.Values{"confirm": {"yes"}}); r.status != http.StatusForbidden {
 		t.Errorf("redeliver without CSRF token = %d, want 403", r.status)
 	}
+	// Without its confirmation a post only leads to the confirmation page.
+	if r := c.post(t, action, url.Values{session.CSRFField: {token}}); r.status != http.StatusSeeOther || r.header.Get("Location") != action {
+		t.Errorf("unconfirmed redeliver = %d to %q, want 303 to %s", r.status, r.header.Get("Location"), action)
+	}
+	if r := c.post(t, action, url.Values{session.CSRFField: {token}, "confirm": {"yes"}, "resend": {"twice"}}); r.status != http.StatusBadRequest {
+		t.Errorf("redeliver with an unknown resend mode = %d, want 400", r.status)
+	}
 	if got, _ := b.store.GetDelivery(ctx, d.ID); got.State != persistence.DeliveryFailed {
-		t.Fatalf("refused post changed the delivery to %s", got.State)
+		t.Fatalf("refused posts changed the delivery to %s", got.State)
 	}
 
-	r := c.post(t, action, url.Values{session.CSRFField: {token}})
+	r := c.post(t, action, url.Values{session.CSRFField: {token}, "confirm": {"yes"}})
 	if r.status != http.StatusSeeOther || r.header.Get("Location") != detailPath {
 		t.Fatalf("redeliver = %d to %q, want 303 to %s\n%s", r.status, r.header.Get("Location"), detailPath, r.body)
 	}
@@ -302,12 +315,13 @@ func TestMessageRedeliver(t *testing.T) {
 		t.Errorf("delivery after redeliver = %s, want queued", got.State)
 	}
 	after := c.get(t, detailPath)
-	if !strings.Contains(after.body, "Redelivery requested.") || !strings.Contains(after.body, "user:alice") {
+	if !strings.Contains(after.body, "Redelivery requested.") || !strings.Contains(after.body, "user:alice") ||
+		!strings.Contains(after.body, persistence.ResendSame.Reason()) {
 		t.Errorf("detail after redeliver lacks the flash or the history line:\n%s", after.body)
 	}
 
 	// Queued now, so the store refuses a second request; the page says so.
-	r = c.post(t, action, url.Values{session.CSRFField: {token}})
+	r = c.post(t, action, url.Values{session.CSRFField: {token}, "confirm": {"yes"}})
 	if r.status != http.StatusSeeOther {
 		t.Fatalf("second redeliver = %d, want 303", r.status)
 	}
@@ -318,7 +332,7 @@ func TestMessageRedeliver(t *testing.T) {
 	// A delivery named under another message's URL is not found.
 	other := b.insert(t, 1, acmeParty, writerInst)[0]
 	wrong := fmt.Sprintf("/ui/messages/%d/deliveries/%d/redeliver", other.ID, d.ID)
-	if r := c.post(t, wrong, url.Values{session.CSRFField: {token}}); r.status != http.StatusNotFound {
+	if r := c.post(t, wrong, url.Values{session.CSRFField: {token}, "confirm": {"yes"}}); r.status != http.StatusNotFound {
 		t.Errorf("redeliver under another message = %d, want 404", r.status)
 	}
 }
@@ -328,9 +342,21 @@ func TestMessageRedispatch(t *testing.T) {
 	c := b.signedIn(t)
 	m := b.insert(t, 1, acmeParty, writerInst)[0]
 	detailPath := fmt.Sprintf("/ui/messages/%d", m.ID)
-	token := match(t, csrfRE, c.get(t, detailPath).body)
+	confirm := c.get(t, detailPath+"/redispatch")
+	if confirm.status != http.StatusOK || !strings.Contains(confirm.body, `action="`+detailPath+`/redispatch"`) {
+		t.Fatalf("confirmation page = %d:\n%s", confirm.status, confirm.body)
+	}
+	token := match(t, csrfRE, confirm.body)
 
+	// Without its confirmation a post only leads to the confirmation page.
 	r := c.post(t, detailPath+"/redispatch", url.Values{session.CSRFField: {token}})
+	if r.status != http.StatusSeeOther || r.header.Get("Location") != detailPath+"/redispatch" {
+		t.Fatalf("unconfirmed redispatch = %d to %q, want 303 to the confirmation", r.status, r.header.Get("Location"))
+	}
+	if strings.Contains(c.get(t, detailPath).body, "user:alice") {
+		t.Fatal("an unconfirmed redispatch was carried out")
+	}
+	r = c.post(t, detailPath+"/redispatch", url.Values{session.CSRFField: {token}, "confirm": {"yes"}})
 	if r.status != http.StatusSeeOther || r.header.Get("Location") != detailPath {
 		t.Fatalf("redispatch = %d to %q, want 303 to %s", r.status, r.header.Get("Location"), detailPath)
 	}
@@ -338,7 +364,7 @@ func TestMessageRedispatch(t *testing.T) {
 	if !strings.Contains(after.body, "Redispatch requested.") || !strings.Contains(after.body, "user:alice") {
 		t.Errorf("detail after redispatch lacks the flash or the history line:\n%s", after.body)
 	}
-	if r := c.post(t, "/ui/messages/999999/redispatch", url.Values{session.CSRFField: {token}}); r.status != http.StatusNotFound {
+	if r := c.post(t, "/ui/messages/999999/redispatch", url.Values{session.CSRFField: {token}, "confirm": {"yes"}}); r.status != http.StatusNotFound {
 		t.Errorf("redispatch of an unknown message = %d, want 404", r.status)
 	}
 }

@@ -26,7 +26,7 @@ func (a *countingActions) Redispatch(context.Context, int64, string) ([]persiste
 	return nil, errors.New("not used")
 }
 
-func (a *countingActions) Redeliver(context.Context, int64, string) (persistence.Delivery, error) {
+func (a *countingActions) Redeliver(context.Context, int64, persistence.ResendMode, string) (persistence.Delivery, error) {
 	return persistence.Delivery{}, errors.New("not used")
 }
 

@@ -33,7 +33,7 @@ type restOps struct{}
 func (restOps) Redispatch(context.Context, int64, string) ([]persistence.Delivery, error) {
 	return nil, errors.New("not used")
 }
-func (restOps) Redeliver(context.Context, int64, string) (persistence.Delivery, error) {
+func (restOps) Redeliver(context.Context, int64, persistence.ResendMode, string) (persistence.Delivery, error) {
 	return persistence.Delivery{}, errors.New("not used")
 }
 func (restOps) RoutesChanged(context.Context)                                  {}
@@ -151,11 +151,11 @@ func TestPluginFormMatchesREST(t *testing.T) {
 		errFields []string
 	}{
 		{name: "valid writer", typ: persistence.PluginFileWriter,
-			form: url.Values{"name": {"out"}, "enabled": {"true"}, "directory": {dir}, "overwrite": {"true"},
+			form: url.Values{"name": {"out"}, "enabled": {"true"}, "directory": {dir}, "on_collision": {"overwrite"},
 				"retry.max_retries": {"3"}, "retry.base": {"10s"}, "retry.max_delay": {"1m"}, "file_mode": {"0600"}},
-			rest:     `{"name":"out","enabled":true,"directory":` + d + `,"overwrite":true,"retry":{"max_retries":3,"base":"10s","max_delay":"1m"},"file_mode":"0600"}`,
+			rest:     `{"name":"out","enabled":true,"directory":` + d + `,"on_collision":"overwrite","retry":{"max_retries":3,"base":"10s","max_delay":"1m"},"file_mode":"0600"}`,
 			instance: "out", check: func(t *testing.T, got storedConfig) {
-				if got.Config["directory"] != dir || got.Config["overwrite"] != true || !got.Enabled {
+				if got.Config["directory"] != dir || got.Config["on_collision"] != "overwrite" || !got.Enabled {
 					t.Errorf("stored: %+v", got)
 				}
 			}},

@@ -86,7 +86,7 @@ type Deps struct {
 // Actions are the operator actions on messages the UI offers.
 type Actions interface {
 	Redispatch(ctx context.Context, messageID int64, actor string) ([]persistence.Delivery, error)
-	Redeliver(ctx context.Context, deliveryID int64, actor string) (persistence.Delivery, error)
+	Redeliver(ctx context.Context, deliveryID int64, mode persistence.ResendMode, actor string) (persistence.Delivery, error)
 	// RoutesChanged reloads the route cache after a route or party changed.
 	RoutesChanged(ctx context.Context)
 }

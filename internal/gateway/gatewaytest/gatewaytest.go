@@ -34,6 +34,11 @@ type Options struct {
 	Settings map[string]string
 	// Plugins are fields merged into plugin instances' configs before the gateway starts.
 	Plugins map[persistence.InstanceName]map[string]any
+	// DataDir is the data directory; empty means a new temporary one. A test that
+	// restarts a gateway passes the directory of the first.
+	DataDir string
+	// Prepare, when set, runs after the gateway opened and before it starts.
+	Prepare func(g *gateway.Gateway)
 }
 
 // Gateway is a running gateway and the directory it keeps its data in.
@@ -48,7 +53,10 @@ func Start(t testing.TB, o Options) *Gateway {
 	t.Helper()
 	ctx := context.Background()
 	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
+	cfg.DataDir = o.DataDir
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
 	cfg.HTTPAddr = o.HTTPAddr
 	if cfg.HTTPAddr == "" {
 		cfg.HTTPAddr = "127.0.0.1:0"
@@ -70,6 +78,9 @@ func Start(t testing.TB, o Options) *Gateway {
 			t.Fatal(err)
 		}
 	}
+	if o.Prepare != nil {
+		o.Prepare(g)
+	}
 	if err := g.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +89,11 @@ func Start(t testing.TB, o Options) *Gateway {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	if _, err := g.Store.CreateAPIToken(ctx, "test", api.HashToken(Token)); err != nil {
-		t.Fatal(err)
+	// A restart on the data directory of an earlier run finds its token in place.
+	if _, err := g.Store.FindAPIToken(ctx, api.HashToken(Token)); err != nil {
+		if _, err := g.Store.CreateAPIToken(ctx, "test", api.HashToken(Token)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return &Gateway{Gateway: g, DataDir: cfg.DataDir, t: t}
 }

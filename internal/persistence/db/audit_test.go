@@ -108,7 +108,7 @@ func TestAuditOperatorActions(t *testing.T) {
 		for _, c := range claimAll(t, s, writer, now) {
 			complete(t, s, persistence.Completion{DeliveryID: c.Delivery.ID, Token: c.Delivery.ClaimToken, Kind: persistence.OutcomeFailed, Reason: "refused", At: now})
 		}
-		must1[persistence.Delivery](t)(s.Redeliver(ctx, ds[0].ID, "user:carol"))
+		must1[persistence.Delivery](t)(s.Redeliver(ctx, ds[0].ID, persistence.ResendSame, "user:carol"))
 		got := auditEvents(t, s)[before:]
 		if len(got) != 2 || got[0].Action != "redispatch" || got[1].Action != "redeliver" ||
 			got[0].Actor != "user:carol" || got[1].Actor != "user:carol" {

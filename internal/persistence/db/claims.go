@@ -39,10 +39,12 @@ const maxClaim = 1000
 // next; a cast makes the limit an expression, which it compiles once.
 const claimLimit = "CAST(? AS INTEGER)"
 
-func newTokenPrefix() string {
+// newTokenPrefix is the start of the tokens of one claim: the store's holder (see
+// Options.Holder) and a fresh random part.
+func (s *Store) newTokenPrefix() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	return hex.EncodeToString(b) + "."
+	return s.holderPrefix() + hex.EncodeToString(b) + "."
 }
 
 // ClaimDeliveries takes up to n claimable deliveries of target, oldest first, in one
@@ -88,7 +90,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, target persistence.Instance
 				next_attempt_at = NULL, next_wakeup_at = NULL, ack_deadline = NULL, updated_at = ?
 			WHERE id IN (SELECT id FROM picked)
 			RETURNING `+transitionCols,
-			target, n, target, s.tv(now), n, n, newTokenPrefix(), s.tv(now.Add(lease)), s.tv(now))
+			target, n, target, s.tv(now), n, n, s.newTokenPrefix(), s.tv(now.Add(lease)), s.tv(now))
 		trs, err := collect(rows, err, scanTransition)
 		if err != nil {
 			return err

@@ -472,7 +472,7 @@ func TestRedeliver(t *testing.T) {
 				ctx := context.Background()
 				d := tc.setup(t, s, time.Now())
 				wantState(t, s, d.ID, tc.state)
-				got, err := s.Redeliver(ctx, d.ID, "bob")
+				got, err := s.Redeliver(ctx, d.ID, persistence.ResendSame, "bob")
 				if !tc.ok {
 					wantErr(t, err, persistence.ErrConflict)
 					if !strings.Contains(err.Error(), string(tc.state)) {
@@ -502,7 +502,7 @@ func TestRedeliver(t *testing.T) {
 		})
 	}
 	forEach(t, func(t *testing.T, s *db.Store) {
-		_, err := s.Redeliver(context.Background(), 1<<40, "bob")
+		_, err := s.Redeliver(context.Background(), 1<<40, persistence.ResendSame, "bob")
 		wantErr(t, err, persistence.ErrNotFound)
 	})
 }

@@ -83,7 +83,7 @@ func TestOnMessageAlertOncePerEvent(t *testing.T) {
 		}
 		for _, d := range ds {
 			if d.State == persistence.DeliveryFailed {
-				if _, err := s.Redeliver(context.Background(), d.ID, "user:bob"); err != nil {
+				if _, err := s.Redeliver(context.Background(), d.ID, persistence.ResendSame, "user:bob"); err != nil {
 					t.Fatal(err)
 				}
 			}

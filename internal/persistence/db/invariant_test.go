@@ -153,7 +153,7 @@ func randomActor(s *db.Store, rng *rand.Rand, targets []persistence.InstanceName
 			if len(ds) == 0 {
 				continue
 			}
-			if _, err := s.Redeliver(ctx, ds[rng.IntN(len(ds))].ID, "operator"); err != nil && !errors.Is(err, persistence.ErrConflict) {
+			if _, err := s.Redeliver(ctx, ds[rng.IntN(len(ds))].ID, persistence.ResendSame, "operator"); err != nil && !errors.Is(err, persistence.ErrConflict) {
 				return err
 			}
 		}

@@ -132,8 +132,15 @@ var redeliverable = []persistence.DeliveryState{
 }
 
 // Redeliver requeues one failed, stalled, retrying or delivered delivery, due now; any
-// other state is ErrConflict.
-func (s *Store) Redeliver(ctx context.Context, deliveryID int64, actor string) (persistence.Delivery, error) {
+// other state is ErrConflict. The history's redeliver_requested line and the audit entry
+// record mode.
+func (s *Store) Redeliver(ctx context.Context, deliveryID int64, mode persistence.ResendMode, actor string) (persistence.Delivery, error) {
+	if _, err := persistence.ParseResendMode(string(mode)); err != nil {
+		return persistence.Delivery{}, fmt.Errorf("redeliver delivery %d: %w", deliveryID, &persistence.FieldError{Field: "resend", Message: err.Error()})
+	}
+	if mode == "" {
+		mode = persistence.ResendSame
+	}
 	var out persistence.Delivery
 	err := s.write(ctx, func(t *txn) error {
 		t.actor = actorOr(actor)
@@ -160,12 +167,13 @@ func (s *Store) Redeliver(ctx context.Context, deliveryID int64, actor string) (
 			return fmt.Errorf("delivery %d changed while it was being redelivered: %w", deliveryID, persistence.ErrConflict)
 		}
 		t.note(historyRow{messageID: messageID, deliveryID: deliveryID, kind: persistence.HistoryRedeliverRequested,
-			from: string(state), to: string(persistence.DeliveryQueued), actor: t.actor})
+			from: string(state), to: string(persistence.DeliveryQueued), reason: mode.Reason(), actor: t.actor})
 		t.changed(trs[0], "redeliver requested", t.actor, time.Time{})
 		out = trs[0].d
 		return t.audit(operatorCtx(ctx, t.actor), "redeliver", "delivery", strconv.FormatInt(deliveryID, 10),
 			fmt.Sprintf("message %d to %s", messageID, out.Target), []audit.Change{{Path: "state",
-				Old: jsonString(string(state)), New: jsonString(string(persistence.DeliveryQueued))}})
+				Old: jsonString(string(state)), New: jsonString(string(persistence.DeliveryQueued))},
+				{Path: "resend", New: jsonString(string(mode))}})
 	})
 	if err != nil {
 		return persistence.Delivery{}, fmt.Errorf("redeliver delivery %d: %w", deliveryID, err)

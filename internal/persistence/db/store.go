@@ -51,6 +51,10 @@ type Options struct {
 	Modules []ModuleSchema
 	// AuditKey keys the audit log's hash chain (audit.KeySize bytes); required.
 	AuditKey []byte
+	// Holder names this process across its restarts (ValidHolder); every claim it takes
+	// carries it, so its next run can release them at once (ReleasePreviousClaims).
+	// Empty: claims name no holder and only their leases' expiry frees them.
+	Holder string
 }
 
 // OnMessageAlert sets fn to be called after each commit for every message whose status
@@ -96,6 +100,7 @@ type Store struct {
 	skipLocked string // appended to a SELECT that picks rows other workers have not locked
 
 	auditKey []byte
+	holder   string // Options.Holder
 
 	stmtMu sync.Mutex
 	stmts  map[*bun.DB]map[string]*sql.Stmt // SQLite: compiled statements per pool
@@ -112,7 +117,10 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if len(opt.AuditKey) != audit.KeySize {
 		return nil, fmt.Errorf("open database: the audit key is %d bytes, want %d", len(opt.AuditKey), audit.KeySize)
 	}
-	s := &Store{log: opt.Logger, now: opt.Now, auditKey: bytes.Clone(opt.AuditKey)}
+	if err := ValidHolder(opt.Holder); err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	s := &Store{log: opt.Logger, now: opt.Now, auditKey: bytes.Clone(opt.AuditKey), holder: opt.Holder}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

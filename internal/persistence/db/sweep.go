@@ -62,11 +62,21 @@ func deliveriesOf(trs []transition) []persistence.Delivery {
 // The caller publishes their wake-ups; the sweep wakes them again after WakeupGrace.
 func (s *Store) ExpireLeases(ctx context.Context, now time.Time, limit int) ([]persistence.Delivery, error) {
 	now = utc(now)
+	out, err := s.retryClaimed(ctx, now, limit, `d.lease_until < ?`, s.tv(now), leaseExpiredReason)
+	if err != nil {
+		return nil, fmt.Errorf("expire leases: %w", err)
+	}
+	return out, nil
+}
+
+// retryClaimed turns up to limit delivering rows that also match cond (with its one
+// argument) into retrying, due at now, oldest lease first, each with reason in its history.
+func (s *Store) retryClaimed(ctx context.Context, now time.Time, limit int, cond string, arg any, reason string) ([]persistence.Delivery, error) {
 	var out []persistence.Delivery
 	err := s.write(ctx, func(t *txn) error {
 		rows, err := t.query(ctx, `WITH picked AS MATERIALIZED (
 				SELECT d.id FROM deliveries d
-				WHERE d.state = 'delivering' AND d.lease_until < ?
+				WHERE d.state = 'delivering' AND `+cond+`
 				ORDER BY d.lease_until, d.id LIMIT ?`+s.skipLocked+`
 			)
 			UPDATE deliveries SET previous_state = state, state = 'retrying',
@@ -74,14 +84,11 @@ func (s *Store) ExpireLeases(ctx context.Context, now time.Time, limit int) ([]p
 				next_attempt_at = ?, next_wakeup_at = ?, last_error = ?, updated_at = ?
 			WHERE id IN (SELECT id FROM picked) AND state = 'delivering'
 			RETURNING `+transitionCols,
-			s.tv(now), sweepLimit(limit), s.tv(now), s.tv(now.Add(WakeupGrace)), leaseExpiredReason, s.tv(now))
-		out, err = t.recordSweep(rows, err, leaseExpiredReason)
+			arg, sweepLimit(limit), s.tv(now), s.tv(now.Add(WakeupGrace)), reason, s.tv(now))
+		out, err = t.recordSweep(rows, err, reason)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("expire leases: %w", err)
-	}
-	return out, nil
+	return out, err
 }
 
 // WakeDue picks claimable deliveries whose next wake-up is reached, oldest first. One that

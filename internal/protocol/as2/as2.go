@@ -49,6 +49,8 @@ func init() {
 				Role:      module.RoleTarget,
 				NewConfig: func() module.Config { return sender.NewConfig() },
 				NewTarget: newSender,
+				// The sender reads the redeliver's resend mode (sender.plan).
+				MessageIdentity: true,
 			},
 		},
 		Schema:  schema,

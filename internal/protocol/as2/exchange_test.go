@@ -94,6 +94,16 @@ func (p *peer) upload(pem []byte) int64 {
 	return out.Certificates[0].ID
 }
 
+// databases names the databases the first gateway of a test runs on: SQLite, and
+// PostgreSQL when dbtest.PostgresURLEnv is set.
+func databases(t *testing.T) map[string]string {
+	dbs := map[string]string{"sqlite": ""}
+	if os.Getenv(dbtest.PostgresURLEnv) != "" {
+		dbs["postgres"] = dbtest.PostgresURL(t)
+	}
+	return dbs
+}
+
 type protection struct {
 	name                    string
 	compress, sign, encrypt bool
@@ -119,16 +129,45 @@ func TestTwoGatewaysExchange(t *testing.T) {
 // eachGatewayDB runs fn for SQLite (an empty URL) and, when it is set up, PostgreSQL (the
 // URL of a fresh schema).
 func eachGatewayDB(t *testing.T, fn func(t *testing.T, dbURL string)) {
-	dbs := map[string]string{"sqlite": ""}
-	if os.Getenv(dbtest.PostgresURLEnv) != "" {
-		dbs["postgres"] = dbtest.PostgresURL(t)
-	}
-	for dbName, url := range dbs {
+	for dbName, url := range databases(t) {
 		t.Run(dbName, func(t *testing.T) { fn(t, url) })
 	}
 }
 
 func exchange(t *testing.T, a, b *peer) {
+	connect(t, a, b)
+	protections := []protection{
+		{name: "none"},
+		{name: "signed", sign: true},
+		{name: "encrypted", encrypt: true},
+		{name: "signed+encrypted", sign: true, encrypt: true},
+		{name: "compressed+signed+encrypted", compress: true, sign: true, encrypt: true},
+	}
+	for _, pr := range protections {
+		for _, mode := range []string{"sync", "async"} {
+			for _, signedMDN := range []bool{true, false} {
+				name := fmt.Sprintf("%s/%s/signed-mdn=%v", pr.name, mode, signedMDN)
+				t.Run(name, func(t *testing.T) {
+					a.t, b.t = t, t
+					var ra map[string]any
+					a.do("GET", "/api/v1/as2/remote-profiles/b", "", nil, &ra)
+					pr.outbound(ra)
+					ra["mdn_mode"], ra["signed_mdn"] = mode, signedMDN
+					a.json("PUT", "/api/v1/as2/remote-profiles/b", ra, nil)
+					var rb map[string]any
+					b.do("GET", "/api/v1/as2/remote-profiles/a", "", nil, &rb)
+					rb["require_signed"], rb["require_encrypted"] = pr.sign, pr.encrypt
+					b.json("PUT", "/api/v1/as2/remote-profiles/a", rb, nil)
+					sendAndVerify(t, a, b, pr, mode, signedMDN)
+				})
+			}
+		}
+	}
+}
+
+// connect makes a and b partners of each other (b in a, a in b) with AS2 profiles and
+// keys, on the profiles' secure defaults, and checks a's connection to b.
+func connect(t *testing.T, a, b *peer) {
 	idA, idB := as2test.NewIdentity(t, "gateway-a"), as2test.NewIdentity(t, "gateway-b")
 	pemA := append(certstest.CertsPEM(idA.Cert), certstest.KeyPEM(t, idA.Key, "pkcs8")...)
 	pemB := append(certstest.CertsPEM(idB.Cert), certstest.KeyPEM(t, idB.Key, "pkcs8")...)
@@ -157,34 +196,6 @@ func exchange(t *testing.T, a, b *peer) {
 	a.json("POST", "/api/v1/as2/remote-profiles/b/connection-check", map[string]any{}, &check)
 	if !check.OK || len(check.Steps) != 3 {
 		t.Fatalf("connection check = %+v", check)
-	}
-
-	protections := []protection{
-		{name: "none"},
-		{name: "signed", sign: true},
-		{name: "encrypted", encrypt: true},
-		{name: "signed+encrypted", sign: true, encrypt: true},
-		{name: "compressed+signed+encrypted", compress: true, sign: true, encrypt: true},
-	}
-	for _, pr := range protections {
-		for _, mode := range []string{"sync", "async"} {
-			for _, signedMDN := range []bool{true, false} {
-				name := fmt.Sprintf("%s/%s/signed-mdn=%v", pr.name, mode, signedMDN)
-				t.Run(name, func(t *testing.T) {
-					a.t, b.t = t, t
-					var ra map[string]any
-					a.do("GET", "/api/v1/as2/remote-profiles/b", "", nil, &ra)
-					pr.outbound(ra)
-					ra["mdn_mode"], ra["signed_mdn"] = mode, signedMDN
-					a.json("PUT", "/api/v1/as2/remote-profiles/b", ra, nil)
-					var rb map[string]any
-					b.do("GET", "/api/v1/as2/remote-profiles/a", "", nil, &rb)
-					rb["require_signed"], rb["require_encrypted"] = pr.sign, pr.encrypt
-					b.json("PUT", "/api/v1/as2/remote-profiles/a", rb, nil)
-					sendAndVerify(t, a, b, pr, mode, signedMDN)
-				})
-			}
-		}
 	}
 }
 

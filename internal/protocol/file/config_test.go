@@ -109,7 +109,7 @@ func TestWriterConfigDecode(t *testing.T) {
 		t.Fatalf("Decode: %v", err)
 	}
 	cfg := in.Config.(*WriterConfig)
-	if cfg.Pattern != DefaultWriterPattern || cfg.FileMode != "0640" || cfg.DirMode != "0750" || cfg.Overwrite {
+	if cfg.Pattern != DefaultWriterPattern || cfg.FileMode != "0640" || cfg.DirMode != "0750" || cfg.OnCollision != "suffix" {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	if opts := cfg.Options(); opts.MaxConcurrent != 2 || opts.Retry.Strategy != "fixed" {
@@ -129,7 +129,8 @@ func TestWriterConfigDecode(t *testing.T) {
 		{"dir mode", `{"directory":"/srv/i","dir_mode":"999"}`, "dir_mode", "octal"},
 		{"max_concurrent", `{"directory":"/srv/i","max_concurrent":1000}`, "max_concurrent", "between"},
 		{"retry", `{"directory":"/srv/i","retry":{"max_retries":5000}}`, "retry.max_retries", "between"},
-		{"overwrite of the wrong type", `{"directory":"/srv/i","overwrite":"yes"}`, "overwrite", "bool"},
+		{"on_collision of the wrong type", `{"directory":"/srv/i","on_collision":true}`, "on_collision", "string"},
+		{"unknown on_collision", `{"directory":"/srv/i","on_collision":"rename"}`, "on_collision", "want one of suffix, overwrite, fail"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -48,8 +48,12 @@
 // # Writer
 //
 // The writer renders its pattern (default {from}/{original_filename}), makes every path
-// segment safe for Windows file systems, refuses any path that leaves its directory or
-// passes through a symbolic link, writes to a temporary dot file in the target directory,
-// fsyncs it, and renames (or, without overwrite, hard-links) it into place before
-// fsyncing the directory. A file of the same name with the same bytes counts as delivered.
+// segment safe for Windows file systems and visible (no leading dot), refuses any path
+// that leaves its directory or passes through a symbolic link, writes to a temporary dot
+// file in the target directory, fsyncs it, and hard-links it into place (renames it with
+// on_collision overwrite) before fsyncing the directory. A link never replaces a file, so
+// a name taken by other bytes is decided by on_collision without a check-then-write race:
+// suffix tries name-1.ext, name-2.ext, … in turn, fail fails the delivery. A file of the
+// same name with the same bytes counts as delivered. The delivered result's note names
+// the file written, for the delivery's history.
 package file

@@ -29,7 +29,7 @@ const tempPrefix = ".wharf-tmp-"
 type Writer struct {
 	dir       string
 	pattern   namePattern
-	overwrite bool
+	collision Collision
 	fileMode  fs.FileMode
 	dirMode   fs.FileMode
 	log       *slog.Logger
@@ -43,6 +43,7 @@ func NewWriter(cfg *WriterConfig, logger *slog.Logger) (*Writer, error) {
 		return nil, fmt.Errorf("file-writer: %w", err)
 	}
 	pat, _ := parseNamePattern(cfg.Pattern)
+	collision, _ := ParseCollision(cfg.OnCollision)
 	fileMode, _ := parseMode(cfg.FileMode)
 	dirMode, _ := parseMode(cfg.DirMode)
 	if logger == nil {
@@ -51,7 +52,7 @@ func NewWriter(cfg *WriterConfig, logger *slog.Logger) (*Writer, error) {
 	return &Writer{
 		dir:       filepath.Clean(cfg.Directory),
 		pattern:   pat,
-		overwrite: cfg.Overwrite,
+		collision: collision,
 		fileMode:  fileMode,
 		dirMode:   dirMode,
 		log:       logger.With("plugin", string(persistence.PluginFileWriter)),
@@ -59,10 +60,11 @@ func NewWriter(cfg *WriterConfig, logger *slog.Logger) (*Writer, error) {
 	}, nil
 }
 
-// Deliver writes the message's document under the directory.
+// Deliver writes the message's document under the directory, under the rendered name or,
+// when that is taken by other bytes and the policy is suffix, the first free alternative;
+// the history records the name written.
 func (w *Writer) Deliver(ctx context.Context, a delivery.Attempt) delivery.Result {
 	segs := w.pattern.render(&a.Message)
-	rel := path.Join(segs...)
 	final := filepath.Join(append([]string{w.dir}, segs...)...)
 	if !within(w.dir, final) {
 		return delivery.Permanent(errors.New("the rendered path leaves the directory"))
@@ -71,48 +73,79 @@ func (w *Writer) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 	if !ok {
 		return res
 	}
-	if info, err := os.Lstat(final); err == nil {
-		if info.IsDir() {
-			return delivery.Permanent(fmt.Errorf("file exists: %s is a directory", rel))
-		}
-		if !w.overwrite {
-			return w.existing(ctx, a, final, rel)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fsFailure("inspect", rel, err)
-	}
-
-	tmp, res, ok := w.writeTemp(ctx, a, dir, rel)
+	relDir := path.Join(segs[:len(segs)-1]...)
+	tmp, res, ok := w.writeTemp(ctx, a, dir, path.Join(segs...))
 	if !ok {
 		return res
 	}
-	placed := false
-	defer func() {
-		if !placed {
-			os.Remove(tmp)
-		}
-	}()
+	defer os.Remove(tmp) // the name it was linked from, or a file never placed
 
-	if w.overwrite {
+	name := segs[len(segs)-1]
+	for n := 0; n <= maxSuffix; n++ {
+		cand := name
+		if n > 0 {
+			cand = suffixed(name, n)
+		}
+		rel := path.Join(relDir, cand)
+		placed, res, done := w.place(ctx, a, tmp, filepath.Join(dir, cand), rel)
+		if done {
+			return res
+		}
+		if placed {
+			return w.synced(dir, rel)
+		}
+		if w.collision == CollisionFail {
+			return delivery.Permanent(fmt.Errorf("file exists: %s", rel))
+		}
+	}
+	return delivery.Permanent(fmt.Errorf("file exists: %s and its %d suffixed names", path.Join(relDir, name), maxSuffix))
+}
+
+// place puts the temporary file at final without ever replacing another file, unless the
+// policy is overwrite. It reports placed when the file is there now, done with a result
+// when the attempt ends here (identical bytes already in place, a failure), and neither
+// when final is taken by something else.
+func (w *Writer) place(ctx context.Context, a delivery.Attempt, tmp, final, rel string) (placed bool, res delivery.Result, done bool) {
+	if w.collision == CollisionOverwrite {
+		if info, err := os.Lstat(final); err == nil && info.IsDir() {
+			return false, delivery.Permanent(fmt.Errorf("file exists: %s is a directory", rel)), true
+		}
 		if err := os.Rename(tmp, final); err != nil {
-			return fsFailure("rename into", rel, err)
+			return false, fsFailure("rename into", rel, err), true
 		}
-	} else if err := os.Link(tmp, final); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return w.existing(ctx, a, final, rel)
-		}
+		return true, delivery.Result{}, false
+	}
+	// A hard link never replaces a file: of two attempts racing for one name, one wins and
+	// the other sees the name taken.
+	err := os.Link(tmp, final)
+	if err == nil {
+		return true, delivery.Result{}, false
+	}
+	if !errors.Is(err, fs.ErrExist) {
 		// No hard links on this file system: check, then rename.
-		if taken, lerr := exists(final); lerr != nil || taken {
-			return w.existing(ctx, a, final, rel)
+		taken, lerr := exists(final)
+		if lerr != nil {
+			return false, fsFailure("inspect", rel, lerr), true
 		}
-		if err := os.Rename(tmp, final); err != nil {
-			return fsFailure("rename into", rel, err)
+		if !taken {
+			if err := os.Rename(tmp, final); err != nil {
+				return false, fsFailure("rename into", rel, err), true
+			}
+			return true, delivery.Result{}, false
 		}
 	}
-	placed = true
-	if !w.overwrite {
-		os.Remove(tmp) // the name it was linked from
+	same, res := w.sameBytes(ctx, a, final, rel)
+	switch {
+	case res.Kind != "":
+		return false, res, true
+	case same:
+		return false, delivery.DeliveredNote("found already written as " + rel), true
 	}
+	return false, delivery.Result{}, false
+}
+
+// synced makes a placed file's bytes and name durable and reports it delivered.
+func (w *Writer) synced(dir, rel string) delivery.Result {
 	if durable.CanSyncFS {
 		// One file-system flush, shared by the deliveries that finish together, makes
 		// the file's bytes and its name durable.
@@ -122,7 +155,7 @@ func (w *Writer) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 	} else if err := w.dirSync.Sync(dir); err != nil {
 		return fsFailure("sync directory of", rel, err)
 	}
-	return delivery.Delivered()
+	return delivery.DeliveredNote("written as " + rel)
 }
 
 // within reports whether p is below base.
@@ -225,45 +258,41 @@ func (w *Writer) writeTemp(ctx context.Context, a delivery.Attempt, dir, rel str
 	return name, delivery.Result{}, true
 }
 
-// existing decides on a file already at the final name when overwriting is off: the same
-// bytes mean an earlier attempt wrote it, anything else is a conflict.
-func (w *Writer) existing(ctx context.Context, a delivery.Attempt, final, rel string) delivery.Result {
-	conflict := delivery.Permanent(fmt.Errorf("file exists: %s", rel))
+// sameBytes reports whether the file at final holds the document: then an earlier
+// attempt wrote it. A result with a Kind is a failure to find out.
+func (w *Writer) sameBytes(ctx context.Context, a delivery.Attempt, final, rel string) (bool, delivery.Result) {
 	info, err := os.Lstat(final)
 	if err != nil {
-		return fsFailure("inspect", rel, err)
+		return false, fsFailure("inspect", rel, err)
 	}
 	if !info.Mode().IsRegular() || (a.Message.Size > 0 && info.Size() != a.Message.Size) {
-		return conflict
+		return false, delivery.Result{}
 	}
 	f, err := os.Open(final)
 	if err != nil {
-		return fsFailure("read", rel, err)
+		return false, fsFailure("read", rel, err)
 	}
 	defer f.Close()
 	if opened, err := f.Stat(); err != nil || !os.SameFile(info, opened) {
-		return conflict
+		return false, delivery.Result{}
 	}
 	got, err := digest(sha256.New(), f)
 	if err != nil {
-		return fsFailure("read", rel, err)
+		return false, fsFailure("read", rel, err)
 	}
 	want := a.Message.SHA256
 	if want == "" {
 		body, err := a.Open(ctx)
 		if err != nil {
 			w.log.WarnContext(ctx, "cannot open a payload", "error", err)
-			return delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload"))
+			return false, delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload"))
 		}
 		defer body.Close()
 		if want, err = digest(sha256.New(), &attemptReader{ctx: ctx, r: body}); err != nil {
-			return delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload"))
+			return false, delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload"))
 		}
 	}
-	if !strings.EqualFold(got, want) {
-		return conflict
-	}
-	return delivery.Delivered()
+	return strings.EqualFold(got, want), delivery.Result{}
 }
 
 func digest(h hash.Hash, r io.Reader) (string, error) {

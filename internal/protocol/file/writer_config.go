@@ -18,8 +18,9 @@ type WriterConfig struct {
 	// Pattern is the path of a file under Directory, with placeholders; see
 	// WriterPlaceholders.
 	Pattern string `json:"pattern"`
-	// Overwrite replaces an existing file of the same name.
-	Overwrite bool `json:"overwrite"`
+	// OnCollision is what happens when the name is taken by a file with other bytes:
+	// suffix (default), overwrite or fail.
+	OnCollision string `json:"on_collision"`
 	// FileMode and DirMode are octal permissions ("0640") of created files and
 	// directories.
 	FileMode string `json:"file_mode"`
@@ -36,9 +37,10 @@ const (
 // NewWriterConfig returns a config with its defaults set.
 func NewWriterConfig() *WriterConfig {
 	return &WriterConfig{
-		Pattern:  DefaultWriterPattern,
-		FileMode: DefaultFileMode,
-		DirMode:  DefaultDirMode,
+		Pattern:     DefaultWriterPattern,
+		OnCollision: string(CollisionSuffix),
+		FileMode:    DefaultFileMode,
+		DirMode:     DefaultDirMode,
 	}
 }
 
@@ -52,6 +54,9 @@ func (c *WriterConfig) Validate() error {
 	}
 	if _, err := parseNamePattern(c.Pattern); err != nil {
 		return &persistence.FieldError{Field: "pattern", Message: err.Error()}
+	}
+	if _, err := ParseCollision(c.OnCollision); err != nil {
+		return &persistence.FieldError{Field: "on_collision", Message: err.Error()}
 	}
 	if _, err := parseMode(c.FileMode); err != nil {
 		return &persistence.FieldError{Field: "file_mode", Message: err.Error()}

@@ -157,7 +157,8 @@ const maxNameBytes = 255
 
 // SafeName makes one path segment safe on Windows and POSIX file systems alike: the
 // characters <>:"/\|?* and control characters become "_", trailing dots and spaces are
-// removed, a reserved device name (CON, PRN, AUX, NUL, COM1–9, LPT1–9, with or without an
+// removed, so are leading spaces, and a leading dot becomes "_" (persistence.Unhidden:
+// nothing lands as a dot file), a reserved device name (CON, PRN, AUX, NUL, COM1–9, LPT1–9, with or without an
 // extension) gets a "_" prefix, an empty or dot-only name becomes "_", and the name is
 // cut to 255 bytes, keeping a short extension.
 func SafeName(s string) string {
@@ -170,7 +171,7 @@ func SafeName(s string) string {
 			b.WriteRune(r)
 		}
 	}
-	name := strings.TrimRight(b.String(), ". ")
+	name := persistence.Unhidden(strings.TrimRight(b.String(), ". "))
 	if name == "" {
 		return "_"
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -40,6 +41,12 @@ func TestSafeName(t *testing.T) {
 		{"console", "console"},
 		{"LPT10", "LPT10"},
 		{"Übersicht – März.pdf", "Übersicht – März.pdf"},
+		{".hidden", "_hidden"},
+		{".wharf-tmp-x", "_wharf-tmp-x"},
+		{"  .edi ", "_edi"},
+		{"..profile", "_.profile"},
+		{"  order.edi", "order.edi"},
+		{". ", "_"},
 		{long + ".xml", strings.Repeat("a", 254-len(".xml")) + ".xml"},
 		{long, strings.Repeat("a", 254)},
 	}
@@ -81,7 +88,7 @@ func TestRenderPath(t *testing.T) {
 		{"default", DefaultWriterPattern, nil, "acme/order.xml"},
 		{"every placeholder", "{date}/{to}/{from}/{basename}_{message_id}.{ext}", nil, "2026-03-02/local/acme/order_42.xml"},
 		{"correlation id", "{correlation_id}/{original_filename}", nil, "PO-1/order.xml"},
-		{"traversal in a value", "{correlation_id}/{original_filename}", func(m *persistence.Message) { m.CorrelationID = "../../etc" }, ".._.._etc/order.xml"},
+		{"traversal in a value", "{correlation_id}/{original_filename}", func(m *persistence.Message) { m.CorrelationID = "../../etc" }, "_._.._etc/order.xml"},
 		{"dot-dot value", "{correlation_id}/{original_filename}", func(m *persistence.Message) { m.CorrelationID = ".." }, "_/order.xml"},
 		{"empty value", "{correlation_id}/{original_filename}", func(m *persistence.Message) { m.CorrelationID = "" }, "_/order.xml"},
 		{"backslash value", "{correlation_id}", func(m *persistence.Message) { m.CorrelationID = `a\b` }, "a_b"},
@@ -90,7 +97,7 @@ func TestRenderPath(t *testing.T) {
 		{"reserved file name", "{original_filename}", func(m *persistence.Message) { m.OriginalFileName = "aux.txt" }, "_aux.txt"},
 		{"trailing dot file name", "{original_filename}", func(m *persistence.Message) { m.OriginalFileName = "report. " }, "report"},
 		{"no extension", "{basename}.{ext}", func(m *persistence.Message) { m.OriginalFileName = "README" }, "README"},
-		{"dot file", "{basename}", func(m *persistence.Message) { m.OriginalFileName = ".profile" }, ".profile"},
+		{"dot file", "{basename}", func(m *persistence.Message) { m.OriginalFileName = ".profile" }, "_profile"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,7 +222,7 @@ func assertNoTemp(t *testing.T, dir string) {
 func TestWriterStaysUnderItsDirectory(t *testing.T) {
 	b := setupWriter(t, func(c *WriterConfig) {
 		c.Pattern = "{correlation_id}/{correlation_id}_{original_filename}"
-		c.Overwrite = true // two of the ids below clean up to the same name
+		c.OnCollision = string(CollisionOverwrite) // two of the ids below clean up to the same name
 	})
 	for _, id := range []string{"../../escape", "..", `..\..\escape`, "/etc/passwd"} {
 		m := testMessage()
@@ -255,22 +262,25 @@ func TestWriterRefusesSymlinkedDirectories(t *testing.T) {
 
 func TestWriterExistingFile(t *testing.T) {
 	tests := []struct {
-		name      string
-		overwrite bool
-		existing  string
-		payload   string
-		want      persistence.OutcomeKind
-		reason    string
-		content   string
+		name     string
+		policy   Collision
+		existing string
+		payload  string
+		want     persistence.OutcomeKind
+		reason   string // of a failure, or the history's note of a delivery
+		content  string // of order.xml afterwards
+		suffixed string // of order-1.xml afterwards, "" for none
 	}{
-		{"different bytes", false, "old", "new", persistence.OutcomeFailed, "file exists", "old"},
-		{"same size, different bytes", false, "abc", "xyz", persistence.OutcomeFailed, "file exists", "abc"},
-		{"identical bytes: a re-attempt", false, "same", "same", persistence.OutcomeDelivered, "", "same"},
-		{"overwrite", true, "old", "new", persistence.OutcomeDelivered, "", "new"},
+		{"fail: different bytes", CollisionFail, "old", "new", persistence.OutcomeFailed, "file exists: acme/order.xml", "old", ""},
+		{"fail: same size, different bytes", CollisionFail, "abc", "xyz", persistence.OutcomeFailed, "file exists", "abc", ""},
+		{"fail: identical bytes are a re-attempt", CollisionFail, "same", "same", persistence.OutcomeDelivered, "found already written as acme/order.xml", "same", ""},
+		{"overwrite", CollisionOverwrite, "old", "new", persistence.OutcomeDelivered, "written as acme/order.xml", "new", ""},
+		{"suffix: different bytes", CollisionSuffix, "old", "new", persistence.OutcomeDelivered, "written as acme/order-1.xml", "old", "new"},
+		{"suffix: identical bytes are a re-attempt", CollisionSuffix, "same", "same", persistence.OutcomeDelivered, "found already written as acme/order.xml", "same", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := setupWriter(t, func(c *WriterConfig) { c.Overwrite = tt.overwrite })
+			b := setupWriter(t, func(c *WriterConfig) { c.OnCollision = string(tt.policy) })
 			final := filepath.Join(b.dir, "acme", "order.xml")
 			if err := os.MkdirAll(filepath.Dir(final), 0o750); err != nil {
 				t.Fatal(err)
@@ -279,12 +289,106 @@ func TestWriterExistingFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := b.w.Deliver(context.Background(), attempt(testMessage(), []byte(tt.payload)))
-			wantKind(t, r, tt.want, tt.reason)
+			if tt.want == persistence.OutcomeDelivered {
+				wantKind(t, r, tt.want, "")
+				if r.Note != tt.reason {
+					t.Errorf("note %q, want %q", r.Note, tt.reason)
+				}
+			} else {
+				wantKind(t, r, tt.want, tt.reason)
+			}
 			if got := readFile(t, final); got != tt.content {
 				t.Errorf("file holds %q, want %q", got, tt.content)
 			}
+			other := filepath.Join(b.dir, "acme", "order-1.xml")
+			if got, err := os.ReadFile(other); string(got) != tt.suffixed || (tt.suffixed == "" && !errors.Is(err, fs.ErrNotExist)) {
+				t.Errorf("order-1.xml holds %q (%v), want %q", got, err, tt.suffixed)
+			}
 			assertNoTemp(t, filepath.Dir(final))
 		})
+	}
+}
+
+// TestWriterSuffixes: each new document under a taken name gets the next free suffix,
+// a re-attempt of one of them finds its own file, and a directory in the way is skipped.
+func TestWriterSuffixes(t *testing.T) {
+	b := setupWriter(t, nil)
+	ctx := context.Background()
+	if err := os.MkdirAll(filepath.Join(b.dir, "acme", "order-2.xml"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"order.xml": "d0", "order-1.xml": "d1", "order-3.xml": "d2", "order-4.xml": "d3"}
+	for i, name := range []string{"order.xml", "order-1.xml", "order-3.xml", "order-4.xml"} {
+		r := b.w.Deliver(ctx, attempt(testMessage(), []byte(want[name])))
+		wantKind(t, r, persistence.OutcomeDelivered, "")
+		if r.Note != "written as acme/"+name {
+			t.Fatalf("document %d: note %q, want it written as %s", i, r.Note, name)
+		}
+	}
+	again := b.w.Deliver(ctx, attempt(testMessage(), []byte("d2")))
+	if again.Kind != persistence.OutcomeDelivered || again.Note != "found already written as acme/order-3.xml" {
+		t.Fatalf("re-attempt: %s %q", again.Kind, again.Note)
+	}
+	for name, content := range want {
+		if got := readFile(t, filepath.Join(b.dir, "acme", name)); got != content {
+			t.Errorf("%s holds %q, want %q", name, got, content)
+		}
+	}
+	assertNoTemp(t, filepath.Join(b.dir, "acme"))
+}
+
+// TestWriterSuffixRace: workers writing different documents under one name at once each
+// get a file of their own; none is replaced or lost.
+func TestWriterSuffixRace(t *testing.T) {
+	b := setupWriter(t, nil)
+	const n = 16
+	results := make(chan delivery.Result, n)
+	for i := range n {
+		go func() {
+			results <- b.w.Deliver(context.Background(), attempt(testMessage(), []byte(fmt.Sprintf("document %02d", i))))
+		}()
+	}
+	notes := map[string]bool{}
+	for range n {
+		r := <-results
+		wantKind(t, r, persistence.OutcomeDelivered, "")
+		if notes[r.Note] {
+			t.Fatalf("two documents %s", r.Note)
+		}
+		notes[r.Note] = true
+	}
+	entries, err := os.ReadDir(filepath.Join(b.dir, "acme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		seen[readFile(t, filepath.Join(b.dir, "acme", e.Name()))] = true
+	}
+	if len(entries) != n || len(seen) != n {
+		t.Fatalf("%d files with %d distinct documents, want %d of each", len(entries), len(seen), n)
+	}
+}
+
+func TestSuffixed(t *testing.T) {
+	long := strings.Repeat("a", 300)
+	tests := []struct {
+		name string
+		n    int
+		want string
+	}{
+		{"order.edi", 1, "order-1.edi"},
+		{"order.tar.gz", 12, "order.tar-12.gz"},
+		{"README", 3, "README-3"},
+		{SafeName(long + ".xml"), 7, strings.Repeat("a", 255-len("-7.xml")) + "-7.xml"},
+	}
+	for _, tt := range tests {
+		if got := suffixed(tt.name, tt.n); got != tt.want {
+			t.Errorf("suffixed(%.20q, %d) = %.30q…, want %.30q…", tt.name, tt.n, got, tt.want)
+		}
+		if got := suffixed(tt.name, tt.n); len(got) > maxNameBytes {
+			t.Errorf("suffixed(%.20q, %d) is %d bytes", tt.name, tt.n, len(got))
+		}
 	}
 }
 

@@ -531,8 +531,8 @@ func (b *browser) watchDelivered(t *testing.T) {
 	}
 }
 
-// stepRedeliver makes a delivery fail for good, then redelivers it from its button once
-// the partner answers again.
+// stepRedeliver makes a delivery fail for good, then redelivers it from its button and
+// the confirmation once the partner answers again.
 func stepRedeliver(t *testing.T, b *browser) {
 	var up atomic.Bool
 	partner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -556,6 +556,11 @@ func stepRedeliver(t *testing.T, b *browser) {
 	}
 	b.shoot(t, "message-failed", 1280)
 	up.Store(true)
+	// The button asks first, on a page of its own; confirming sends it again.
+	b.submit(t, "a[href$='/redeliver']", "main")
+	if text := b.mainText(t); !strings.Contains(text, "again?") {
+		t.Fatalf("the redeliver button did not lead to its confirmation:\n%s", text)
+	}
 	b.submit(t, "form[action$='/redeliver'] button[type=submit]", "main")
 	// The message's page follows the delivery live: no reload shows "delivered".
 	b.watchDelivered(t)

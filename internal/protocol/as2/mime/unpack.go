@@ -419,8 +419,8 @@ func finish(res *Result, payload *Entity, unwrapped []byte, opts UnpackOptions) 
 	return nil
 }
 
-// sanitizeFileName keeps the last path element of a sent name and returns
-// it when it is a valid bare file name.
+// sanitizeFileName keeps the last path element of a sent name, made visible
+// (persistence.Unhidden), and returns it when it is a valid bare file name.
 func sanitizeFileName(raw string) persistence.FileName {
 	if raw == "" {
 		return ""
@@ -430,11 +430,10 @@ func sanitizeFileName(raw string) persistence.FileName {
 		name = name[i+1:]
 	}
 	name = path.Clean(strings.TrimSpace(name))
-	fn, err := persistence.ParseFileName(name)
-	if err != nil {
+	if _, err := persistence.ParseFileName(name); err != nil {
 		return ""
 	}
-	return fn
+	return persistence.FileName(persistence.Unhidden(name))
 }
 
 // smimeKind takes the layer type from smime-type, or from the CMS content

@@ -104,7 +104,7 @@ func TestStoreRemoteCRUD(t *testing.T) {
 		r.AsyncMDNHosts = []string{"mdn.acme.example"}
 		r.DuplicateFilename, r.DuplicateFilenameWindowH = DuplicateRefuse, 48
 		r.ConnectTimeoutSeconds, r.RequestTimeoutSeconds, r.ReceiptTimeoutMinutes = 5, 60, 30
-		r.Retry = delivery.RetryPolicy{Strategy: delivery.RetryFixed, Base: delivery.Duration(time.Minute), MaxRetries: ptr(4), Jitter: 0.25}
+		r.Retry = delivery.RetryPolicy{Strategy: delivery.RetryFixed, Base: delivery.Duration(time.Minute), MaxRetries: ptr(4), Jitter: ptr(0.25)}
 		r.TLSTrustCertificateIDs = []int64{trust}
 		r.MaxMessageSizeMiB = 100
 

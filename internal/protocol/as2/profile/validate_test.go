@@ -146,7 +146,7 @@ func TestRemoteValidate(t *testing.T) {
 		{"receipt huge", func(r *Remote) { r.ReceiptTimeoutMinutes = MaxReceiptTimeoutMinutes + 1 }, "receipt_timeout_minutes"},
 		{"size zero", func(r *Remote) { r.MaxMessageSizeMiB = 0 }, "max_message_size_mib"},
 		{"retry strategy", func(r *Remote) { r.Retry.Strategy = "random" }, "retry.strategy"},
-		{"retry jitter", func(r *Remote) { r.Retry.Jitter = 2 }, "retry.jitter"},
+		{"retry jitter", func(r *Remote) { r.Retry.Jitter = ptr(2.0) }, "retry.jitter"},
 		{"retry count", func(r *Remote) { r.Retry.MaxRetries = ptr(-1) }, "retry.max_retries"},
 		{"retry base over max", func(r *Remote) {
 			r.Retry.Base, r.Retry.MaxDelay = delivery.Duration(time.Hour), delivery.Duration(time.Minute)

@@ -7,7 +7,10 @@
 //
 // A delivery keeps its Message-ID across retries, so a partner recognises a repeat. It
 // gets a new one only when it is sent anew: its first attempt, and the first after an
-// operator redelivered it from delivered or failed. Each Message-ID is one row of
+// operator redelivered it as a new message (persistence.ResendNew, read from the
+// redeliver_requested history line). A redeliver under the same Message-ID, the default,
+// sends again under the last one even when it has its MDN, and the partner answers the
+// stored MDN. Each Message-ID is one row of
 // as2_outbound with what was sent (algorithms, the MICs a correct receipt returns) and
 // the first authentic MDN it got. Retries follow the partner profile's retry policy,
 // counted per Message-ID. An attempt for a Message-ID whose outcome is already known (the

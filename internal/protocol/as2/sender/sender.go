@@ -248,12 +248,16 @@ func (s *Sender) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 }
 
 // plan decides what this attempt does from what earlier attempts of the delivery did.
-// The first attempt, and the first after an operator redelivered a delivered or failed
-// delivery, sends under a new Message-ID (fresh). An attempt whose Message-ID already has
-// a known end (an authentic MDN, delivered without a receipt, failed, or waiting for an
-// async MDN) only happens when the engine lost that outcome, so it reports the outcome
-// again rather than sending twice (done). Any other attempt resends under the same
-// Message-ID, so the partner can tell a repeat.
+// The first attempt sends under a new Message-ID (fresh). After an operator's redeliver,
+// the first attempt sends under a new Message-ID when the operator asked for a new
+// message, and otherwise again under the delivery's last Message-ID, answered or not: a
+// partner that took it answers its stored MDN and processes nothing twice. An attempt
+// whose Message-ID already has a known end (an authentic MDN, delivered without a
+// receipt, failed, or waiting for an async MDN) and no redeliver since only happens when
+// the engine lost that outcome, so it reports the outcome again rather than sending twice
+// (done); this holds too for a same-Message-ID resend that met a transport failure, since
+// the earlier MDN already proves the partner has the message. Any other attempt resends
+// under the same Message-ID, so the partner can tell a repeat.
 func (s *Sender) plan(ctx context.Context, a delivery.Attempt) (rec OutboundRecord, fresh bool, res delivery.Result, done bool) {
 	if a.Delivery.Attempts == 1 {
 		// A delivery's first claim: records are written only by its attempts, and a
@@ -268,13 +272,14 @@ func (s *Sender) plan(ctx context.Context, a delivery.Attempt) (rec OutboundReco
 		s.log.ErrorContext(ctx, "read the delivery's AS2 message", "error", err)
 		return rec, false, delivery.Transient(delivery.ClassTransport, errors.New("cannot read the AS2 message record")), true
 	}
-	again, err := s.redeliveredSince(ctx, a.Delivery, rec.LastSentAt)
+	mode, again, err := s.redeliveredSince(ctx, a.Delivery, rec.LastSentAt)
 	if err != nil {
 		s.log.ErrorContext(ctx, "read the message's history", "error", err)
 		return rec, false, delivery.Transient(delivery.ClassTransport, errors.New("cannot read the message history")), true
 	}
 	if again {
-		return rec, true, delivery.Result{}, false
+		s.log.InfoContext(ctx, "AS2 message redelivered", "as2_message_id", rec.AS2MessageID, "resend", string(mode))
+		return rec, mode == persistence.ResendNew, delivery.Result{}, false
 	}
 	if res, ok := knownOutcome(rec); ok {
 		s.log.InfoContext(ctx, "AS2 message already has an outcome; not sent again",
@@ -305,22 +310,22 @@ func knownOutcome(rec OutboundRecord) (delivery.Result, bool) {
 	return delivery.Result{}, false
 }
 
-// redeliveredSince reports an operator's redeliver of the delivery, from delivered or
-// failed, after since.
-func (s *Sender) redeliveredSince(ctx context.Context, d persistence.Delivery, since time.Time) (bool, error) {
+// redeliveredSince reports an operator's redeliver of the delivery after since, and the
+// resend mode of the latest one.
+func (s *Sender) redeliveredSince(ctx context.Context, d persistence.Delivery, since time.Time) (persistence.ResendMode, bool, error) {
 	hist, err := s.store.ListHistory(ctx, d.MessageID)
 	if err != nil {
-		return false, err
+		return "", false, err
 	}
+	var mode persistence.ResendMode
+	found := false
 	for _, h := range hist {
 		if h.Kind != persistence.HistoryRedeliverRequested || h.DeliveryID == nil || *h.DeliveryID != d.ID || !h.At.After(since) {
 			continue
 		}
-		if h.FromState == string(persistence.DeliveryDelivered) || h.FromState == string(persistence.DeliveryFailed) {
-			return true, nil
-		}
+		mode, found = persistence.ResendModeOf(h), true
 	}
-	return false, nil
+	return mode, found, nil
 }
 
 // outgoing is a built message ready to POST.

@@ -224,7 +224,7 @@ func TestMessageIDAcrossAttempts(t *testing.T) {
 
 		// The engine lost the outcome of an attempt (its lease ran out): the next attempt
 		// reports delivered without sending.
-		if _, err := s.Redeliver(context.Background(), d.ID, "tester"); err != nil {
+		if _, err := s.Redeliver(context.Background(), d.ID, persistence.ResendNew, "tester"); err != nil {
 			t.Fatal(err)
 		}
 		c := b.claim(t, time.Now())
