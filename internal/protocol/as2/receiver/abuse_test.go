@@ -240,4 +240,3 @@ func TestPerKeyLimits(t *testing.T) {
 		}
 	})
 }
-
