@@ -206,11 +206,11 @@ const defaultQueueWait = 2 * time.Second
 // database round trip; and it paces the body (see bodyrate), so a client that trickles
 // it holds its slot only briefly.
 func (rc *Receiver) limit(next http.Handler) http.Handler {
-	pace := bodyrate.Limits{
+	next = bodyrate.Handler(next, bodyrate.Limits{
 		Idle:    time.Duration(rc.cfg.BodyIdleTimeout),
 		MinRate: rc.cfg.MinBodyBytesPerSecond,
 		Whole:   time.Duration(rc.cfg.ReadTimeout),
-	}
+	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		addr := remoteHost(r.RemoteAddr)
 		if !rc.perAddress.acquire(addr) {
@@ -227,7 +227,7 @@ func (rc *Receiver) limit(next http.Handler) http.Handler {
 			return
 		}
 		defer func() { <-rc.slots }()
-		next.ServeHTTP(w, bodyrate.Guard(w, r, pace))
+		next.ServeHTTP(w, r)
 	})
 }
 
