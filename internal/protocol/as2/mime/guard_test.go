@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -147,5 +148,23 @@ func TestHeaderEnd(t *testing.T) {
 		if ok != tt.ok || ok && got != tt.want {
 			t.Errorf("headerEnd(%q) = %d, %v; want %d, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+// BenchmarkBombRefusal opens a gigabyte of zeros compressed to a megabyte, as the
+// receiver opens a spooled body, under a 512 MiB size limit: refused before inflating
+// when a signature is demanded, else at the ratio.
+func BenchmarkBombRefusal(b *testing.B) {
+	body := bomb.Build(b, "Content-Type: application/edi-x12\r\n\r\n", 1<<30)
+	for _, demand := range []bool{true, false} {
+		b.Run(fmt.Sprintf("signature demanded=%v", demand), func(b *testing.B) {
+			opts := UnpackOptions{MaxDecompressedSize: 512 << 20, TempDir: b.TempDir(), RequireSigned: demand}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := UnpackReader(compressedType, http.Header{}, bytes.NewReader(body), int64(len(body)), opts); err == nil {
+					b.Fatal("the bomb opened")
+				}
+			}
+		})
 	}
 }
