@@ -44,6 +44,46 @@ func sendFrom(ip, url string, r request) (reply, error) {
 	return reply{status: resp.StatusCode, header: resp.Header, body: data}, err
 }
 
+// writeHead writes r's request line and header section, with its Content-Length, and
+// the first n bytes of its body.
+func writeHead(w io.Writer, path string, r request, n int) error {
+	var head bytes.Buffer
+	fmt.Fprintf(&head, "POST %s HTTP/1.1\r\nHost: x\r\n", path)
+	for _, f := range fieldsOf(r) {
+		fmt.Fprintf(&head, "%s: %s\r\n", f[0], f[1])
+	}
+	fmt.Fprintf(&head, "Content-Length: %d\r\n\r\n", len(r.body))
+	head.Write(r.body[:n])
+	_, err := w.Write(head.Bytes())
+	return err
+}
+
+// twoPartners is a bench on s with org and two partners, and a directory of their
+// profiles with the secure defaults.
+func twoPartners(t *testing.T, s *db.Store, org, p1, p2 party) (*bench, *directory) {
+	b := newBench(t, s, []party{org}, []party{p1, p2})
+	dir := newDirectory()
+	dir.add(inbound(org, p1, nil))
+	dir.add(inbound(org, p2, nil))
+	return b, dir
+}
+
+// servedMeanwhile sends three messages of the good partner from 127.0.0.1, each of
+// which must be answered with a successful MDN within goodTimeout.
+func servedMeanwhile(t *testing.T, rc *Receiver, org, partner party, what string) {
+	t.Helper()
+	for i := range 3 {
+		r := build(t, partner, org, []byte(fmt.Sprintf("order %s %d\r\n", what, i)), fmt.Sprintf("good-%d.edi", i), secureOpts(partner, org))
+		a, err := sendFrom("127.0.0.1", rc.url(), r)
+		if err != nil {
+			t.Fatalf("good partner during %s: %v", what, err)
+		}
+		if m := parseMDN(t, a, org.cert); !m.Disposition.Successful() {
+			t.Errorf("good partner during %s: %s", what, m.Disposition)
+		}
+	}
+}
+
 // trickle connects from ip, sends r's header section and then one byte of its body
 // every interval until an answer comes, and returns the answer's status.
 func trickle(ip, addr, path string, r request, every time.Duration) (int, error) {
@@ -53,13 +93,7 @@ func trickle(ip, addr, path string, r request, every time.Duration) (int, error)
 		return 0, err
 	}
 	defer conn.Close()
-	var head bytes.Buffer
-	fmt.Fprintf(&head, "POST %s HTTP/1.1\r\nHost: %s\r\n", path, addr)
-	for _, f := range fieldsOf(r) {
-		fmt.Fprintf(&head, "%s: %s\r\n", f[0], f[1])
-	}
-	fmt.Fprintf(&head, "Content-Length: %d\r\n\r\n", len(r.body))
-	if _, err := conn.Write(head.Bytes()); err != nil {
+	if err := writeHead(conn, path, r, 0); err != nil {
 		return 0, err
 	}
 	answer := make(chan int, 1)
@@ -93,10 +127,7 @@ func trickle(ip, addr, path string, r request, every time.Duration) (int, error)
 func TestSlowBodies(t *testing.T) {
 	org, partner, attacker := testParty(t, "wharf"), testParty(t, "acme"), testParty(t, "globex")
 	forEachDB(t, func(t *testing.T, s *db.Store) {
-		b := newBench(t, s, []party{org}, []party{partner, attacker})
-		dir := newDirectory()
-		dir.add(inbound(org, partner, nil))
-		dir.add(inbound(org, attacker, nil))
+		b, dir := twoPartners(t, s, org, partner, attacker)
 		tests := []struct {
 			name    string
 			change  func(*Config)
@@ -133,16 +164,7 @@ func TestSlowBodies(t *testing.T) {
 				eventually(t, "the slow bodies taking their slots", func() bool {
 					return len(rc.slots) >= min(rc.cfg.MaxRequestsPerAddress, rc.cfg.MaxConcurrentRequests)
 				})
-				for i := range 3 {
-					r := build(t, partner, org, []byte(fmt.Sprintf("order %d\r\n", i)), fmt.Sprintf("good-%d.edi", i), secureOpts(partner, org))
-					a, err := sendFrom("127.0.0.1", rc.url(), r)
-					if err != nil {
-						t.Fatalf("good partner during the attack: %v", err)
-					}
-					if m := parseMDN(t, a, org.cert); !m.Disposition.Successful() {
-						t.Errorf("good partner during the attack: %s", m.Disposition)
-					}
-				}
+				servedMeanwhile(t, rc, org, partner, "the slow bodies")
 				wg.Wait()
 				close(statuses)
 				counts := map[int]int{}
@@ -166,10 +188,7 @@ func TestSlowBodies(t *testing.T) {
 func TestPerKeyLimits(t *testing.T) {
 	org, partner, other := testParty(t, "wharf"), testParty(t, "acme"), testParty(t, "initech")
 	forEachDB(t, func(t *testing.T, s *db.Store) {
-		b := newBench(t, s, []party{org}, []party{partner, other})
-		dir := newDirectory()
-		dir.add(inbound(org, partner, nil))
-		dir.add(inbound(org, other, nil))
+		b, dir := twoPartners(t, s, org, partner, other)
 		n := 0
 		doc := func(from party) request {
 			n++
@@ -199,14 +218,7 @@ func TestPerKeyLimits(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var head bytes.Buffer
-				fmt.Fprintf(&head, "POST %s HTTP/1.1\r\nHost: x\r\n", rc.cfg.Path)
-				for _, f := range fieldsOf(held) {
-					fmt.Fprintf(&head, "%s: %s\r\n", f[0], f[1])
-				}
-				fmt.Fprintf(&head, "Content-Length: %d\r\n\r\n", len(held.body))
-				head.Write(held.body[:len(held.body)/2])
-				if _, err := conn.Write(head.Bytes()); err != nil {
+				if err := writeHead(conn, rc.cfg.Path, held, len(held.body)/2); err != nil {
 					t.Fatal(err)
 				}
 				eventually(t, "the held request counted", func() bool {

@@ -1,7 +1,6 @@
 package receiver
 
 import (
-	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -79,16 +78,7 @@ func TestCompressionBombs(t *testing.T) {
 						t.Errorf("bomb: disposition %q, want %q", m.Disposition, want)
 					}
 				})
-				for i := range 3 {
-					g := build(t, partner, org, []byte(fmt.Sprintf("order %s %d\r\n", tt.name, i)), "good.edi", secureOpts(partner, org))
-					a, err := sendFrom("127.0.0.1", rc.url(), g)
-					if err != nil {
-						t.Fatalf("good partner during the bomb: %v", err)
-					}
-					if m := parseMDN(t, a, org.cert); !m.Disposition.Successful() {
-						t.Errorf("good partner during the bomb: %s", m.Disposition)
-					}
-				}
+				servedMeanwhile(t, rc, org, partner, "the bomb "+tt.name)
 				wg.Wait()
 				if stored := b.messageCount() - before; stored != 3 {
 					t.Errorf("%d messages stored, want the good partner's 3", stored)
