@@ -5,13 +5,16 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"wharf/internal/delivery"
+	"wharf/internal/module"
 	"wharf/internal/persistence/db"
 )
 
@@ -81,6 +84,32 @@ func servedMeanwhile(t *testing.T, rc *Receiver, org, partner party, what string
 		if m := parseMDN(t, a, org.cert); !m.Disposition.Successful() {
 			t.Errorf("good partner during %s: %s", what, m.Disposition)
 		}
+	}
+}
+
+// nothingHalfStored checks that every blob file in the payload store is named by a
+// payloads row, so a refused request left no blob behind (rows and temporary files
+// are checked by the callers and by bench.start).
+func nothingHalfStored(t *testing.T, b *bench) {
+	t.Helper()
+	var files int
+	err := filepath.WalkDir(b.blobs.Root(), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			files++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int
+	if err := b.sql.Read(b.ctx, func(tx module.Tx) error {
+		return tx.QueryRow(b.ctx, `SELECT COUNT(*) FROM payloads`).Scan(&rows)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if files != rows {
+		t.Errorf("%d blob files for %d payload rows", files, rows)
 	}
 }
 
@@ -178,6 +207,7 @@ func TestSlowBodies(t *testing.T) {
 					t.Errorf("%d messages stored, want the good partner's 3", stored)
 				}
 				eventually(t, "every slot free", func() bool { return len(rc.slots) == 0 && rc.perAddress.count(attackerIP) == 0 })
+				nothingHalfStored(t, b)
 			})
 		}
 	})

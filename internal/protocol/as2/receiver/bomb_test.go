@@ -86,6 +86,7 @@ func TestCompressionBombs(t *testing.T) {
 				if n := b.inboundRows(r.header.Get("Message-ID")); n != 0 {
 					t.Errorf("%d as2_inbound rows for the bomb", n)
 				}
+				nothingHalfStored(t, b)
 			})
 		}
 	})
