@@ -326,7 +326,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	mux.Handle("/ui/", g.UI.Handler())
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
 	mux.Handle("/", srv.Handler())
-	g.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	g.server = newHTTPServer(mux)
 	// Shutdown waits for requests to finish; the UI's live streams finish only when told.
 	g.server.RegisterOnShutdown(g.UI.Close)
 	g.serveErr = make(chan error, 1)

@@ -372,14 +372,18 @@ func configure(ctx context.Context, p *as2Peer, typ, name string, change func(cf
 }
 
 // moveReceiver puts the instance's AS2 receiver on its own port (both instances start
-// with the default one), taking at least concurrency requests at once, and waits until
+// with the default one), taking at least concurrency requests at once (from one address
+// and partner), and waits until
 // it answers there.
 func moveReceiver(ctx context.Context, p *as2Peer, concurrency int) error {
 	return configure(ctx, p, "as2-receiver", "as2_receiver_default", func(cfg map[string]any) {
 		cfg["bind"] = "127.0.0.1"
 		cfg["port"] = p.port
-		if n, _ := cfg["max_concurrent_requests"].(float64); int(n) < concurrency {
-			cfg["max_concurrent_requests"] = concurrency
+		// The sender's requests all come from one address and one partner.
+		for _, k := range []string{"max_concurrent_requests", "max_requests_per_address", "max_requests_per_partner"} {
+			if n, _ := cfg[k].(float64); int(n) < concurrency {
+				cfg[k] = concurrency
+			}
 		}
 	}, func() bool {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", p.port), time.Second)

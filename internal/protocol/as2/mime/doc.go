@@ -35,7 +35,17 @@
 // content goes by, and a CBC-encrypted message is not held at all: WriteBody
 // encrypts it on the way out. Unpack holds each layer in memory (the body,
 // the decrypted entity, the payload), bounded by the receiver's body limit
-// and UnpackOptions.MaxDecompressedSize.
+// and UnpackOptions.MaxDecompressedSize. A compressed layer is bounded
+// besides by UnpackOptions.MaxDecompressionRatio times its compressed size,
+// past a floor of a mebibyte, so the size of a body bounds what it can cost.
+//
+// # Demands
+//
+// UnpackOptions.RequireSigned and RequireEncrypted are checked on the layers
+// as they are met: a compressed layer whose content is the document, in a
+// message without a demanded signature or encryption outside it, fails with
+// cms.ErrInsufficientSecurity once the content's header section is inflated,
+// before the document is.
 //
 // # Trust
 //

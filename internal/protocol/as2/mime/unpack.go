@@ -32,6 +32,14 @@ const (
 // limit.
 const DefaultMaxDecompressedSize = 128 << 20
 
+// DefaultMaxDecompressionRatio bounds how many times its compressed size a
+// layer may inflate to when the caller sets no ratio.
+const DefaultMaxDecompressionRatio = 100
+
+// decompressionFloor is what any compressed layer may inflate to whatever its
+// ratio: a small document compresses far better than a large one.
+const decompressionFloor = 1 << 20
+
 const maxLayers = 8
 
 // UnpackOptions carries what Unpack needs to open a message.
@@ -49,6 +57,17 @@ type UnpackOptions struct {
 	// MaxDecompressedSize bounds every decompressed layer; zero means
 	// DefaultMaxDecompressedSize.
 	MaxDecompressedSize int64
+	// MaxDecompressionRatio bounds every decompressed layer past a floor of a
+	// mebibyte to this many times the size of its compressed form, so a
+	// small body cannot make the receiver inflate gigabytes; zero means
+	// DefaultMaxDecompressionRatio.
+	MaxDecompressionRatio int
+	// RequireSigned and RequireEncrypted are the protections the message
+	// must carry. One without them fails with cms.ErrInsufficientSecurity,
+	// and a compressed layer whose content turns out to be the document
+	// itself while a demand is unmet fails as soon as that content's header
+	// section is inflated, before the document is.
+	RequireSigned, RequireEncrypted bool
 	// MICPreference chooses between the requested MIC algorithm and the
 	// signature's digest when they differ.
 	MICPreference MICPreference
@@ -190,7 +209,7 @@ func openStream(res *Result, top *Entity, r io.Reader, size int64, opts UnpackOp
 	case cms.KindCompressedData:
 		res.Layers = append(res.Layers, LayerCompressed)
 		res.Compressed = true
-		plain, err := decompress(br, opts)
+		plain, err := decompress(br, size, res, opts)
 		return plain, true, err
 	}
 	return nil, true, fmt.Errorf("%w: application/pkcs7-mime with %s", ErrUnsupportedLayer, kind)
@@ -251,7 +270,7 @@ func peel(res *Result, entity *Entity, unwrapped []byte, depth int, opts UnpackO
 			case cms.KindCompressedData:
 				res.Layers = append(res.Layers, LayerCompressed)
 				res.Compressed = true
-				plain, err := decompress(bytes.NewReader(data), opts)
+				plain, err := decompress(bytes.NewReader(data), int64(len(data)), res, opts)
 				if err != nil {
 					return err
 				}
@@ -310,19 +329,28 @@ func (t *trackingReader) Read(p []byte) (int, error) {
 // the layer's size.
 const spoolAbove = 1 << 20
 
-// decompress inflates a CompressedData from r into a buffer of the exact size
-// of its content: a small layer is collected in memory, a large one in a
-// temporary file that is then read back.
-func decompress(r io.Reader, opts UnpackOptions) ([]byte, error) {
-	limit := opts.MaxDecompressedSize
-	if limit <= 0 {
-		limit = DefaultMaxDecompressedSize
-	}
+// decompress inflates a CompressedData of size bytes from r into a buffer of
+// the exact size of its content: a small layer is collected in memory, a
+// large one in a temporary file that is then read back. The content may
+// inflate to the smaller of the absolute limit and the ratio's; while a
+// protection res lacks is demanded, a content that is not a further layer is
+// refused once its header section is seen (see layerGuard).
+func decompress(r io.Reader, size int64, res *Result, opts UnpackOptions) ([]byte, error) {
 	s := &spool{dir: opts.TempDir}
 	defer s.discard()
-	if err := cms.DecompressTo(s, r, limit); err != nil {
-		if s.err != nil {
+	var w io.Writer = s
+	if err := opts.unmet(res); err != nil {
+		w = &layerGuard{w: s, refuse: err}
+	}
+	limit := opts.inflateLimit(size)
+	if err := cms.DecompressTo(w, r, limit); err != nil {
+		var le *cms.DecompressionLimitError
+		switch {
+		case s.err != nil:
 			return nil, fmt.Errorf("%w: decompressed layer: %w", ErrIO, s.err)
+		case errors.As(err, &le):
+			return nil, fmt.Errorf("compressed layer of %d bytes inflates past %d bytes (at most %d times its size beyond the first MiB, and no more than the size limit): %w",
+				size, limit, opts.ratio(), err)
 		}
 		return nil, err
 	}
@@ -393,6 +421,9 @@ func (s *spool) discard() {
 }
 
 func finish(res *Result, payload *Entity, unwrapped []byte, opts UnpackOptions) error {
+	if err := opts.unmet(res); err != nil {
+		return err
+	}
 	content, err := payload.Content()
 	if err != nil {
 		return err

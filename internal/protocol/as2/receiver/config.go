@@ -40,6 +40,23 @@ type Config struct {
 	WriteTimeout delivery.Duration `json:"write_timeout"`
 	// IdleTimeout closes a kept-alive connection with no request.
 	IdleTimeout delivery.Duration `json:"idle_timeout"`
+	// BodyIdleTimeout ends a request whose body brings no bytes for this long, and is
+	// the grace before MinBodyBytesPerSecond counts.
+	BodyIdleTimeout delivery.Duration `json:"body_idle_timeout"`
+	// MinBodyBytesPerSecond is the average rate a body must keep up once
+	// BodyIdleTimeout has passed since it began; 0 sets no minimum. A client that
+	// trickles its body is cut off rather than holding a request slot for the whole
+	// read_timeout.
+	MinBodyBytesPerSecond int64 `json:"min_body_bytes_per_second"`
+	// MaxRequestsPerAddress bounds the requests one remote address has in progress or
+	// waiting; past it a request is answered 429 at once.
+	MaxRequestsPerAddress int `json:"max_requests_per_address"`
+	// MaxRequestsPerPartner bounds the requests naming one partner (by AS2-From) in
+	// progress; past it a request is answered 429 before its body is read.
+	MaxRequestsPerPartner int `json:"max_requests_per_partner"`
+	// MaxDecompressionRatio bounds a compressed layer, past its first mebibyte, to this
+	// many times its compressed size (besides the size limit).
+	MaxDecompressionRatio int `json:"max_decompression_ratio"`
 }
 
 // Receiver defaults and limits.
@@ -56,6 +73,16 @@ const (
 	DefaultReadTimeout           = 10 * time.Minute
 	DefaultWriteTimeout          = 15 * time.Minute
 	DefaultIdleTimeout           = 2 * time.Minute
+	DefaultBodyIdleTimeout       = 20 * time.Second
+	DefaultMinBodyBytesPerSecond = 8 << 10
+	MaxMinBodyBytesPerSecond     = 1 << 30
+	// One source or partner may take half the default slots: a flood from it leaves
+	// the other half to everyone else.
+	DefaultMaxRequestsPerAddress = 16
+	DefaultMaxRequestsPerPartner = 16
+	DefaultMaxDecompressionRatio = 100
+	MinDecompressionRatio        = 10
+	MaxDecompressionRatio        = 100000
 	maxTimeout                   = 24 * time.Hour
 )
 
@@ -74,6 +101,11 @@ func newConfig() *Config {
 		ReadTimeout:           delivery.Duration(DefaultReadTimeout),
 		WriteTimeout:          delivery.Duration(DefaultWriteTimeout),
 		IdleTimeout:           delivery.Duration(DefaultIdleTimeout),
+		BodyIdleTimeout:       delivery.Duration(DefaultBodyIdleTimeout),
+		MinBodyBytesPerSecond: DefaultMinBodyBytesPerSecond,
+		MaxRequestsPerAddress: DefaultMaxRequestsPerAddress,
+		MaxRequestsPerPartner: DefaultMaxRequestsPerPartner,
+		MaxDecompressionRatio: DefaultMaxDecompressionRatio,
 	}
 }
 
@@ -107,6 +139,25 @@ func (c *Config) Validate() error {
 	if c.MaxBodyMiB < 1 || c.MaxBodyMiB > MaxBodyMiBLimit {
 		return &persistence.FieldError{Field: "max_body_mib", Message: fmt.Sprintf("must be between 1 and %d", MaxBodyMiBLimit)}
 	}
+	for _, n := range []struct {
+		field string
+		v     int
+	}{
+		{"max_requests_per_address", c.MaxRequestsPerAddress},
+		{"max_requests_per_partner", c.MaxRequestsPerPartner},
+	} {
+		if n.v < 1 || n.v > MaxConcurrentRequestsLimit {
+			return &persistence.FieldError{Field: n.field, Message: fmt.Sprintf("must be between 1 and %d", MaxConcurrentRequestsLimit)}
+		}
+	}
+	if c.MinBodyBytesPerSecond < 0 || c.MinBodyBytesPerSecond > MaxMinBodyBytesPerSecond {
+		return &persistence.FieldError{Field: "min_body_bytes_per_second",
+			Message: fmt.Sprintf("must be between 0 (no minimum) and %d", MaxMinBodyBytesPerSecond)}
+	}
+	if c.MaxDecompressionRatio < MinDecompressionRatio || c.MaxDecompressionRatio > MaxDecompressionRatio {
+		return &persistence.FieldError{Field: "max_decompression_ratio",
+			Message: fmt.Sprintf("must be between %d and %d", MinDecompressionRatio, MaxDecompressionRatio)}
+	}
 	for _, d := range []struct {
 		field string
 		v     delivery.Duration
@@ -115,6 +166,7 @@ func (c *Config) Validate() error {
 		{"read_timeout", c.ReadTimeout},
 		{"write_timeout", c.WriteTimeout},
 		{"idle_timeout", c.IdleTimeout},
+		{"body_idle_timeout", c.BodyIdleTimeout},
 	} {
 		if d.v <= 0 {
 			return &persistence.FieldError{Field: d.field, Message: "must be positive"}
@@ -125,6 +177,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReadHeaderTimeout > c.ReadTimeout {
 		return &persistence.FieldError{Field: "read_header_timeout", Message: "must not exceed read_timeout"}
+	}
+	if c.BodyIdleTimeout > c.ReadTimeout {
+		return &persistence.FieldError{Field: "body_idle_timeout", Message: "must not exceed read_timeout"}
 	}
 	return nil
 }

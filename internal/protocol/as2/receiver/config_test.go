@@ -27,7 +27,9 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{"bind": "127.0.0.1", "port": 8081.0, "path": "/as2", "mdn_path": "/as2/mdn",
-		"max_concurrent_requests": 32.0, "max_body_mib": 512.0, "read_timeout": "10m0s", "idle_timeout": "2m0s"}
+		"max_concurrent_requests": 32.0, "max_body_mib": 512.0, "read_timeout": "10m0s", "idle_timeout": "2m0s",
+		"body_idle_timeout": "20s", "min_body_bytes_per_second": 8192.0, "max_requests_per_address": 16.0,
+		"max_requests_per_partner": 16.0, "max_decompression_ratio": 100.0}
 	for k, v := range want {
 		if fields[k] != v {
 			t.Errorf("%s = %v, want %v", k, fields[k], v)
@@ -59,6 +61,12 @@ func TestConfigValidate(t *testing.T) {
 		{"read_timeout", func(c *Config) { c.ReadTimeout = 0 }},
 		{"idle_timeout", func(c *Config) { c.IdleTimeout = delivery.Duration(48 * time.Hour) }},
 		{"read_header_timeout", func(c *Config) { c.ReadHeaderTimeout = delivery.Duration(time.Hour) }},
+		{"body_idle_timeout", func(c *Config) { c.BodyIdleTimeout = 0 }},
+		{"body_idle_timeout", func(c *Config) { c.BodyIdleTimeout = delivery.Duration(time.Hour) }},
+		{"min_body_bytes_per_second", func(c *Config) { c.MinBodyBytesPerSecond = -1 }},
+		{"max_requests_per_address", func(c *Config) { c.MaxRequestsPerAddress = 0 }},
+		{"max_requests_per_partner", func(c *Config) { c.MaxRequestsPerPartner = MaxConcurrentRequestsLimit + 1 }},
+		{"max_decompression_ratio", func(c *Config) { c.MaxDecompressionRatio = 1 }},
 	}
 	for _, tt := range tests {
 		cfg := newConfig()

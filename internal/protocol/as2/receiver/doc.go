@@ -113,4 +113,18 @@
 // up to two seconds for a turn (as one of at most as many waiters, whose bodies are not
 // read yet) and is otherwise answered 503 with Retry-After. An asynchronous MDN (a few
 // kilobytes) is held while it is sent; MDNs posted to mdn_path are read up to 1 MiB.
+//
+// # Abuse
+//
+// A request body is paced (package bodyrate): one that stops for body_idle_timeout, or
+// averages less than min_body_bytes_per_second after that, is answered 408, so a client
+// trickling its body holds a slot for seconds, not for read_timeout. One remote address
+// has at most max_requests_per_address requests in progress or waiting, and one partner
+// (by AS2-From, once the profiles resolve) at most max_requests_per_partner in
+// progress; past either a request is answered 429 with Retry-After before its body is
+// read. A compressed layer inflates to at most max_decompression_ratio times its size
+// past its first mebibyte, and never past the size limit; and while the profile demands
+// a signature or encryption that no layer outside it supplied, a compressed layer whose
+// content turns out to be the document is refused as soon as that content's header
+// section is inflated (mime.UnpackOptions.RequireSigned).
 package receiver

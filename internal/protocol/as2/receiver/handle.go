@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"wharf/internal/bodyrate"
 	"wharf/internal/logging"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
@@ -51,6 +52,13 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 		rc.unavailable(ctx, w, x, "resolve AS2 profiles", err)
 		return
 	}
+	partner := string(x.in.Remote.Partner)
+	if !rc.perPartner.acquire(partner) {
+		rc.tooMany(w, r, "too many AS2 requests in progress from this partner", "partner", partner,
+			"limit", rc.cfg.MaxRequestsPerPartner)
+		return
+	}
+	defer rc.perPartner.release(partner)
 	limit := rc.sizeLimit(x.in)
 	if r.ContentLength > limit {
 		rc.refuseRequest(ctx, w, x, http.StatusRequestEntityTooLarge,
@@ -73,6 +81,9 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &storageErr):
 		rc.unavailable(ctx, w, x, "keep the request body", err)
 		return
+	case errors.Is(err, bodyrate.ErrTooSlow):
+		rc.refuseRequest(ctx, w, x, http.StatusRequestTimeout, rc.tooSlowText(), err)
+		return
 	case err != nil:
 		rc.refuseRequest(ctx, w, x, http.StatusBadRequest, "the request body could not be read to its end", err)
 		return
@@ -88,20 +99,20 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 	}()
 	x.headers = headerText(r)
 	x.res, err = x.body.unpack(r.Header.Get("Content-Type"), r.Header, mime.UnpackOptions{
-		Decryption:          x.in.Decryption,
-		PartnerCertificates: x.in.PartnerCertificates,
-		AllowSHA1:           x.in.Remote.AllowSHA1,
-		VerifyTime:          rc.now(),
-		MaxDecompressedSize: limit,
-		MICPreference:       micPreference(x.in.Remote.MICPreference),
-		TempDir:             rc.tempDir,
+		Decryption:            x.in.Decryption,
+		PartnerCertificates:   x.in.PartnerCertificates,
+		AllowSHA1:             x.in.Remote.AllowSHA1,
+		VerifyTime:            rc.now(),
+		MaxDecompressedSize:   limit,
+		MaxDecompressionRatio: rc.cfg.MaxDecompressionRatio,
+		RequireSigned:         x.in.Remote.RequireSigned,
+		RequireEncrypted:      x.in.Remote.RequireEncrypted,
+		MICPreference:         micPreference(x.in.Remote.MICPreference),
+		TempDir:               rc.tempDir,
 	})
 	if errors.Is(err, mime.ErrIO) {
 		rc.unavailable(ctx, w, x, "open the AS2 message", err)
 		return
-	}
-	if err == nil {
-		err = checkRequirements(x.in.Remote, x.res)
 	}
 	if err != nil {
 		var layers []mime.Layer
@@ -154,17 +165,6 @@ func micPreference(p profile.MICPreference) mime.MICPreference {
 		return mime.MICSignatureDigest
 	}
 	return mime.MICRequested
-}
-
-// checkRequirements enforces the partner profile's inbound protection.
-func checkRequirements(remote profile.Remote, res *mime.Result) error {
-	switch {
-	case remote.RequireSigned && !res.Signed:
-		return fmt.Errorf("%w: the partner profile requires signed messages", cms.ErrInsufficientSecurity)
-	case remote.RequireEncrypted && !res.Encrypted:
-		return fmt.Errorf("%w: the partner profile requires encrypted messages", cms.ErrInsufficientSecurity)
-	}
-	return nil
 }
 
 // newRow describes an unpacked message for as2_inbound.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"wharf/internal/bodyrate"
 	"wharf/internal/persistence"
 	"wharf/internal/protocol/as2/cms"
 	"wharf/internal/protocol/as2/mime"
@@ -35,6 +36,11 @@ func (rc *Receiver) handleMDN(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errBodyTooLarge):
 		textAnswer(w, http.StatusRequestEntityTooLarge, "The MDN is larger than an MDN can be.")
 		rc.log.WarnContext(ctx, "asynchronous MDN refused: too large", "remote", r.RemoteAddr)
+		return
+	case errors.Is(err, bodyrate.ErrTooSlow):
+		w.Header().Set("Connection", "close")
+		textAnswer(w, http.StatusRequestTimeout, rc.tooSlowText())
+		rc.log.WarnContext(ctx, "asynchronous MDN refused: body too slow", "remote", r.RemoteAddr, "err", err)
 		return
 	case err != nil:
 		textAnswer(w, http.StatusBadRequest, "The request body could not be read to its end.")

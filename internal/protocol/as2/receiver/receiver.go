@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"wharf/internal/alert"
+	"wharf/internal/bodyrate"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/protocol/as2/profile"
@@ -74,7 +75,9 @@ type Receiver struct {
 	slots     chan struct{}
 	waiters   chan struct{}
 	queueWait time.Duration
-	client    *http.Client
+	// perAddress and perPartner keep one source or one partner from taking every slot.
+	perAddress, perPartner *keyedLimit
+	client                 *http.Client
 	// staleAfter is how long a reserved row may stay unfinished before another request
 	// or the background loop takes it over: longer than any request may run.
 	staleAfter time.Duration
@@ -171,6 +174,8 @@ func newReceiver(deps Deps, name persistence.InstanceName, cfg *Config) (*Receiv
 		slots:       make(chan struct{}, cfg.MaxConcurrentRequests),
 		waiters:     make(chan struct{}, cfg.MaxConcurrentRequests),
 		queueWait:   defaultQueueWait,
+		perAddress:  newKeyedLimit(cfg.MaxRequestsPerAddress),
+		perPartner:  newKeyedLimit(cfg.MaxRequestsPerPartner),
 		rows:        newRowWriter(deps.DB),
 		client:      client,
 		staleAfter:  time.Duration(cfg.ReadTimeout) + time.Duration(cfg.WriteTimeout) + time.Minute,
@@ -204,10 +209,23 @@ func (rc *Receiver) Handler() http.Handler {
 // later rather than refused and sent again after Retry-After.
 const defaultQueueWait = 2 * time.Second
 
-// limit refuses a request when it gets no slot (see acquire), before its body is read,
-// so a flood costs neither memory nor a database round trip.
+// limit refuses a request when its remote address has too many in progress or it gets
+// no slot (see acquire), before its body is read, so a flood costs neither memory nor a
+// database round trip; and it paces the body (see bodyrate), so a client that trickles
+// it holds its slot only briefly.
 func (rc *Receiver) limit(next http.Handler) http.Handler {
+	next = bodyrate.Handler(next, bodyrate.Limits{
+		Idle:    time.Duration(rc.cfg.BodyIdleTimeout),
+		MinRate: rc.cfg.MinBodyBytesPerSecond,
+		Whole:   time.Duration(rc.cfg.ReadTimeout),
+	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr := remoteHost(r.RemoteAddr)
+		if !rc.perAddress.acquire(addr) {
+			rc.tooMany(w, r, "too many AS2 requests in progress from this address", "limit", rc.cfg.MaxRequestsPerAddress)
+			return
+		}
+		defer rc.perAddress.release(addr)
 		if !rc.acquire(r.Context()) {
 			w.Header().Set("Retry-After", "30")
 			w.Header().Set("Connection", "close")
