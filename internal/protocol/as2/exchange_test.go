@@ -109,11 +109,7 @@ func (pr protection) outbound(r map[string]any) {
 // under every protection profile, each with a sync and an async MDN, signed and not:
 // B's file writer must hold the exact bytes, and A's delivery must be settled by the MDN.
 func TestTwoGatewaysExchange(t *testing.T) {
-	dbs := map[string]string{"sqlite": ""}
-	if os.Getenv(dbtest.PostgresURLEnv) != "" {
-		dbs["postgres"] = dbtest.PostgresURL(t)
-	}
-	for dbName, url := range dbs {
+	for dbName, url := range dbtest.URLs() {
 		t.Run(dbName, func(t *testing.T) {
 			a := startPeer(t, "WHARF-A", url)
 			b := startPeer(t, "WHARF B", "") // B keeps SQLite; an AS2 id with a space is quoted on the wire
