@@ -254,3 +254,10 @@ CREATE TABLE identity_providers (
     created_at    TIMESTAMPTZ NOT NULL,
     updated_at    TIMESTAMPTZ NOT NULL
 );
+
+-- The secrets key check: a known text sealed under the master key, so a process proves
+-- at start that its key file opens what this database holds sealed. One row.
+CREATE TABLE secrets_check (
+    one    INTEGER PRIMARY KEY CHECK (one = 1),
+    sealed BYTEA NOT NULL
+);

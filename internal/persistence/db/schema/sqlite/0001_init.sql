@@ -252,3 +252,10 @@ CREATE TABLE identity_providers (
     created_at    TEXT NOT NULL,
     updated_at    TEXT NOT NULL
 ) STRICT;
+
+-- The secrets key check: a known text sealed under the master key, so a process proves
+-- at start that its key file opens what this database holds sealed. One row.
+CREATE TABLE secrets_check (
+    one    INTEGER PRIMARY KEY CHECK (one = 1),
+    sealed BLOB NOT NULL
+) STRICT;
