@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -20,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"wharf/internal/secret"
+	"wharf/internal/secret/secrettest"
 )
 
 // The real binary, built once for the tests that run it.
@@ -73,13 +72,7 @@ func childEnv(extra ...string) []string {
 // nothing about generating them.
 func writeKeys(t *testing.T, dir string) {
 	t.Helper()
-	k, err := secret.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := secret.WriteKeyFile(filepath.Join(dir, "secrets.key"), k); err != nil {
-		t.Fatal(err)
-	}
+	secrettest.WriteNewKey(t, filepath.Join(dir, "secrets.key"))
 	for _, name := range []string{"audit.key", "session.key"} {
 		writeFile(t, filepath.Join(dir, name), base64.StdEncoding.EncodeToString(randomBytes(32))+"\n")
 	}
@@ -112,17 +105,15 @@ func replaceWithDir(t *testing.T, path string) {
 	}
 }
 
-// started is a running child process and the lines it printed on stdout so far.
-type started struct {
+// child is a running "wharf standalone" and the lines of its stdout.
+type child struct {
 	cmd    *exec.Cmd
 	lines  chan string
 	stderr *bytes.Buffer
 }
 
-// startWharf runs "wharf standalone" on dir with args and waits until it printed its
-// start-up summary (the line after which it names how to create a token); it is stopped
-// when the test ends. It returns what it printed up to then.
-func startWharf(t *testing.T, dir string, args ...string) string {
+// launch starts "wharf standalone" on dir with args; it is stopped when the test ends.
+func launch(t *testing.T, dir string, args ...string) *child {
 	t.Helper()
 	cmd := exec.Command(wharfBinary(t), append([]string{"standalone", "--data-dir", dir, "--http-addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = childEnv()
@@ -130,8 +121,8 @@ func startWharf(t *testing.T, dir string, args ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	c := &child{cmd: cmd, lines: make(chan string, 64), stderr: &bytes.Buffer{}}
+	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -139,34 +130,61 @@ func startWharf(t *testing.T, dir string, args ...string) string {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	})
-	lines := make(chan string, 64)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			lines <- sc.Text()
+			c.lines <- sc.Text()
 		}
-		close(lines)
+		close(c.lines)
 	}()
+	return c
+}
+
+// waitFor reads stdout until a line starting with prefix and returns what it read.
+func (c *child) waitFor(t *testing.T, prefix string) string {
+	t.Helper()
 	var out strings.Builder
 	deadline := time.After(2 * time.Minute)
 	for {
 		select {
-		case line, ok := <-lines:
+		case line, ok := <-c.lines:
 			if !ok {
-				t.Fatalf("wharf ended before its summary:\n%s\nstderr:\n%s", out.String(), stderr.String())
+				t.Fatalf("wharf ended before printing %q:\n%s\nstderr:\n%s", prefix, out.String(), c.stderr.String())
 			}
 			out.WriteString(line + "\n")
-			if strings.HasPrefix(line, "Create an API token") {
-				go func() {
-					for range lines {
-					}
-				}()
+			if strings.HasPrefix(line, prefix) {
 				return out.String()
 			}
 		case <-deadline:
-			t.Fatalf("no start-up summary within the deadline:\n%s", out.String())
+			t.Fatalf("no %q within the deadline:\n%s", prefix, out.String())
 		}
 	}
+}
+
+// stop ends the child with SIGTERM and requires a clean exit.
+func (c *child) stop(t *testing.T) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for range c.lines { // until the process closes its stdout
+	}
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatalf("wharf exited with %v\n%s", err, c.stderr.String())
+	}
+}
+
+// startWharf runs "wharf standalone" on dir and returns its start-up summary (up to the
+// line that names how to create a token).
+func startWharf(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	c := launch(t, dir, args...)
+	out := c.waitFor(t, "Create an API token")
+	go func() {
+		for range c.lines {
+		}
+	}()
+	return out
 }
 
 // seededDir is a data directory a gateway seeded and stopped cleanly, to copy from.
@@ -174,28 +192,10 @@ func seededDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	writeKeys(t, dir)
-	cmd := exec.Command(wharfBinary(t), "standalone", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--as2-addr", "127.0.0.1:0")
-	cmd.Env = childEnv()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c := launch(t, dir, "--as2-addr", "127.0.0.1:0")
 	// The last line of a first start; a stop before it would end the start-up instead.
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && !strings.HasPrefix(sc.Text(), "Create the first administrator") {
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, stdout) // until the process ends
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("seeding run: %v\n%s", err, stderr.String())
-	}
+	c.waitFor(t, "Create the first administrator")
+	c.stop(t)
 	return dir
 }
 
@@ -304,13 +304,7 @@ func TestStartupFailuresAreOneLine(t *testing.T) {
 		{name: "wrong secrets key",
 			setup: func(t *testing.T) (string, []string) {
 				dir := copyDir(t, seeded)
-				k, err := secret.GenerateKey()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := secret.WriteKeyFile(filepath.Join(dir, "secrets.key"), k); err != nil {
-					t.Fatal(err)
-				}
+				secrettest.WriteNewKey(t, filepath.Join(dir, "secrets.key"))
 				return dir, nil
 			},
 			want: []string{"the secrets key does not open this database's sealed values", "WHARF_SECRETS_KEY_FILE"}},

@@ -15,6 +15,7 @@ import (
 	"wharf/internal/gateway/gatewaytest"
 	"wharf/internal/persistence/db/dbtest"
 	"wharf/internal/secret"
+	"wharf/internal/secret/secrettest"
 )
 
 // openCfg opens a gateway as the standalone command would and returns its error; a
@@ -77,14 +78,8 @@ func TestOpenRefusesWrongSecretsKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			other, err := secret.GenerateKey()
-			if err != nil {
-				t.Fatal(err)
-			}
 			wrong := filepath.Join(t.TempDir(), "wrong.key")
-			if err := secret.WriteKeyFile(wrong, other); err != nil {
-				t.Fatal(err)
-			}
+			other := secrettest.WriteNewKey(t, wrong)
 			cfg := config.Default()
 			cfg.DataDir, cfg.DBURL, cfg.HTTPAddr, cfg.SecretsKeyFile = gw.DataDir, u, "127.0.0.1:0", wrong
 			err = openCfg(t, cfg)

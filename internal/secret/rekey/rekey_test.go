@@ -14,6 +14,7 @@ import (
 	"wharf/internal/persistence/db/dbtest"
 	"wharf/internal/secret"
 	"wharf/internal/secret/rekey"
+	"wharf/internal/secret/secrettest"
 )
 
 // fixture is a database with a value sealed in every column that holds one, all under
@@ -28,14 +29,8 @@ type fixture struct {
 func newFixture(t *testing.T, s *db.Store) fixture {
 	t.Helper()
 	ctx := context.Background()
-	k, err := secret.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "secrets.key")
-	if err := secret.WriteKeyFile(path, k); err != nil {
-		t.Fatal(err)
-	}
+	k := secrettest.WriteNewKey(t, path)
 	box, err := secret.New(k)
 	if err != nil {
 		t.Fatal(err)
@@ -237,14 +232,8 @@ func TestRekeyRefusesWrongKeyFile(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
 		f := newFixture(t, s)
 		before := f.sealed(t)
-		other, err := secret.GenerateKey()
-		if err != nil {
-			t.Fatal(err)
-		}
 		wrong := filepath.Join(t.TempDir(), "wrong.key")
-		if err := secret.WriteKeyFile(wrong, other); err != nil {
-			t.Fatal(err)
-		}
+		other := secrettest.WriteNewKey(t, wrong)
 		if _, err := rekey.Run(context.Background(), s, wrong); !errors.Is(err, secret.ErrWrongKey) {
 			t.Fatalf("rekey with a wrong key file: %v, want ErrWrongKey", err)
 		}

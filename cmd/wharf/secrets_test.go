@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"wharf/internal/secret"
+)
+
+// "wharf secrets rekey" on a gateway's data directory leaves one new key in the key
+// file, and the gateway starts on it again.
+func TestSecretsRekeyCommand(t *testing.T) {
+	t.Parallel()
+	dir := seededDir(t)
+	path := filepath.Join(dir, "secrets.key")
+	before, err := secret.ReadKeys(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"secrets", "rekey", "--data-dir", dir, "--log-level", "warn"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("secrets rekey exited %d: %s", code, stderr.String())
+	}
+	after, err := secret.ReadKeys(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != 1 || after[0].ID == before[0].ID {
+		t.Fatalf("key file holds %v after a rekey from %v, want one new key", after, before)
+	}
+	if out := stdout.String(); !strings.Contains(out, "under key "+after[0].ID) || !strings.Contains(out, "Back up "+path) {
+		t.Errorf("the command says:\n%s", out)
+	}
+	if out := startWharf(t, dir, "--as2-addr", "127.0.0.1:0"); !strings.HasPrefix(out, "Wharf is running: ") {
+		t.Errorf("the gateway after a rekey:\n%s", out)
+	}
+}
+
+// The command works on what exists: on an empty data directory it refuses and creates
+// nothing.
+func TestSecretsRekeyNeedsAGateway(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"secrets", "rekey", "--data-dir", dir}, &stdout, &stderr); code == 0 {
+		t.Fatal("secrets rekey on an empty data directory succeeded")
+	}
+	if !strings.Contains(stderr.String(), "secrets key file") {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "*")); len(m) > 0 {
+		t.Errorf("the command created %v", m)
+	}
+}
