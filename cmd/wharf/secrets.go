@@ -36,6 +36,11 @@ func runSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer store.Close()
+	if seeded, err := store.Seeded(ctx); err != nil {
+		return err
+	} else if !seeded {
+		return errors.New("the database holds no gateway's data: set --data-dir (or --db-url) to the gateway's")
+	}
 	res, err := rekey.Run(ctx, store, keyPath)
 	if err != nil {
 		return fmt.Errorf("secrets rekey: %w", err)

@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"wharf/internal/persistence/db"
+	"wharf/internal/persistence/db/dbtest"
 	"wharf/internal/secret"
+	"wharf/internal/secret/secrettest"
 )
 
 // "wharf secrets rekey" on a gateway's data directory leaves one new key in the key
@@ -52,5 +56,36 @@ func TestSecretsRekeyNeedsAGateway(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "*")); len(m) > 0 {
 		t.Errorf("the command created %v", m)
+	}
+}
+
+// A database no gateway has seeded is refused, and the key file stays as it was.
+func TestSecretsRekeyRefusesUnseededDatabase(t *testing.T) {
+	for name, u := range dbtest.URLs() {
+		t.Run(name, func(t *testing.T) {
+			u = dbtest.ResolveURL(t, u)
+			dir := t.TempDir()
+			key := secrettest.WriteNewKey(t, filepath.Join(dir, "secrets.key"))
+			writeFile(t, filepath.Join(dir, "audit.key"), base64.StdEncoding.EncodeToString(dbtest.AuditKey)+"\n")
+			s, err := db.Open(context.Background(), db.Options{URL: u, SQLitePath: filepath.Join(dir, "wharf.db"), AuditKey: dbtest.AuditKey})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			args := []string{"secrets", "rekey", "--data-dir", dir, "--log-level", "warn"}
+			if u != "" {
+				args = append(args, "--db-url", u)
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), args, &stdout, &stderr); code == 0 {
+				t.Fatal("secrets rekey on an unseeded database succeeded")
+			}
+			if !strings.Contains(stderr.String(), "holds no gateway's data") {
+				t.Errorf("stderr: %s", stderr.String())
+			}
+			if keys, err := secret.ReadKeys(filepath.Join(dir, "secrets.key")); err != nil || len(keys) != 1 || keys[0].ID != key.ID {
+				t.Errorf("the key file changed: %v %v", keys, err)
+			}
+		})
 	}
 }
