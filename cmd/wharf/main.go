@@ -31,6 +31,9 @@ Commands:
                         export file; names every changed event and every gap
   audit export [--after-id N]
                         write the audit events after N as JSON lines
+  secrets rekey         seal every stored secret under a new master key in the secrets
+                        key file; stop every gateway process on the database first;
+                        safe to interrupt and run again
   loadtest files        measure file-to-file throughput on a throwaway instance
   loadtest as2          measure AS2 throughput between two throwaway instances
   version               print the version
@@ -42,6 +45,8 @@ Global flags (each also a WHARF_* variable):
   --public-url URL      URL links are built from (WHARF_PUBLIC_URL, default from a
                         loopback --http-addr)
   --nats-listen ADDR    also open the embedded bus on host:port (WHARF_NATS_LISTEN)
+  --as2-addr ADDR       host:port of the default AS2 receiver when a new database is
+                        seeded (WHARF_AS2_ADDR, default 127.0.0.1:8081)
   --log-level LEVEL     debug, info, warn or error (WHARF_LOG_LEVEL)
 `
 
@@ -67,6 +72,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runTokens(ctx, args[1:], stdout, stderr)
 	case "audit":
 		err = runAudit(ctx, args[1:], stdout, stderr)
+	case "secrets":
+		err = runSecrets(ctx, args[1:], stdout, stderr)
 	case "loadtest":
 		err = runLoadtest(ctx, args[1:], stdout, stderr)
 	case "version", "--version":

@@ -39,7 +39,7 @@ func loadConfig(name string, args []string, flags ...string) (config.Config, []s
 }
 
 func runStandalone(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, pos, err := loadConfig("standalone", args, "data-dir", "db-url", "http-addr", "public-url", "nats-listen", "log-level")
+	cfg, pos, err := loadConfig("standalone", args, "data-dir", "db-url", "http-addr", "public-url", "nats-listen", "as2-addr", "log-level")
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,10 @@ func runStandalone(ctx context.Context, args []string, stdout, stderr io.Writer)
 		_ = g.Shutdown(context.Background())
 		return err
 	}
-	fmt.Fprintf(stdout, "Wharf is running: http://%s/ui/ and /api/v1 (data in %s)\n", g.Addr(), cfg.DataDir)
+	if err := printSummary(ctx, stdout, g.Addr(), cfg.DataDir, g.Services); err != nil {
+		_ = g.Shutdown(context.Background())
+		return err
+	}
 	fmt.Fprintf(stdout, "Create an API token with: wharf tokens create NAME --data-dir %s\n", cfg.DataDir)
 	if err := printFirstAdminLink(ctx, g.Store, cfg, stdout, time.Now()); err != nil {
 		_ = g.Shutdown(context.Background())

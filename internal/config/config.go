@@ -37,6 +37,7 @@ type Config struct {
 	AuditKeyFile   string
 	NATSURL        string // empty means the embedded bus
 	NATSListen     string // host:port for the embedded bus to accept other processes; empty for none
+	AS2Addr        string // host:port of the default AS2 receiver on a new database; empty for its default
 	LogLevel       slog.Level
 
 	// fromFlag marks the settings given as flags, so errors name the flag the operator
@@ -73,6 +74,7 @@ const (
 	bitAuditKeyFile
 	bitNATSURL
 	bitNATSListen
+	bitAS2Addr
 )
 
 var settings = []setting{
@@ -100,6 +102,9 @@ var settings = []setting{
 	{bit: bitNATSListen, env: "WHARF_NATS_LISTEN", flag: "nats-listen", check: checkHTTPAddr,
 		usage: "host:port on which the embedded bus also accepts other processes; empty for none",
 		field: func(c *Config) *string { return &c.NATSListen }},
+	{bit: bitAS2Addr, env: "WHARF_AS2_ADDR", flag: "as2-addr", check: checkAS2Addr,
+		usage: "host:port of the default AS2 receiver, used when a new database is seeded",
+		field: func(c *Config) *string { return &c.AS2Addr }},
 }
 
 // logLevel has a typed field, so it sits outside the string table with the same shape.
@@ -219,6 +224,17 @@ func checkHTTPAddr(v string) error {
 	}
 	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 		return fmt.Errorf("%q: port must be a number from 0 to 65535", v)
+	}
+	return nil
+}
+
+// checkAS2Addr wants a host: the receiver binds one address, 0.0.0.0 for all of them.
+func checkAS2Addr(v string) error {
+	if err := checkHTTPAddr(v); err != nil {
+		return err
+	}
+	if host, _, _ := net.SplitHostPort(v); host == "" {
+		return fmt.Errorf("%q: name the host or IP address to bind (0.0.0.0 for every interface)", v)
 	}
 	return nil
 }

@@ -34,6 +34,7 @@ func TestFromEnv(t *testing.T) {
 				"WHARF_LOG_LEVEL=WARN",
 				"WHARF_NATS_URL=nats://n1:4222, tls://n2:4222",
 				"WHARF_NATS_LISTEN=127.0.0.1:4222",
+				"WHARF_AS2_ADDR=0.0.0.0:4080",
 			},
 			want: Config{
 				DataDir:        "/var/lib/wharf",
@@ -46,6 +47,7 @@ func TestFromEnv(t *testing.T) {
 				LogLevel:       slog.LevelWarn,
 				NATSURL:        "nats://n1:4222, tls://n2:4222",
 				NATSListen:     "127.0.0.1:4222",
+				AS2Addr:        "0.0.0.0:4080",
 			},
 		},
 		{
@@ -85,6 +87,8 @@ func TestFromEnv(t *testing.T) {
 		{name: "public url with query", env: []string{"WHARF_PUBLIC_URL=https://edi.example.com/?x=1"}, wantErr: []string{"WHARF_PUBLIC_URL", "query"}},
 		{name: "log level", env: []string{"WHARF_LOG_LEVEL=verbose"}, wantErr: []string{"WHARF_LOG_LEVEL", "debug, info, warn, error"}},
 		{name: "nats listen address without a port", env: []string{"WHARF_NATS_LISTEN=127.0.0.1"}, wantErr: []string{"WHARF_NATS_LISTEN"}},
+		{name: "as2 address without a host", env: []string{"WHARF_AS2_ADDR=:8081"}, wantErr: []string{"WHARF_AS2_ADDR", "0.0.0.0"}},
+		{name: "as2 address without a port", env: []string{"WHARF_AS2_ADDR=127.0.0.1"}, wantErr: []string{"WHARF_AS2_ADDR", "host:port"}},
 		{name: "nats url of another scheme", env: []string{"WHARF_NATS_URL=http://n1:4222"}, wantErr: []string{"WHARF_NATS_URL", "nats://"}},
 		{name: "one bad nats url in a list", env: []string{"WHARF_NATS_URL=nats://user:hunter2@n1:4222,n2:4222"},
 			wantErr: []string{"WHARF_NATS_URL"}, secret: "hunter2"},

@@ -120,7 +120,7 @@ func TestFlagDefaultsShowEnvironment(t *testing.T) {
 
 func TestValidateNamesFlags(t *testing.T) {
 	c, fs, _ := newCommand(t, []string{"WHARF_PUBLIC_URL=https://edi.example.com"}, GlobalFlags...)
-	args := []string{"--db-url", "mysql://root:hunter2@db/x", "--http-addr", "nope", "--data-dir", "", "--nats", "http://n:4222"}
+	args := []string{"--db-url", "mysql://root:hunter2@db/x", "--http-addr", "nope", "--data-dir", "", "--nats", "http://n:4222", "--as2-addr", ":8081"}
 	if _, err := ParseArgs(fs, args); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestValidateNamesFlags(t *testing.T) {
 	if err == nil {
 		t.Fatal("bad flags validated")
 	}
-	for _, want := range []string{"--db-url: must be a postgres://", "--http-addr:", "--data-dir: must not be empty", "--nats: must be nats://"} {
+	for _, want := range []string{"--db-url: must be a postgres://", "--http-addr:", "--data-dir: must not be empty", "--nats: must be nats://", "--as2-addr:"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

@@ -89,6 +89,7 @@ type Engine struct {
 	mu      sync.Mutex
 	workers map[persistence.InstanceName]*worker
 	closed  bool
+	started bool // the outcome writer runs; a process whose start failed never ran it
 
 	completions chan pending
 	batcherDone chan struct{}
@@ -117,6 +118,12 @@ func NewEngine(store Store, payloads Payloads, signals Signals, log *slog.Logger
 
 // Start runs the outcome writer.
 func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed || e.started {
+		return errors.New("delivery engine is stopped or already started")
+	}
+	e.started = true
 	go e.runBatcher()
 	return nil
 }
@@ -171,6 +178,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		return nil
 	}
 	e.closed = true
+	started := e.started
 	ws := make([]*worker, 0, len(e.workers))
 	for _, w := range e.workers {
 		ws = append(ws, w)
@@ -189,7 +197,9 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	wg.Wait()
 	close(e.completions)
-	<-e.batcherDone
+	if started {
+		<-e.batcherDone
+	}
 	return errors.Join(errs...)
 }
 

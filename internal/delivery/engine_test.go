@@ -269,3 +269,18 @@ func TestEngineRetriesThenFails(t *testing.T) {
 		}
 	})
 }
+
+// An engine never started (a process whose start failed before it) stops at once rather
+// than waiting for an outcome writer that never ran.
+func TestEngineStopWithoutStart(t *testing.T) {
+	s := dbtest.SQLite(t)
+	e := newEngine(s, &localSignals{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Stop waited for its deadline")
+	}
+}

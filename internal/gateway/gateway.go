@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -86,29 +85,39 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	logs := logging.NewRing(logRingSize, cfg.LogLevel)
 	log = slog.New(logging.Tee(log.Handler(), logging.NewHandler(logs.Handler())))
 	g = &Gateway{cfg: cfg, log: log}
+	// The named result is nil on an error return; the clean-up needs what was built.
+	built := g
 	defer func() {
 		if err != nil {
-			g.closeResources()
+			built.closeResources()
 		}
 	}()
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("create data directory %s: %w", cfg.DataDir, err)
+	// What is local and cheap is checked first (data directory, address, key files), so
+	// a mistake there is reported before the database is touched.
+	if err := prepareDataDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	if g.listener, err = listenHTTP(cfg.HTTPAddr); err != nil {
+		return nil, err
 	}
 	box, created, err := secret.LoadOrCreate(cfg.SecretsKeyPath(), log)
 	if err != nil {
-		return nil, err
+		return nil, withFix(err, fixSecretsKey)
 	}
 	g.Box = box
-	_ = created // LoadOrCreate has already warned to back the new key up
+	auditKey, err := audit.LoadOrCreateKey(cfg.AuditKeyPath(), log)
+	if err != nil {
+		return nil, withFix(err, fixAuditKey)
+	}
+	sessionKey, _, err := session.LoadOrCreateKey(cfg.SessionKeyPath(), log)
+	if err != nil {
+		return nil, withFix(err, fixSessionKey)
+	}
 	var schemas []db.ModuleSchema
 	for _, m := range module.Modules() {
 		if m.Schema != nil {
 			schemas = append(schemas, db.ModuleSchema{Name: m.Name, FS: m.Schema})
 		}
-	}
-	auditKey, err := audit.LoadOrCreateKey(cfg.AuditKeyPath(), log)
-	if err != nil {
-		return nil, err
 	}
 	holder, err := loadOrCreateHolder(cfg.DataDir)
 	if err != nil {
@@ -117,12 +126,15 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	g.Store, err = db.Open(ctx, db.Options{URL: cfg.DBURL, SQLitePath: cfg.SQLitePath(), Logger: log, Modules: schemas,
 		AuditKey: auditKey, Holder: holder})
 	if err != nil {
+		return nil, dbFix(err, cfg)
+	}
+	if err := checkSecretsKey(ctx, g.Store, box, cfg.SecretsKeyPath(), created); err != nil {
 		return nil, err
 	}
 	if err := g.releasePreviousClaims(ctx); err != nil {
 		return nil, err
 	}
-	seeded, err := seed(ctx, g.Store, cfg.DataDir, box)
+	seeded, err := seed(ctx, g.Store, cfg, box)
 	if err != nil {
 		return nil, err
 	}
@@ -185,12 +197,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	g.Health = newHealth(g.Store.Ping, g.Bus.Flush, g.Alerts,
 		func() time.Duration { return g.settings(context.Background()).HealthCheckInterval }, log)
 	g.Services.SetHealth(g.Health.Down)
-	key, _, err := session.LoadOrCreateKey(cfg.SessionKeyPath(), log)
-	if err != nil {
-		return nil, err
-	}
 	sessions, err := session.NewManager(session.Config{
-		Key:             key,
+		Key:             sessionKey,
 		Secure:          strings.HasPrefix(baseURL, "https://"),
 		IdleTimeout:     sessionIdle,
 		AbsoluteTimeout: sessionAbsolute,
@@ -305,11 +313,8 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.Certs.Start(ctx); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", g.cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", g.cfg.HTTPAddr, err)
-	}
-	g.listener = ln
+	// Open bound the address, so a taken one stopped the start before anything ran.
+	ln := g.listener
 	srv := api.New(api.Deps{
 		Store:    g.Store,
 		Payloads: g.Blobs,
@@ -462,6 +467,10 @@ func (g *Gateway) moduleAPIs() []api.ModuleAPI {
 }
 
 func (g *Gateway) closeResources() {
+	// Before Start the listener is only held; after it, Shutdown has closed it already.
+	if g.listener != nil && g.server == nil {
+		g.listener.Close()
+	}
 	if g.Bus != nil {
 		g.Bus.Close()
 	}

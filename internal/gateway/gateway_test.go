@@ -152,13 +152,9 @@ func (h *harness) checkInvariant() {
 	}
 }
 
-func databases(t *testing.T) map[string]string {
-	dbs := map[string]string{"sqlite": ""}
-	if os.Getenv(dbtest.PostgresURLEnv) != "" {
-		dbs["postgres"] = dbtest.PostgresURL(t)
-	}
-	return dbs
-}
+// databases names each variant's database; the PostgreSQL one is made, or skipped, in
+// its subtest.
+func databases(*testing.T) map[string]string { return dbtest.URLs() }
 
 // TestFileToFile is the README's walk-through: a partner, a route, a file in the outbox,
 // and the same bytes in the inbox with the message delivered.

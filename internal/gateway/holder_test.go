@@ -12,6 +12,7 @@ import (
 	"wharf/internal/gateway/gatewaytest"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
+	"wharf/internal/persistence/db/dbtest"
 )
 
 const writerDefault = persistence.InstanceName("file_writer_default")
@@ -40,6 +41,7 @@ func TestRestartReleasesOwnClaims(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
+			url := dbtest.ResolveURL(t, url) // both runs open the same database
 			first := gatewaytest.Start(t, gatewaytest.Options{DBURL: url, DataDir: dir, Prepare: setWriterEnabled(t, false)})
 			if _, err := first.Store.CreateParty(ctx, persistence.Party{Kind: persistence.PartyPartner, Name: "acme"}); err != nil {
 				t.Fatal(err)

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"path/filepath"
+	"strconv"
 	"time"
 
+	"wharf/internal/config"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/settings"
@@ -26,8 +29,8 @@ type defaultInstance struct {
 // defaults, the default instances of every module in this build, and routes from each
 // inbound source to each inbound target and each outbound source to each outbound
 // target, any party to any party.
-func seedData(dataDir string, sealer module.Sealer) (persistence.SeedData, error) {
-	abs, err := filepath.Abs(dataDir)
+func seedData(cfg config.Config, sealer module.Sealer) (persistence.SeedData, error) {
+	abs, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return persistence.SeedData{}, fmt.Errorf("data directory: %w", err)
 	}
@@ -37,7 +40,7 @@ func seedData(dataDir string, sealer module.Sealer) (persistence.SeedData, error
 		Settings:      settings.Defaults(),
 	}
 	defaults := []defaultInstance{
-		{name: "as2_receiver_default", typ: persistence.PluginAS2Receiver, config: map[string]any{}, inbound: true},
+		{name: "as2_receiver_default", typ: persistence.PluginAS2Receiver, config: as2ReceiverAddr(cfg), inbound: true},
 		{name: "as2_sender_default", typ: persistence.PluginAS2Sender, config: map[string]any{}, outbound: true},
 		{name: "file_poller_default", typ: persistence.PluginFilePoller, config: map[string]any{"directory": filepath.Join(abs, "outbox"), "pattern": "{to}/{filename}"}, outbound: true},
 		{name: "file_writer_default", typ: persistence.PluginFileWriter, config: map[string]any{"directory": filepath.Join(abs, "inbox"), "pattern": "{from}/{original_filename}"}, inbound: true},
@@ -87,9 +90,20 @@ func seedData(dataDir string, sealer module.Sealer) (persistence.SeedData, error
 	return data, nil
 }
 
+// as2ReceiverAddr is the default AS2 receiver's bind address and port from --as2-addr,
+// or nothing for the receiver's own defaults. Config.Validate has checked the address.
+func as2ReceiverAddr(cfg config.Config) map[string]any {
+	if cfg.AS2Addr == "" {
+		return map[string]any{}
+	}
+	host, port, _ := net.SplitHostPort(cfg.AS2Addr)
+	p, _ := strconv.Atoi(port)
+	return map[string]any{"bind": host, "port": p}
+}
+
 // seed fills a new database once.
-func seed(ctx context.Context, store persistence.Store, dataDir string, sealer module.Sealer) (bool, error) {
-	data, err := seedData(dataDir, sealer)
+func seed(ctx context.Context, store persistence.Store, cfg config.Config, sealer module.Sealer) (bool, error) {
+	data, err := seedData(cfg, sealer)
 	if err != nil {
 		return false, err
 	}

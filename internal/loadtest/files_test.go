@@ -2,11 +2,12 @@ package loadtest
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"wharf/internal/persistence/db/dbtest"
 )
 
 // buildWharf compiles the real binary once per test run.
@@ -25,12 +26,11 @@ func buildWharf(t *testing.T) string {
 // messages, all delivered — on SQLite and, when configured, on PostgreSQL.
 func TestCrashMidRun(t *testing.T) {
 	bin := buildWharf(t)
-	dbs := map[string]string{"sqlite": ""}
-	if u := os.Getenv("WHARF_TEST_POSTGRES_URL"); u != "" {
-		dbs["postgres"] = u
-	}
-	for name, url := range dbs {
+	for name, url := range map[string]string{"sqlite": "", "postgres": ""} {
 		t.Run(name, func(t *testing.T) {
+			if name == "postgres" {
+				url = dbtest.PostgresBaseURL(t)
+			}
 			var progress testWriter
 			progress.t = t
 			res, err := RunFiles(context.Background(), FilesOptions{

@@ -39,6 +39,16 @@ func Load(path string, logger *slog.Logger) (*Box, error) {
 	return b, nil
 }
 
+// ReadKeys reads the keys of a key file, current first, for a tool that rewrites it.
+func ReadKeys(path string) ([]Key, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read key file %s: %w", path, err)
+	}
+	defer clear(data)
+	return parseKeyFile(path, data)
+}
+
 // LoadOrCreate reads the key file at path or, when there is none, generates a key and
 // writes a new file (mode 0600) before returning. created reports the latter. A new file
 // is linked into place only if nothing is there yet, so two processes starting at once

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -43,7 +44,12 @@ type Status struct {
 	State   State
 	Error   string
 	Since   time.Time
+	// Addr is where a running source listens, for one that does (the AS2 receiver).
+	Addr string
 }
+
+// listener is a source that listens on a network address.
+type listener interface{ Addr() net.Addr }
 
 // Store is what the manager needs of persistence.
 type Store interface {
@@ -278,6 +284,11 @@ func (m *Manager) statuses(recs []persistence.PluginConfig) []Status {
 		}
 		if in := m.instances[rec.Name]; in != nil {
 			st.State, st.Error, st.Since = in.state, in.err, in.since
+			if l, ok := in.source.(listener); ok && in.state == StateRunning {
+				if a := l.Addr(); a != nil {
+					st.Addr = a.String()
+				}
+			}
 			if in.state != StateRunning && !rec.Enabled {
 				st.State = StateDisabled
 			}

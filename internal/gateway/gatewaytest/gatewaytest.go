@@ -17,6 +17,7 @@ import (
 	"wharf/internal/config"
 	"wharf/internal/gateway"
 	"wharf/internal/persistence"
+	"wharf/internal/persistence/db/dbtest"
 )
 
 // Token is the API token every gateway Start runs accepts.
@@ -24,7 +25,8 @@ const Token = "test-token"
 
 // Options shape a gateway before it starts.
 type Options struct {
-	// DBURL is PostgreSQL's URL; empty means SQLite in the data directory.
+	// DBURL is PostgreSQL's URL or dbtest.FreshPostgres; empty means SQLite in the data
+	// directory.
 	DBURL string
 	// HTTPAddr is the listen address; empty means a port the system picks.
 	HTTPAddr string
@@ -61,7 +63,7 @@ func Start(t testing.TB, o Options) *Gateway {
 	if cfg.HTTPAddr == "" {
 		cfg.HTTPAddr = "127.0.0.1:0"
 	}
-	cfg.DBURL = o.DBURL
+	cfg.DBURL = dbtest.ResolveURL(t, o.DBURL)
 	log := o.Log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(LogWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -63,8 +63,8 @@ func (s *Store) migrateModules(ctx context.Context, mods []ModuleSchema) error {
 				return fmt.Errorf("read schema version of module %s: %w", m.Name, err)
 			}
 			if current > len(all[i]) {
-				return fmt.Errorf("the database schema of module %s is version %d but this binary knows only up to %d: run a newer wharf, or reset the database",
-					m.Name, current, len(all[i]))
+				return fmt.Errorf("the database schema of module %s is version %d but this binary knows only up to %d: %w",
+					m.Name, current, len(all[i]), ErrSchemaNewer)
 			}
 			for _, v := range all[i][current:] {
 				for _, stmt := range splitStatements(v.sql) {

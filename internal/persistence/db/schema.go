@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -17,6 +18,9 @@ import (
 //
 //go:embed schema/sqlite/*.sql schema/postgres/*.sql
 var schemaFS embed.FS
+
+// ErrSchemaNewer means the database was migrated by a newer binary than this one.
+var ErrSchemaNewer = errors.New("run a newer wharf, or reset the database")
 
 type schemaVersion struct {
 	version int
@@ -113,7 +117,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("read schema version: %w", err)
 		}
 		if current > known {
-			return fmt.Errorf("the database schema is version %d but this binary knows only up to %d: run a newer wharf, or reset the database", current, known)
+			return fmt.Errorf("the database schema is version %d but this binary knows only up to %d: %w", current, known, ErrSchemaNewer)
 		}
 		for _, v := range versions[current:] {
 			for _, stmt := range splitStatements(v.sql) {

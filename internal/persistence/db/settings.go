@@ -88,6 +88,16 @@ func (t *txn) putSetting(ctx context.Context, key, value string, replace bool) e
 // seededKey marks a database Seed has filled.
 const seededKey = "seeded_at"
 
+// Seeded reports whether a gateway has seeded the database, so a tool that works on an
+// existing one can tell it from an empty database it has just created the schema in.
+func (s *Store) Seeded(ctx context.Context) (bool, error) {
+	_, err := s.GetSetting(ctx, seededKey)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // Seed fills a new database with data, once: the first call inserts everything and the
 // seeded_at setting in one transaction and reports true; later calls, and calls racing
 // it, report false.

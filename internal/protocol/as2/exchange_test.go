@@ -97,11 +97,7 @@ func (p *peer) upload(pem []byte) int64 {
 // databases names the databases the first gateway of a test runs on: SQLite, and
 // PostgreSQL when dbtest.PostgresURLEnv is set.
 func databases(t *testing.T) map[string]string {
-	dbs := map[string]string{"sqlite": ""}
-	if os.Getenv(dbtest.PostgresURLEnv) != "" {
-		dbs["postgres"] = dbtest.PostgresURL(t)
-	}
-	return dbs
+	return dbtest.URLs()
 }
 
 type protection struct {

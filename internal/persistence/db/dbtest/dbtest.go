@@ -42,13 +42,48 @@ var AuditKey = []byte("wharf-test-audit-key-32-bytes!!!")
 // it, PostgreSQL tests are skipped.
 const PostgresURLEnv = "WHARF_TEST_POSTGRES_URL"
 
-// Dialects lists the databases available to tests: always "sqlite", and "postgres" when
-// PostgresURLEnv is set.
+// Dialects lists the databases tests run against: "sqlite" and "postgres". Both are
+// always listed, so a PostgreSQL variant without PostgresURLEnv shows in the test output
+// as skipped, naming the variable, rather than not at all.
 func Dialects() []string {
-	if os.Getenv(PostgresURLEnv) != "" {
-		return []string{db.DialectSQLite, db.DialectPostgres}
+	return []string{db.DialectSQLite, db.DialectPostgres}
+}
+
+// FreshPostgres stands for "a fresh PostgreSQL schema" where a test names the database
+// of a whole gateway by URL before its subtest runs; ResolveURL turns it into one inside
+// the subtest, so the variant is skipped there, naming PostgresURLEnv, when unset.
+const FreshPostgres = "dbtest:fresh-postgres"
+
+// URLs names the database of each dialect by the URL a whole gateway opens: "" (SQLite in
+// its data directory) and FreshPostgres.
+func URLs() map[string]string {
+	return map[string]string{db.DialectSQLite: "", db.DialectPostgres: FreshPostgres}
+}
+
+// ResolveURL returns u, or for FreshPostgres the URL of a new schema (PostgresURL).
+func ResolveURL(tb testing.TB, u string) string {
+	tb.Helper()
+	if u == FreshPostgres {
+		return PostgresURL(tb)
 	}
-	return []string{db.DialectSQLite}
+	return u
+}
+
+// PostgresBaseURL returns PostgresURLEnv as set, for tests that hand the database itself
+// to a child process, or skips the test naming the variable.
+func PostgresBaseURL(tb testing.TB) string {
+	tb.Helper()
+	base := os.Getenv(PostgresURLEnv)
+	if base == "" {
+		skipNoPostgres(tb)
+	}
+	return base
+}
+
+// skipNoPostgres skips a PostgreSQL variant and says what would run it.
+func skipNoPostgres(tb testing.TB) {
+	tb.Helper()
+	tb.Skipf("PostgreSQL variant not run: set %s to a PostgreSQL URL (e.g. postgres://user@127.0.0.1:5432/db?sslmode=disable) to run it", PostgresURLEnv)
 }
 
 // ForEach runs fn as a subtest named after each available dialect, with a fresh store.
@@ -123,10 +158,7 @@ func sqliteWith(tb testing.TB, mods []db.ModuleSchema) *db.Store {
 // (a whole gateway). It skips the test when the variable is not set.
 func PostgresURL(tb testing.TB) string {
 	tb.Helper()
-	base := os.Getenv(PostgresURLEnv)
-	if base == "" {
-		tb.Skipf("dbtest: %s is not set", PostgresURLEnv)
-	}
+	base := PostgresBaseURL(tb)
 	u, err := url.Parse(base)
 	if err != nil {
 		tb.Fatalf("dbtest: %s is not a URL", PostgresURLEnv)

@@ -286,3 +286,10 @@ CREATE TABLE unknown_senders (
 ) STRICT;
 
 CREATE INDEX unknown_senders_last_seen ON unknown_senders (last_seen, id);
+
+-- The secrets key check: a known text sealed under the master key, so a process proves
+-- at start that its key file opens what this database holds sealed. One row.
+CREATE TABLE secrets_check (
+    one    INTEGER PRIMARY KEY CHECK (one = 1),
+    sealed BLOB NOT NULL
+) STRICT;
