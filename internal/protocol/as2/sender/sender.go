@@ -279,6 +279,13 @@ func (s *Sender) plan(ctx context.Context, a delivery.Attempt) (rec OutboundReco
 	if res, ok := knownOutcome(rec); ok {
 		s.log.InfoContext(ctx, "AS2 message already has an outcome; not sent again",
 			"as2_message_id", rec.AS2MessageID, "outcome", rec.Outcome)
+		p, err := s.unrecordedReceipt(ctx, rec)
+		if err != nil {
+			// The outcome stands without it, as it does when a receipt cannot be kept.
+			s.log.ErrorContext(ctx, "recover the message's receipt", "error", err)
+		} else if p != nil {
+			res.Payloads = []persistence.Payload{*p}
+		}
 		return rec, false, res, true
 	}
 	return rec, false, delivery.Result{}, false
