@@ -54,3 +54,49 @@ func (c *core) unrecordedReceipt(ctx context.Context, rec OutboundRecord) (*pers
 	return &persistence.Payload{MessageID: rec.MessageID, Stage: persistence.PayloadReceipt,
 		Key: key, Size: n, SHA256: hex.EncodeToString(h.Sum(nil)), CreatedAt: c.now().UTC()}, nil
 }
+
+// recordSyncMDN records a sync MDN and returns the receipt stage for the engine to flush
+// and record with the outcome, if the record holds the message's receipt claim. The
+// blob is written before the write that records the MDN and claims the receipt, so a
+// process that ends after that write leaves the blob for unrecordedReceipt to find. A
+// blob already at the key that no row names is one an attempt wrote before its process
+// ended: the claim's holder replaces it with the MDN it recorded. The outcome stands
+// either way: the partner has the message whether or not its receipt could be kept.
+func (c *core) recordSyncMDN(ctx context.Context, rec *OutboundRecord, m MDNRecord, res sendResult, contentType string, body []byte) []persistence.Payload {
+	written, werr := c.writeReceipt(ctx, *rec, contentType, body, false)
+	if werr != nil {
+		c.log.ErrorContext(ctx, "keep the MDN as the message's receipt", "error", werr)
+	}
+	// Without a blob the record claims nothing, so a later receipt of the message can.
+	_, claimed, err := recordMDN(ctx, c.db, rec.ID, rec.MessageID, m, res, werr == nil)
+	if err != nil {
+		c.log.ErrorContext(ctx, "record the MDN", "error", err)
+	}
+	switch {
+	case !claimed && written != nil:
+		// Another record of the message holds the receipt and writes its own blob.
+		if err := c.blobs.Delete(ctx, written.Key); err != nil {
+			c.log.WarnContext(ctx, "delete a receipt blob another record's receipt replaces", "error", err)
+		}
+		return nil
+	case !claimed:
+		return nil
+	case written != nil:
+		return []persistence.Payload{*written}
+	}
+	// The message had a receipt blob already: a relayed message's, which a row names,
+	// or an unrecorded one.
+	_, err = c.store.GetPayload(ctx, rec.MessageID, persistence.PayloadReceipt)
+	if !errors.Is(err, persistence.ErrNotFound) {
+		if err != nil {
+			c.log.ErrorContext(ctx, "read the message's receipt", "error", err)
+		}
+		return nil
+	}
+	p, err := c.writeReceipt(ctx, *rec, contentType, body, true)
+	if err != nil {
+		c.log.ErrorContext(ctx, "replace an unrecorded receipt blob", "error", err)
+		return nil
+	}
+	return []persistence.Payload{*p}
+}

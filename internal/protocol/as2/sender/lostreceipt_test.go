@@ -3,6 +3,8 @@ package sender
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +67,38 @@ func TestReceiptRecoveredAfterLostOutcome(t *testing.T) {
 		}
 		if pl.Size != first.Payloads[0].Size || pl.SHA256 != first.Payloads[0].SHA256 {
 			t.Errorf("receipt recorded as %d bytes %s, want %d bytes %s", pl.Size, pl.SHA256, first.Payloads[0].Size, first.Payloads[0].SHA256)
+		}
+	})
+}
+
+// A receipt blob that an attempt wrote before its process ended, without the MDN's
+// record, does not keep the next attempt's MDN from becoming the message's receipt: the
+// attempt that records its MDN and holds the claim replaces the blob no row names.
+func TestReceiptReplacesUnrecordedBlob(t *testing.T) {
+	dbtest.ForEachModules(t, moduleSchemas(t), func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		b, p := harness(t, s, nil)
+		msg := b.ingest(t, "po.edi", []byte("PO 1\r\n"))
+		p.setAnswer(answerStatus(http.StatusServiceUnavailable, nil))
+		_, res := b.attempt(t, time.Now())
+		if res.Kind != persistence.OutcomeRetry {
+			t.Fatalf("first attempt: %s %v, want a retry", res.Kind, res.Err)
+		}
+		if _, err := b.blobs.Put(ctx, msg.ID, persistence.PayloadReceipt, strings.NewReader("left by an attempt that ended")); err != nil {
+			t.Fatal(err)
+		}
+
+		p.setAnswer(p.answerMDN(positive))
+		_, res = b.attempt(t, res.At.Add(time.Second))
+		if res.Kind != persistence.OutcomeDelivered {
+			t.Fatalf("second attempt: %s %v", res.Kind, res.Err)
+		}
+		got := b.receipt(t, msg.ID)
+		if !bytes.HasPrefix(got, []byte("MIME-Version: 1.0\r\nContent-Type: multipart/signed")) {
+			t.Fatalf("the receipt stage holds %q, want the MDN the second attempt got", got[:min(len(got), 60)])
+		}
+		if recs := b.records(t, msg.ID); len(recs) != 1 || !recs[0].ReceiptStored {
+			t.Fatalf("records: %+v, want one holding the receipt", recs)
 		}
 	})
 }
