@@ -96,7 +96,12 @@ func printCrashes(w io.Writer, crashes []loadtest.Crash, what string) {
 	if len(crashes) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "crashes:  %s killed with SIGKILL %d times and restarted on the same data; nothing lost, nothing doubled\n", what, len(crashes))
+	times := "times"
+	if len(crashes) == 1 {
+		times = "time"
+	}
+	fmt.Fprintf(w, "crashes:  %s killed with SIGKILL %d %s and restarted on the same data; nothing lost, nothing doubled\n", what, len(crashes), times)
+	fmt.Fprintln(w, "          restarted in: from the kill until /healthz answered; next file after: from the kill until the first file written after the restart was in B's inbox")
 	rows := [][]string{{"kill", "after files", "restarted in", "next file after"}}
 	for i, c := range crashes {
 		rows = append(rows, []string{fmt.Sprint(i + 1), fmt.Sprint(c.Arrived), c.Restart.Round(time.Millisecond).String(), c.Recover.Round(time.Millisecond).String()})

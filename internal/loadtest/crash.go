@@ -15,8 +15,10 @@ type Crash struct {
 	Arrived int
 	// Restart is the time from the kill until the new process answered /healthz.
 	Restart time.Duration
-	// Recover is the time from the kill until the next document arrived, written by the
-	// new process: the whole outage as the receiving side sees it.
+	// Recover is the time from the kill until the first document written after the
+	// restart arrived: the whole outage as the receiving side sees it. (A document
+	// written between the kill and the restart is left out: when the sender is killed,
+	// the receiver still writes what it had taken.)
 	Recover time.Duration
 }
 
@@ -29,8 +31,9 @@ type crashPlan struct {
 	name     string
 	progress io.Writer
 	crashes  []Crash
-	// killedAt is the time of the last kill while no document has arrived since.
-	killedAt time.Time
+	// killedAt and restartedAt are the times of the last kill and restart while no
+	// document written after the restart has arrived.
+	killedAt, restartedAt time.Time
 }
 
 // newCrashPlan plans times kills, every arrivals apart; nil when every is zero.
@@ -56,13 +59,13 @@ func (c *crashPlan) due(arrived int) bool {
 func (c *crashPlan) recovering() bool { return c != nil && !c.killedAt.IsZero() }
 
 // arrived notes that a document arrived at that time (its file's modification time);
-// the first written after a kill ends that kill's recovery.
+// the first written after a restart ends that kill's recovery.
 func (c *crashPlan) arrived(at time.Time) {
-	if !c.recovering() || !at.After(c.killedAt) {
+	if !c.recovering() || !at.After(c.restartedAt) {
 		return
 	}
 	c.crashes[len(c.crashes)-1].Recover = at.Sub(c.killedAt)
-	c.killedAt = time.Time{}
+	c.killedAt, c.restartedAt = time.Time{}, time.Time{}
 }
 
 // crash kills in with SIGKILL, hands its final state to dead (for its CPU time and
@@ -77,7 +80,8 @@ func (c *crashPlan) crash(ctx context.Context, in *Instance, arrived int, dead f
 	if err := in.Start(ctx); err != nil {
 		return fmt.Errorf("restart %s after SIGKILL %d: %w", c.name, len(c.crashes)+1, err)
 	}
-	c.crashes = append(c.crashes, Crash{Arrived: arrived, Restart: time.Since(killedAt)})
+	c.restartedAt = time.Now()
+	c.crashes = append(c.crashes, Crash{Arrived: arrived, Restart: c.restartedAt.Sub(killedAt)})
 	c.killedAt = killedAt
 	return nil
 }
@@ -92,7 +96,7 @@ func (c *crashPlan) done() ([]Crash, error) {
 		return c.crashes, fmt.Errorf("the run ended after %d of %d planned kills: -kill-after × -kills must stay below the documents sent", len(c.crashes), c.times)
 	}
 	if c.recovering() {
-		return c.crashes, fmt.Errorf("no document arrived after the last kill of %s: -kill-after × -kills must stay below the documents sent", c.name)
+		return c.crashes, fmt.Errorf("no document arrived after the last restart of %s: -kill-after × -kills must stay below the documents sent", c.name)
 	}
 	return c.crashes, nil
 }
