@@ -101,7 +101,7 @@ func printCrashes(w io.Writer, crashes []loadtest.Crash, what string) {
 		times = "time"
 	}
 	fmt.Fprintf(w, "crashes:  %s killed with SIGKILL %d %s and restarted on the same data; nothing lost, nothing doubled\n", what, len(crashes), times)
-	fmt.Fprintln(w, "          restarted in: from the kill until /healthz answered; next file after: from the kill until the first file written after the restart was in B's inbox")
+	fmt.Fprintln(w, "          restarted in: from the kill until /healthz answered; next file after: from the kill until the first file written after the restart was in the inbox")
 	rows := [][]string{{"kill", "after files", "restarted in", "next file after"}}
 	for i, c := range crashes {
 		rows = append(rows, []string{fmt.Sprint(i + 1), fmt.Sprint(c.Arrived), c.Restart.Round(time.Millisecond).String(), c.Recover.Round(time.Millisecond).String()})
