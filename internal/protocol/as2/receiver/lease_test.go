@@ -8,6 +8,7 @@ import (
 
 	"wharf/internal/module"
 	"wharf/internal/persistence/db"
+	"wharf/internal/protocol/as2/profile"
 )
 
 // ageReservation moves a reserved row's last renewal back by age.
@@ -34,18 +35,24 @@ func reservationUpdatedAt(t *testing.T, b *bench, id int64) time.Time {
 	return at
 }
 
+// leaseBench starts a receiver with the background loop idle, and a partner profile.
+func leaseBench(t *testing.T, s *db.Store, tune func(*Receiver)) (*bench, *Receiver, profile.Inbound, party, party) {
+	org, partner := testParty(t, "wharf"), testParty(t, "acme")
+	b := newBench(t, s, []party{org}, []party{partner})
+	dir := newDirectory()
+	in := inbound(org, partner, nil)
+	dir.add(in)
+	rc := b.start("as2_in", dir, nil, func(rc *Receiver) { rc.tick = time.Hour }, tune)
+	return b, rc, in, org, partner
+}
+
 // With the receiver's own settings, a reservation that its request stopped renewing (a
 // crashed process's) is taken over by the message's resend once the lease has passed,
 // not after the request's time-outs; a fresher one is answered 503 with a Retry-After
 // of one lease.
 func TestReservationLease(t *testing.T) {
-	org, partner := testParty(t, "wharf"), testParty(t, "acme")
 	forEachDB(t, func(t *testing.T, s *db.Store) {
-		b := newBench(t, s, []party{org}, []party{partner})
-		dir := newDirectory()
-		in := inbound(org, partner, nil)
-		dir.add(in)
-		rc := b.start("as2_in", dir, nil, func(rc *Receiver) { rc.tick = time.Hour })
+		b, rc, in, org, partner := leaseBench(t, s, func(*Receiver) {})
 		tests := []struct {
 			age        time.Duration
 			wantStatus int
@@ -81,13 +88,8 @@ func TestReservationLease(t *testing.T) {
 
 // The request that holds a reservation renews it until it stops.
 func TestReservationRenewed(t *testing.T) {
-	org, partner := testParty(t, "wharf"), testParty(t, "acme")
 	forEachDB(t, func(t *testing.T, s *db.Store) {
-		b := newBench(t, s, []party{org}, []party{partner})
-		dir := newDirectory()
-		in := inbound(org, partner, nil)
-		dir.add(in)
-		rc := b.start("as2_in", dir, nil, func(rc *Receiver) { rc.tick, rc.renewEvery = time.Hour, 10*time.Millisecond })
+		b, rc, in, org, partner := leaseBench(t, s, func(rc *Receiver) { rc.renewEvery = 10 * time.Millisecond })
 		r := build(t, partner, org, []byte("document\r\n"), "doc.txt", secureOpts(partner, org))
 		row := reserveRow(t, b, rc, in, r)
 		ageReservation(t, b, row, time.Hour)
