@@ -101,10 +101,12 @@ func printCrashes(w io.Writer, crashes []loadtest.Crash, what string) {
 		times = "time"
 	}
 	fmt.Fprintf(w, "crashes:  %s killed with SIGKILL %d %s and restarted on the same data; nothing lost, nothing doubled\n", what, len(crashes), times)
-	fmt.Fprintln(w, "          restarted in: from the kill until /healthz answered; next file after: from the kill until the first file written after the restart was in the inbox")
-	rows := [][]string{{"kill", "after files", "restarted in", "next file after"}}
+	fmt.Fprintln(w, "          from the kill until: restarted: /healthz answered; next file: the first file written after the restart was in the inbox;")
+	fmt.Fprintln(w, "          caught up: the last file dropped before the kill was in the inbox")
+	rows := [][]string{{"kill", "after files", "restarted", "next file", "caught up"}}
 	for i, c := range crashes {
-		rows = append(rows, []string{fmt.Sprint(i + 1), fmt.Sprint(c.Arrived), c.Restart.Round(time.Millisecond).String(), c.Recover.Round(time.Millisecond).String()})
+		rows = append(rows, []string{fmt.Sprint(i + 1), fmt.Sprint(c.Arrived), c.Restart.Round(time.Millisecond).String(),
+			c.Recover.Round(time.Millisecond).String(), c.CaughtUp.Round(time.Millisecond).String()})
 	}
 	printTable(w, rows, 1)
 }

@@ -627,6 +627,13 @@ func runAS2Round(ctx context.Context, a, b *as2Peer, opt AS2Options, round int, 
 			return res, err
 		}
 	}
+	if k.plan != nil {
+		for i := range k.plan.crashes {
+			for _, d := range docs {
+				k.plan.crashes[i].catchUp(d.dropped, d.seen)
+			}
+		}
+	}
 	// Read before the checks below, which cost both processes CPU of their own.
 	cpuA1, err := a.CPU()
 	if err != nil {

@@ -112,8 +112,9 @@ func TestAS2KillReceiver(t *testing.T) {
 		t.Fatalf("%d kills, want 1", len(res.Crashes))
 	}
 	c := res.Crashes[0]
-	if c.Arrived < 15 || c.Arrived >= n || c.Restart <= 0 || c.Recover < c.Restart {
-		t.Errorf("kill after %d files, restart %s, recovery %s: want a kill mid-round and a recovery after the restart", c.Arrived, c.Restart, c.Recover)
+	if c.Arrived < 15 || c.Arrived >= n || c.Restart <= 0 || c.Recover < c.Restart || c.CaughtUp <= 0 {
+		t.Errorf("kill after %d files, restart %s, next file %s, caught up %s: want a kill mid-round, a recovery after the restart and files the kill held up",
+			c.Arrived, c.Restart, c.Recover, c.CaughtUp)
 	}
 	r := res.Rounds[0]
 	if r.FilesVerified != n || r.MDNsOnA != n || r.MDNsOnB != n {

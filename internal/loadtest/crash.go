@@ -11,6 +11,8 @@ import (
 
 // Crash is one SIGKILL of a gateway during a run and what followed it.
 type Crash struct {
+	// At is when the process was killed.
+	At time.Time
 	// Arrived is how many documents had arrived when the process was killed.
 	Arrived int
 	// Restart is the time from the kill until the new process answered /healthz.
@@ -20,6 +22,16 @@ type Crash struct {
 	// written between the kill and the restart is left out: when the sender is killed,
 	// the receiver still writes what it had taken.)
 	Recover time.Duration
+	// CaughtUp is the time from the kill until the last document dropped before it
+	// arrived: how long the slowest message the kill interrupted took.
+	CaughtUp time.Duration
+}
+
+// catchUp takes one document's drop and arrival times into CaughtUp.
+func (c *Crash) catchUp(dropped, arrived time.Time) {
+	if dropped.Before(c.At) && arrived.Sub(c.At) > c.CaughtUp {
+		c.CaughtUp = arrived.Sub(c.At)
+	}
 }
 
 // crashPlan kills one gateway with SIGKILL each time every more documents have arrived,
@@ -81,7 +93,7 @@ func (c *crashPlan) crash(ctx context.Context, in *Instance, arrived int, dead f
 		return fmt.Errorf("restart %s after SIGKILL %d: %w", c.name, len(c.crashes)+1, err)
 	}
 	c.restartedAt = time.Now()
-	c.crashes = append(c.crashes, Crash{Arrived: arrived, Restart: c.restartedAt.Sub(killedAt)})
+	c.crashes = append(c.crashes, Crash{At: killedAt, Arrived: arrived, Restart: c.restartedAt.Sub(killedAt)})
 	c.killedAt = killedAt
 	return nil
 }

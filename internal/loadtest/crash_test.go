@@ -88,3 +88,20 @@ func TestCrashPlanBookkeeping(t *testing.T) {
 		t.Fatal("a kill is due after the planned ones")
 	}
 }
+
+func TestCrashCatchUp(t *testing.T) {
+	kill := time.Unix(1000, 0)
+	c := Crash{At: kill}
+	docs := []struct{ dropped, arrived time.Duration }{
+		{-5 * time.Second, -4 * time.Second}, // in before the kill
+		{-3 * time.Second, 2 * time.Second},  // interrupted
+		{-2 * time.Second, 40 * time.Second}, // interrupted, the slowest
+		{time.Second, 50 * time.Second},      // dropped after the kill
+	}
+	for _, d := range docs {
+		c.catchUp(kill.Add(d.dropped), kill.Add(d.arrived))
+	}
+	if c.CaughtUp != 40*time.Second {
+		t.Errorf("caught up after %s, want 40s", c.CaughtUp)
+	}
+}

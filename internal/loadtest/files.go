@@ -216,6 +216,11 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 	if res.Crashes, err = crashes.done(); err != nil {
 		return res, err
 	}
+	for i := range res.Crashes {
+		for _, d := range docs {
+			res.Crashes[i].catchUp(d.dropped, d.seen)
+		}
+	}
 
 	if err := verifyInbox(inbox, docs); err != nil {
 		return res, err
