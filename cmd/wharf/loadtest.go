@@ -20,7 +20,9 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	n := fs.Int("n", 1000, "number of files (per profile for as2)")
 	size := fs.Int("size-kib", 4, "size of each file in KiB")
 	dbURL := fs.String("db-url", "", "run against PostgreSQL at this URL (a private schema is created and dropped; files only)")
-	killAfter := fs.Int("kill-after", 0, "kill the gateway with SIGKILL after this many deliveries, then restart it (files only)")
+	killAfter := fs.Int("kill-after", 0, "kill the gateway (as2: the receiving one, B) with SIGKILL after this many files arrived in the inbox, then restart it")
+	kills := fs.Int("kills", 1, "with -kill-after: kill this many times, every -kill-after more files")
+	killSender := fs.Bool("kill-sender", false, "as2: with -kill-after, kill the sending gateway (A) instead of B")
 	rate := fs.Float64("rate", 0, "drop this many files per second (0: as fast as possible)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
 	keep := fs.Bool("keep", false, "keep the temporary directory")
@@ -39,9 +41,9 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var misplaced []string
 	fs.Visit(func(f *flag.Flag) {
 		switch {
-		case scenario == "as2" && (f.Name == "db-url" || f.Name == "kill-after"):
+		case scenario == "as2" && f.Name == "db-url":
 			misplaced = append(misplaced, "-"+f.Name)
-		case scenario == "files" && (f.Name == "profiles" || f.Name == "mdn" || f.Name == "signed-mdn" || f.Name == "concurrency"):
+		case scenario == "files" && (f.Name == "profiles" || f.Name == "mdn" || f.Name == "signed-mdn" || f.Name == "concurrency" || f.Name == "kill-sender"):
 			misplaced = append(misplaced, "-"+f.Name)
 		}
 	})
@@ -68,12 +70,12 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if scenario == "as2" {
 		return runLoadtestAS2(ctx, stdout, loadtest.AS2Options{
 			N: *n, SizeKiB: *size, Profiles: as2Profiles, Bin: bin, Dir: dir, Rate: *rate, Concurrency: *concurrency,
-			Timeout: *timeout, Progress: stdout,
+			KillAfter: *killAfter, Kills: *kills, KillSender: *killSender, Timeout: *timeout, Progress: stdout,
 		})
 	}
 	fmt.Fprintf(stdout, "loadtest files: %d files of %d KiB, file poller -> file writer, in %s\n", *n, *size, dir)
 	res, err := loadtest.RunFiles(ctx, loadtest.FilesOptions{
-		N: *n, SizeKiB: *size, Bin: bin, Dir: dir, DBURL: *dbURL, KillAfter: *killAfter, Rate: *rate, Timeout: *timeout, Progress: stdout,
+		N: *n, SizeKiB: *size, Bin: bin, Dir: dir, DBURL: *dbURL, KillAfter: *killAfter, Kills: *kills, Rate: *rate, Timeout: *timeout, Progress: stdout,
 	})
 	if err != nil {
 		return err
@@ -85,10 +87,28 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stdout, "latency:         p50 %s  p95 %s  p99 %s\n", res.P50.Round(time.Millisecond), res.P95.Round(time.Millisecond), res.P99.Round(time.Millisecond))
 	fmt.Fprintf(stdout, "gateway CPU:     %.2f s\n", res.CPUSeconds)
 	fmt.Fprintf(stdout, "gateway peak RSS: %.0f MiB\n", res.PeakRSSMiB)
-	if res.Killed {
-		fmt.Fprintln(stdout, "crash:           killed with SIGKILL mid-run and restarted; nothing lost, nothing doubled")
-	}
+	printCrashes(stdout, res.Crashes, "the gateway")
 	return nil
+}
+
+// printCrashes lists a run's kills, if any, with the time each restart and recovery took.
+func printCrashes(w io.Writer, crashes []loadtest.Crash, what string) {
+	if len(crashes) == 0 {
+		return
+	}
+	times := "times"
+	if len(crashes) == 1 {
+		times = "time"
+	}
+	fmt.Fprintf(w, "crashes:  %s killed with SIGKILL %d %s and restarted on the same data; nothing lost, nothing doubled\n", what, len(crashes), times)
+	fmt.Fprintln(w, "          from the kill until: restarted: /healthz answered; next file: the first file written after the restart was in the inbox;")
+	fmt.Fprintln(w, "          caught up: the last file dropped before the kill was in the inbox")
+	rows := [][]string{{"kill", "after files", "restarted", "next file", "caught up"}}
+	for i, c := range crashes {
+		rows = append(rows, []string{fmt.Sprint(i + 1), fmt.Sprint(c.Arrived), c.Restart.Round(time.Millisecond).String(),
+			c.Recover.Round(time.Millisecond).String(), c.CaughtUp.Round(time.Millisecond).String()})
+	}
+	printTable(w, rows, 1)
 }
 
 // runLoadtestAS2 runs the as2 scenario and prints one row per profile.
@@ -124,6 +144,11 @@ func runLoadtestAS2(ctx context.Context, stdout io.Writer, opt loadtest.AS2Optio
 		sinceStart = sinceStart || r.PeakSinceStart
 	}
 	printTable(stdout, rows, 2)
+	victim := "B (the receiving gateway)"
+	if opt.KillSender {
+		victim = "A (the sending gateway)"
+	}
+	printCrashes(stdout, res.Crashes, victim)
 	fmt.Fprintln(stdout, "checked:  every file byte for byte in B's inbox; on A and on B exactly one delivered message per file, each with its MDN stored")
 	fmt.Fprintln(stdout, "latency:  from a file's rename into A's outbox until B has written it to its inbox and A has recorded the delivery (MDN checked) as delivered")
 	fmt.Fprintln(stdout, "CPU:      user+system time of each process during the round (/proc/<pid>/stat), per message")

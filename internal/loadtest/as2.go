@@ -147,8 +147,15 @@ type AS2Options struct {
 	// Concurrency, when above zero, is the attempts each as2-sender runs at once
 	// (max_concurrent); each as2-receiver takes at least as many requests at once.
 	Concurrency int
-	Timeout     time.Duration
-	Progress    io.Writer
+	// KillAfter, when above zero, kills B (A with KillSender) with SIGKILL once that many
+	// files of the run are in B's inbox, and starts it again on the same data and ports;
+	// Kills (default 1) repeats that every KillAfter more files. A kill run sets short
+	// retries and leases, so the figures measure the recovery, not the default back-off.
+	KillAfter  int
+	Kills      int
+	KillSender bool
+	Timeout    time.Duration
+	Progress   io.Writer
 }
 
 // AS2Round is what one profile's round measured. CPU and peak RSS are per process: A
@@ -178,7 +185,8 @@ func (r AS2Round) CPUPerMessage() time.Duration { return (r.CPUA + r.CPUB) / tim
 
 // AS2Result is what a run measured, one round per profile in the order given.
 type AS2Result struct {
-	Rounds []AS2Round
+	Rounds  []AS2Round
+	Crashes []Crash
 }
 
 // as2Peer is one of the two instances with its AS2 identity.
@@ -223,6 +231,17 @@ func RunAS2(ctx context.Context, opt AS2Options) (AS2Result, error) {
 
 	a := &as2Peer{party: "a", as2ID: "WHARF-A"}
 	b := &as2Peer{party: "b", as2ID: "WHARF-B"}
+	victim := b
+	if opt.KillSender {
+		victim = a
+	}
+	crashes, err := newCrashPlan(opt.KillAfter, opt.Kills, strings.ToUpper(victim.party), progress)
+	if err != nil {
+		return res, err
+	}
+	if crashes == nil && opt.KillSender {
+		return res, errors.New("loadtest: -kill-sender needs -kill-after")
+	}
 	for _, p := range []*as2Peer{a, b} {
 		in, err := NewInstance(opt.Bin, filepath.Join(opt.Dir, p.party), "")
 		if err != nil {
@@ -248,14 +267,24 @@ func RunAS2(ctx context.Context, opt AS2Options) (AS2Result, error) {
 	if err := setUpAS2(ctx, a, b, opt.Profiles[0], opt.Concurrency); err != nil {
 		return res, fmt.Errorf("set up the instances: %w\nA: %s\nB: %s", err, a.Logs(), b.Logs())
 	}
+	if crashes != nil {
+		if err := recoverFast(ctx, a, b); err != nil {
+			return res, fmt.Errorf("set up the instances for kills: %w", err)
+		}
+	}
+	k := &as2Kills{plan: crashes, victim: victim}
 	for i, prof := range opt.Profiles {
 		fmt.Fprintf(progress, "round %d of %d: %s, %s MDN, %d KiB per file\n",
 			i+1, len(opt.Profiles), prof.Protection(), prof.Receipt(), opt.SizeKiB)
-		r, err := runAS2Round(ctx, a, b, opt, i+1, prof)
+		r, err := runAS2Round(ctx, a, b, opt, i+1, prof, k)
 		if err != nil {
 			return res, fmt.Errorf("round %d (%s): %w", i+1, prof, err)
 		}
 		res.Rounds = append(res.Rounds, r)
+		k.before += opt.N
+	}
+	if res.Crashes, err = crashes.done(); err != nil {
+		return res, err
 	}
 	for _, p := range []*as2Peer{a, b} {
 		if _, err := p.Stop(2 * time.Minute); err != nil {
@@ -442,14 +471,21 @@ func remoteProfile(self, other *as2Peer, p AS2Profile) map[string]any {
 // setRemoteProfile switches self's profile of other to a round's protection: the whole
 // stored object comes back with the round's fields changed.
 func setRemoteProfile(ctx context.Context, self, other *as2Peer, p AS2Profile) error {
+	return changeRemoteProfile(ctx, self, other, func(cur map[string]any) {
+		for k, v := range remoteProfile(self, other, p) {
+			cur[k] = v
+		}
+	})
+}
+
+// changeRemoteProfile changes self's stored profile of other and puts it back whole.
+func changeRemoteProfile(ctx context.Context, self, other *as2Peer, change func(cur map[string]any)) error {
 	path := "/api/v1/as2/remote-profiles/" + other.party
 	var cur map[string]any
 	if err := self.API(ctx, "GET", path, nil, &cur); err != nil {
 		return err
 	}
-	for k, v := range remoteProfile(self, other, p) {
-		cur[k] = v
-	}
+	change(cur)
 	// Fields the server derives stay out: partner_certificate_id is the view's pick
 	// among partner_certificate_ids, the times are the store's.
 	delete(cur, "partner_certificate_id")
@@ -481,7 +517,7 @@ type listedMessage struct {
 	UpdatedAt        time.Time `json:"updated_at"`
 }
 
-func runAS2Round(ctx context.Context, a, b *as2Peer, opt AS2Options, round int, prof AS2Profile) (AS2Round, error) {
+func runAS2Round(ctx context.Context, a, b *as2Peer, opt AS2Options, round int, prof AS2Profile, k *as2Kills) (AS2Round, error) {
 	res := AS2Round{Profile: prof, N: opt.N}
 	for _, pair := range [][2]*as2Peer{{a, b}, {b, a}} {
 		if err := setRemoteProfile(ctx, pair[0], pair[1], prof); err != nil {
@@ -509,6 +545,17 @@ func runAS2Round(ctx context.Context, a, b *as2Peer, opt AS2Options, round int, 
 	cpuB0, err := b.CPU()
 	if err != nil {
 		return res, err
+	}
+	// A killed process's CPU time and peak RSS come from its final state; its successor
+	// counts from zero.
+	var deadPeakA, deadPeakB int64
+	dead := func(st *os.ProcessState) {
+		used, peak := usage(st)
+		if k.victim == a {
+			res.CPUA, cpuA0, deadPeakA = res.CPUA+used-cpuA0, 0, max(deadPeakA, peak)
+		} else {
+			res.CPUB, cpuB0, deadPeakB = res.CPUB+used-cpuB0, 0, max(deadPeakB, peak)
+		}
 	}
 
 	docs := make([]*as2Doc, opt.N)
@@ -561,6 +608,12 @@ func runAS2Round(ctx context.Context, a, b *as2Peer, opt AS2Options, round int, 
 			}
 			d.seen = info.ModTime()
 			seen++
+			k.plan.arrived(d.seen)
+		}
+		if k.plan.due(k.before + seen) {
+			if err := k.plan.crash(ctx, k.victim.Instance, k.before+seen, dead); err != nil {
+				return res, err
+			}
 		}
 		if n%5 == 0 || seen == opt.N {
 			if deliveredA, err = countMessages(ctx, a.Instance, tag, since, "delivered"); err != nil {
@@ -578,6 +631,13 @@ func runAS2Round(ctx context.Context, a, b *as2Peer, opt AS2Options, round int, 
 			return res, err
 		}
 	}
+	if k.plan != nil {
+		for i := range k.plan.crashes {
+			for _, d := range docs {
+				k.plan.crashes[i].catchUp(d.dropped, d.seen)
+			}
+		}
+	}
 	// Read before the checks below, which cost both processes CPU of their own.
 	cpuA1, err := a.CPU()
 	if err != nil {
@@ -587,13 +647,14 @@ func runAS2Round(ctx context.Context, a, b *as2Peer, opt AS2Options, round int, 
 	if err != nil {
 		return res, err
 	}
-	res.CPUA, res.CPUB = cpuA1-cpuA0, cpuB1-cpuB0
+	res.CPUA, res.CPUB = res.CPUA+cpuA1-cpuA0, res.CPUB+cpuB1-cpuB0
 	if res.PeakRSSA, err = a.PeakRSS(); err != nil {
 		return res, err
 	}
 	if res.PeakRSSB, err = b.PeakRSS(); err != nil {
 		return res, err
 	}
+	res.PeakRSSA, res.PeakRSSB = max(res.PeakRSSA, deadPeakA), max(res.PeakRSSB, deadPeakB)
 
 	// B records its file writer's outcomes in batches, a moment after the files are in
 	// place; its messages are checked once that has happened.

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL driver for the throwaway schema
@@ -29,8 +28,10 @@ type FilesOptions struct {
 	// DBURL runs against PostgreSQL: the run gets a schema of its own there, dropped after.
 	DBURL string
 	// KillAfter, when above zero, kills the process with SIGKILL once that many files
-	// were delivered, and starts it again on the same data.
+	// were delivered, and starts it again on the same data; Kills (default 1) repeats
+	// that every KillAfter more files.
 	KillAfter int
+	Kills     int
 	// Rate, when above zero, paces the drops at that many files per second, so latency
 	// is measured below saturation; zero drops as fast as the disk takes them.
 	Rate     float64
@@ -48,7 +49,7 @@ type FilesResult struct {
 	P99        time.Duration
 	CPUSeconds float64
 	PeakRSSMiB float64
-	Killed     bool
+	Crashes    []Crash
 	Database   string
 }
 
@@ -75,6 +76,10 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 	progress := opt.Progress
 	if progress == nil {
 		progress = io.Discard
+	}
+	crashes, err := newCrashPlan(opt.KillAfter, opt.Kills, "wharf", progress)
+	if err != nil {
+		return res, err
 	}
 	dbURL := opt.DBURL
 	if dbURL != "" {
@@ -111,16 +116,11 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 	rnd := rand.New(rand.NewPCG(1, 2))
 	payload := make([]byte, opt.SizeKiB*1024)
 
-	var cpu float64
+	var cpu time.Duration
 	var peak int64
 	account := func(st *os.ProcessState) {
-		if st == nil {
-			return
-		}
-		cpu += (st.UserTime() + st.SystemTime()).Seconds()
-		if ru, ok := st.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > peak {
-			peak = ru.Maxrss
-		}
+		used, p := usage(st)
+		cpu, peak = cpu+used, max(peak, p)
 	}
 
 	var mu sync.Mutex
@@ -161,7 +161,6 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 	known := 0 // docs[:known] are in byName
 	seen := 0
 	dropped := false
-	killed := false
 	// The inbox is listed every 20 ms: fine enough for latency figures, cheap enough not
 	// to take CPU from the gateway under test on a small machine.
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -194,14 +193,17 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 			}
 			d.seen = now
 			seen++
+			if crashes.recovering() {
+				info, err := e.Info()
+				if err != nil {
+					return res, fmt.Errorf("inbox: %w", err)
+				}
+				crashes.arrived(info.ModTime())
+			}
 		}
-		if opt.KillAfter > 0 && !killed && seen >= opt.KillAfter {
-			fmt.Fprintf(progress, "killing wharf (SIGKILL) after %d delivered files\n", seen)
-			in.Kill()
-			account(in.state)
-			killed = true
-			if err := in.Start(ctx); err != nil {
-				return res, fmt.Errorf("restart after kill: %w", err)
+		if crashes.due(seen) {
+			if err := crashes.crash(ctx, in, seen, account); err != nil {
+				return res, err
 			}
 		}
 	}
@@ -211,7 +213,14 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 		}
 	}
 	end := time.Now()
-	res.Killed = killed
+	if res.Crashes, err = crashes.done(); err != nil {
+		return res, err
+	}
+	for i := range res.Crashes {
+		for _, d := range docs {
+			res.Crashes[i].catchUp(d.dropped, d.seen)
+		}
+	}
 
 	if err := verifyInbox(inbox, docs); err != nil {
 		return res, err
@@ -234,8 +243,8 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 	res.Elapsed = end.Sub(start)
 	res.PerSecond = float64(opt.N) / res.Elapsed.Seconds()
 	res.P50, res.P95, res.P99 = pct(0.50), pct(0.95), pct(0.99)
-	res.CPUSeconds = cpu
-	res.PeakRSSMiB = float64(peak) / 1024
+	res.CPUSeconds = cpu.Seconds()
+	res.PeakRSSMiB = float64(peak) / (1 << 20)
 	return res, nil
 }
 
@@ -268,7 +277,7 @@ func prepare(ctx context.Context, in *Instance) error {
 	if err := in.API(ctx, "POST", "/api/v1/routes", route, nil); err != nil {
 		return err
 	}
-	if err := in.API(ctx, "PUT", "/api/v1/settings", map[string]string{"lease_duration": "10s", "sweep_interval": "1s"}, nil); err != nil {
+	if err := in.shortLeases(ctx); err != nil {
 		return err
 	}
 	return in.pollFast(ctx)

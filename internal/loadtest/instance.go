@@ -344,3 +344,10 @@ func (in *Instance) pollFast(ctx context.Context) error {
 	}
 	return in.API(ctx, "POST", "/api/v1/services/file-poller/file_poller_default/restart", map[string]any{}, nil)
 }
+
+// shortLeases makes a delivery a killed process held due again ten seconds after its
+// last renewal, and the sweep look every second, so a run does not wait out the
+// product's minute-long lease after a kill.
+func (in *Instance) shortLeases(ctx context.Context) error {
+	return in.API(ctx, "PUT", "/api/v1/settings", map[string]string{"lease_duration": "10s", "sweep_interval": "1s"}, nil)
+}

@@ -76,10 +76,12 @@
 //
 // # Crashes
 //
-// A reserved row untouched for longer than a request may take (read_timeout plus
-// write_timeout plus a minute) was left by an interrupted request. A copy of the message
-// arriving then takes the row over (a conditional update of the claim token) and
-// finishes it; before, it is answered 503 (being processed). The background loop does
+// The request that reserved a row renews it every 10 seconds until the row is answered
+// (storing and recording are local work: the body was read before, the MDN is written
+// after). A reserved row not renewed for 30 seconds was left by an interrupted request,
+// a crashed process's included. A copy of the message arriving then takes the row over
+// (a conditional update of the claim token) and finishes it; before, it is answered 503
+// (being processed). The background loop does
 // the same for rows nobody resends: a message that was stored (found with
 // persistence.Store.FindMessageByOrigin) has the MDN stored with it as its receipt read
 // back, recorded and queued if asynchronous, so every copy of the MDN carries the same

@@ -251,6 +251,8 @@ func fileNameFromMessageID(id string) persistence.FileName {
 // records both on the row. takeover is set when an earlier attempt may have stored the
 // message before it was interrupted.
 func (rc *Receiver) take(ctx context.Context, w http.ResponseWriter, x *exchange, row *inboundRow, takeover bool) {
+	stop := rc.holdReservation(ctx, row)
+	defer stop()
 	var (
 		msg    persistence.Message
 		mdn    builtMDN
@@ -314,6 +316,8 @@ func (rc *Receiver) take(ctx context.Context, w http.ResponseWriter, x *exchange
 	}
 	rc.log.InfoContext(ctx, "AS2 message received", "as2_message_id", row.AS2MessageID, "as2_from", row.AS2From,
 		"as2_to", row.AS2To, "layers", row.Layers, "disposition", row.Disposition, "mdn", string(row.MDNMode))
+	// The row is answered: the partner reading the MDN, however slowly, holds nothing.
+	stop()
 	rc.respond(ctx, w, x, row, true)
 }
 

@@ -78,9 +78,10 @@ type Receiver struct {
 	// perAddress and perPartner keep one source or one partner from taking every slot.
 	perAddress, perPartner *keyedLimit
 	client                 *http.Client
-	// staleAfter is how long a reserved row may stay unfinished before another request
-	// or the background loop takes it over: longer than any request may run.
-	staleAfter time.Duration
+	// staleAfter is how long a reserved row may stay unrenewed before another request
+	// or the background loop takes it over; renewEvery is how often the request that
+	// holds it renews it (see reservationLease).
+	staleAfter, renewEvery time.Duration
 	// rows runs the reservations and answers of concurrent requests in shared
 	// transactions.
 	rows *rowWriter
@@ -178,7 +179,8 @@ func newReceiver(deps Deps, name persistence.InstanceName, cfg *Config) (*Receiv
 		perPartner:  newKeyedLimit(cfg.MaxRequestsPerPartner),
 		rows:        newRowWriter(deps.DB),
 		client:      client,
-		staleAfter:  time.Duration(cfg.ReadTimeout) + time.Duration(cfg.WriteTimeout) + time.Minute,
+		staleAfter:  reservationLease,
+		renewEvery:  reservationRenew,
 		backoff:     defaultBackoff,
 		maxAttempts: defaultMaxAttempts,
 		tick:        5 * time.Second,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"wharf/internal/persistence"
 	"wharf/internal/protocol/as2/mime"
@@ -97,7 +99,8 @@ func (rc *Receiver) unavailable(ctx context.Context, w http.ResponseWriter, x *e
 
 func (rc *Receiver) busy(ctx context.Context, w http.ResponseWriter, x *exchange, text string) {
 	rc.log.InfoContext(ctx, "AS2 request deferred", "as2_message_id", x.env.messageID, "reason", text)
-	w.Header().Set("Retry-After", "60")
+	// Within a lease the row is finished, or stale and taken over by the resend.
+	w.Header().Set("Retry-After", strconv.Itoa(int(reservationLease/time.Second)))
 	textAnswer(w, http.StatusServiceUnavailable, text)
 }
 

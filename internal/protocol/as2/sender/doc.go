@@ -25,5 +25,7 @@
 // both are accepted. A sync MDN that does not verify fails the attempt; an async one is
 // refused and settles nothing, since anyone can post one. The first authentic receipt of
 // a message is kept as its receipt payload stage, as a MIME entity (its Content-Type, then
-// the body as received) that can be verified again.
+// the body as received) that can be verified again. A sync MDN's blob is written before
+// the attempt's outcome records it; when the process ends in between, the attempt that
+// finds the Message-ID settled records that blob with the outcome.
 package sender

@@ -112,7 +112,7 @@ func (c *core) keepReceipt(ctx context.Context, rec OutboundRecord, contentType 
 // storeReceipt stores the MDN of a record that holds the message's receipt claim, durably
 // and recorded; on failure the claim is given back.
 func (c *core) storeReceipt(ctx context.Context, rec OutboundRecord, contentType string, body []byte) error {
-	p, err := c.putReceipt(ctx, rec, contentType, body)
+	p, err := c.putReceipt(ctx, rec, contentType, body, storage.NoReplace())
 	if err != nil || p == nil {
 		return err
 	}
@@ -129,21 +129,25 @@ func (c *core) storeReceipt(ctx context.Context, rec OutboundRecord, contentType
 }
 
 // writeReceipt writes the MDN's blob without flushing it, for the engine to flush and
-// record with the outcome; nil when the message has a receipt already.
-func (c *core) writeReceipt(ctx context.Context, rec OutboundRecord, contentType string, body []byte) (*persistence.Payload, error) {
-	return c.putReceipt(ctx, rec, contentType, body, storage.DeferSync())
+// record with the outcome; nil when the message has a receipt blob already, unless
+// replace.
+func (c *core) writeReceipt(ctx context.Context, rec OutboundRecord, contentType string, body []byte, replace bool) (*persistence.Payload, error) {
+	if replace {
+		return c.putReceipt(ctx, rec, contentType, body, storage.DeferSync())
+	}
+	return c.putReceipt(ctx, rec, contentType, body, storage.DeferSync(), storage.NoReplace())
 }
 
 // putReceipt writes the receipt blob: a MIME entity (its Content-Type, then the body as
-// received), so it can be verified again later. A message relayed from an inbound
-// exchange already has a receipt (the MDN we answered); its blob is not replaced and nil
-// is returned. On failure the claim is given back.
+// received), so it can be verified again later. With storage.NoReplace an existing blob
+// stays and nil is returned: a message relayed from an inbound exchange already has a
+// receipt (the MDN we answered). On failure the claim is given back.
 func (c *core) putReceipt(ctx context.Context, rec OutboundRecord, contentType string, body []byte, opts ...storage.PutOption) (*persistence.Payload, error) {
 	var entity bytes.Buffer
 	entity.Grow(len(body) + len(contentType) + 48)
 	entity.WriteString("MIME-Version: 1.0\r\nContent-Type: " + headerValue(contentType) + "\r\n\r\n")
 	entity.Write(body)
-	blob, err := c.blobs.Put(ctx, rec.MessageID, persistence.PayloadReceipt, &entity, append(opts, storage.NoReplace())...)
+	blob, err := c.blobs.Put(ctx, rec.MessageID, persistence.PayloadReceipt, &entity, opts...)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, nil
 	}
@@ -284,6 +288,13 @@ func (s *Sender) plan(ctx context.Context, a delivery.Attempt) (rec OutboundReco
 	if res, ok := knownOutcome(rec); ok {
 		s.log.InfoContext(ctx, "AS2 message already has an outcome; not sent again",
 			"as2_message_id", rec.AS2MessageID, "outcome", rec.Outcome)
+		p, err := s.unrecordedReceipt(ctx, rec)
+		if err != nil {
+			// The outcome stands without it, as it does when a receipt cannot be kept.
+			s.log.ErrorContext(ctx, "recover the message's receipt", "error", err)
+		} else if p != nil {
+			res.Payloads = []persistence.Payload{*p}
+		}
 		return rec, false, res, true
 	}
 	return rec, false, delivery.Result{}, false
@@ -605,23 +616,7 @@ func (s *Sender) syncReceipt(ctx context.Context, rec *OutboundRecord, out profi
 		res.Outcome, res.Reason = OutcomeFailed, v.Reason
 	}
 	m := mdnRecord(v, profile.MDNSync, resp.Header.Get("Message-ID"), s.now())
-	// One write records the MDN and claims the message's receipt stage; the receipt's
-	// blob is then written and handed to the engine, which flushes and records it with
-	// the outcome. The outcome stands either way: the partner has the message whether or
-	// not its receipt could be kept.
-	_, claimed, err := recordMDN(ctx, s.db, rec.ID, rec.MessageID, m, res, true)
-	if err != nil {
-		s.log.ErrorContext(ctx, "record the MDN", "error", err)
-	}
-	var receipt []persistence.Payload
-	if claimed {
-		p, err := s.writeReceipt(ctx, *rec, contentType, body)
-		if err != nil {
-			s.log.ErrorContext(ctx, "keep the MDN as the message's receipt", "error", err)
-		} else if p != nil {
-			receipt = []persistence.Payload{*p}
-		}
-	}
+	receipt := s.recordSyncMDN(ctx, rec, m, res, contentType, body)
 	result := delivery.Delivered()
 	if !v.Accepted {
 		s.log.WarnContext(ctx, "partner's MDN refuses the message", "as2_message_id", rec.AS2MessageID, "reason", v.Reason)
