@@ -160,6 +160,9 @@ func FuzzUnpack(f *testing.F) {
 			}
 		}
 		streamed, serr := UnpackReader(contentType, header, bytes.NewReader(body), int64(len(body)), opts)
+		if randomKey(res) || randomKey(streamed) {
+			return
+		}
 		if (err == nil) != (serr == nil) {
 			t.Fatalf("Unpack: %v; UnpackReader: %v", err, serr)
 		}
@@ -167,6 +170,14 @@ func FuzzUnpack(f *testing.F) {
 			t.Fatalf("Unpack and UnpackReader disagree on the payload or its name")
 		}
 	})
+}
+
+// randomKey reports a CBC layer whose key came by PKCS #1 v1.5: one that does not
+// decrypt yields a random key rather than an error (so the padding check leaks
+// nothing), and what it decrypts to may then pass a check by chance.
+func randomKey(res *Result) bool {
+	d := res.Decryption
+	return d != nil && d.KeyTransport == cms.RSAPKCS1v15 && d.Cipher != cms.AES128GCM && d.Cipher != cms.AES256GCM
 }
 
 // FuzzParseMDN reads partners' MDNs, signed and not.
