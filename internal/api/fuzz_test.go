@@ -11,7 +11,8 @@ import (
 
 // FuzzDecodeStrict decodes request bodies into the REST API's input types as their
 // handlers do. A body is refused with a field error naming what was wrong (a 400), or
-// decodes to a value that encodes and decodes back to itself.
+// decodes to a value that encodes and decodes back to itself (settings: to raw values
+// that are JSON).
 func FuzzDecodeStrict(f *testing.F) {
 	targets := []func() any{
 		func() any { return &routeInput{} },
@@ -38,6 +39,16 @@ func FuzzDecodeStrict(f *testing.F) {
 			var fe *persistence.FieldError
 			if !errors.As(err, &fe) || fe.Field == "" || fe.Message == "" {
 				t.Fatalf("%T: refusal %v is not a field error", dst, err)
+			}
+			return
+		}
+		if m, ok := dst.(*map[string]json.RawMessage); ok {
+			// Raw values are kept as sent (encoding would escape them anew): each is
+			// one JSON value for the handler to read.
+			for k, v := range *m {
+				if !json.Valid(v) {
+					t.Fatalf("setting %q holds %q, not JSON", k, v)
+				}
 			}
 			return
 		}
