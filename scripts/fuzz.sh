@@ -43,7 +43,7 @@ while read -r dir name; do
 	rate=$((execs / (seconds > 0 ? seconds : 1)))
 	printf '%-28s %-32s %12s %8s %10s  %s\n' "$name" "$dir" "$execs" "$elapsed" "$rate" "$result"
 	if [[ $result == FAIL ]]; then
-		grep -E 'Failing input written to|--- FAIL|panic:|fuzz_test.go' "$log" | head -5 | sed 's/^/    /'
+		grep -vE '^fuzz: elapsed' "$log" | tail -12 | sed 's/^/    /'
 	fi
 done < <(targets)
 exit $failed
