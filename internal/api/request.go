@@ -69,7 +69,11 @@ func jsonError(err error) error {
 		return invalid(te.Field, "must be a JSON "+jsonKind(te.Type.Kind().String()))
 	}
 	if rest, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return invalid(strings.Trim(rest, `"`), "unknown field")
+		if name := strings.Trim(rest, `"`); name != "" {
+			return invalid(name, "unknown field")
+		}
+		// A field error names a field: the empty name is the body's fault.
+		return invalid("body", `unknown field ""`)
 	}
 	return invalid("body", err.Error())
 }

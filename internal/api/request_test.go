@@ -26,6 +26,7 @@ func TestDecodeStrict(t *testing.T) {
 		{`{"name":"a"}`, ""},
 		{` {"name":"a"} ` + "\n", ""},
 		{`{"name":"a","colour":"red"}`, "colour"},
+		{`{"":"a"}`, "body"},
 		{`{"name":1}`, "name"},
 		{`{"nested":{"n":"x"}}`, "nested.n"},
 		{`{"ordered":"yes"}`, "ordered"},

@@ -29,6 +29,14 @@ type Deliverer interface {
 	Deliver(ctx context.Context, a Attempt) Result
 }
 
+// Recoverer is implemented by a Deliverer that keeps its own retry schedule (the AS2
+// sender follows the partner's profile and leaves its instance policy as a backstop).
+// When Deliver panics, the engine hands it the panic as cause and records the Result it
+// returns, so the attempt is retried on that schedule rather than the backstop's.
+type Recoverer interface {
+	Recovered(ctx context.Context, a Attempt, cause error) Result
+}
+
 // ErrorClass tells the retry policy what kind of failure it is deciding on.
 type ErrorClass string
 

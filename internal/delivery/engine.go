@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -517,15 +518,35 @@ func (w *worker) keepPayloads(ctx context.Context, c persistence.Claim, res Resu
 		AckDeadline: res.Deadline})
 }
 
-// deliver runs the target, turning a panic into a failed attempt.
+// deliver runs the target, turning a panic into a failed attempt: a transient failure
+// that names the panic, retried on the target's own schedule (see Recoverer) like any
+// other failure, so a message that makes a target panic is not sent again every second.
 func (w *worker) deliver(ctx context.Context, a Attempt) (res Result) {
 	defer func() {
 		if r := recover(); r != nil {
-			w.log.ErrorContext(ctx, "target panicked", "panic", r)
-			res = Transient(ClassTransport, fmt.Errorf("target %s failed unexpectedly", w.name))
+			cause := fmt.Errorf("target %s panicked: %v", w.name, r)
+			w.log.ErrorContext(ctx, "target panicked", "panic", r, "attempt", a.Number, "stack", string(debug.Stack()))
+			res = w.recovered(ctx, a, cause)
 		}
 	}()
 	return w.d.Deliver(ctx, a)
+}
+
+// recovered asks a Recoverer target how to go on after a panic; any other target, or one
+// whose Recovered panics too, gets a transient failure under its instance's retry policy.
+func (w *worker) recovered(ctx context.Context, a Attempt, cause error) (res Result) {
+	res = Transient(ClassTransport, cause)
+	rc, ok := w.d.(Recoverer)
+	if !ok {
+		return res
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			w.log.ErrorContext(ctx, "target panicked while recovering from a panic", "panic", r, "stack", string(debug.Stack()))
+			res = Transient(ClassTransport, cause)
+		}
+	}()
+	return rc.Recovered(ctx, a, cause)
 }
 
 // renew keeps the lease alive while the attempt runs; a lost claim cancels nothing in

@@ -135,15 +135,7 @@ func DecodeTransferEncoding(cte string, body []byte) ([]byte, error) {
 				clean = append(clean, c)
 			}
 		}
-		out := make([]byte, base64.StdEncoding.DecodedLen(len(clean)))
-		n, err := base64.StdEncoding.Decode(out, clean)
-		if err != nil {
-			n, err = base64.RawStdEncoding.Decode(out, bytes.TrimRight(clean, "="))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: base64: %w", ErrTransferEncoding, err)
-		}
-		return out[:n], nil
+		return decodeBase64(clean)
 	case "quoted-printable":
 		out, err := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(body)))
 		if err != nil {
@@ -152,6 +144,25 @@ func DecodeTransferEncoding(cte string, body []byte) ([]byte, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrTransferEncoding, cte)
+}
+
+// decodeBase64 decodes padded base64 and, as some partners send it, base64
+// with its padding left off or cut short. Each attempt gets a buffer sized
+// for its own encoding: the unpadded form decodes to more bytes than
+// StdEncoding.DecodedLen reserves for the same input length.
+func decodeBase64(clean []byte) ([]byte, error) {
+	out := make([]byte, base64.StdEncoding.DecodedLen(len(clean)))
+	n, err := base64.StdEncoding.Decode(out, clean)
+	if err == nil {
+		return out[:n], nil
+	}
+	raw := bytes.TrimRight(clean, "=")
+	out = make([]byte, base64.RawStdEncoding.DecodedLen(len(raw)))
+	n, err = base64.RawStdEncoding.Decode(out, raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: base64: %w", ErrTransferEncoding, err)
+	}
+	return out[:n], nil
 }
 
 // splitMultipart returns each body part of a multipart body byte for byte:

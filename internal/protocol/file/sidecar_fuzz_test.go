@@ -1,0 +1,43 @@
+package file
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// FuzzParseSidecar reads <file>.meta.json as the poller does. A sidecar is refused with
+// a message naming it, or gives ids within bounds and free of control characters that
+// encode back to a sidecar reading the same.
+func FuzzParseSidecar(f *testing.F) {
+	for _, s := range []string{
+		`{"correlation_id":"PO-4711","origin_event_id":"erp-9f1c"}`, `{"correlation_id":"c"}`, `{}`,
+		`{"correlation_id":"a\u0007"}`, `{"colour":"red"}`, `{"correlation_id":"c"} {}`, `{"correlation_id":1}`,
+		`{"origin_event_id":"` + strings.Repeat("x", maxSidecarID+1) + `"}`, `null`, ``, `{"correlation_id":"\ud800"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := parseSidecar(data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "sidecar: ") {
+				t.Fatalf("refusal %q does not name the sidecar", err)
+			}
+			return
+		}
+		for _, v := range []string{s.CorrelationID, s.OriginEventID} {
+			if len(v) > maxSidecarID || strings.IndexFunc(v, unicode.IsControl) >= 0 {
+				t.Fatalf("id %q accepted", v)
+			}
+		}
+		enc, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := parseSidecar(enc)
+		if err != nil || again != s {
+			t.Fatalf("%+v encodes as %s, which reads as %+v (%v)", s, enc, again, err)
+		}
+	})
+}
