@@ -61,7 +61,9 @@ func (r recoveringTarget) Recovered(_ context.Context, _ delivery.Attempt, cause
 // its instance policy, or what a Recoverer target decides over a 1 s backstop policy.
 func TestEnginePanickingTargetFollowsItsPolicy(t *testing.T) {
 	second := delivery.RetryPolicy{Strategy: delivery.RetryFixed, Base: delivery.Duration(time.Second), MaxDelay: delivery.Duration(time.Second)}
-	hour := delivery.RetryPolicy{Strategy: delivery.RetryFixed, Base: delivery.Duration(time.Hour)}
+	// No jitter: the test holds the exact time of the next attempt.
+	noJitter := 0.0
+	hour := delivery.RetryPolicy{Strategy: delivery.RetryFixed, Base: delivery.Duration(time.Hour), Jitter: &noJitter}
 	tests := []struct {
 		name      string
 		recoverer bool

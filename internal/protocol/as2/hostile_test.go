@@ -8,27 +8,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"wharf/internal/certs/certstest"
-	"wharf/internal/persistence/db/dbtest"
 	"wharf/internal/protocol/as2/as2test"
 )
-
-// eachDB runs fn with SQLite, and with PostgreSQL when the test database is configured.
-func eachDB(t *testing.T, fn func(t *testing.T, dbURL string)) {
-	dbs := map[string]string{"sqlite": ""}
-	if os.Getenv(dbtest.PostgresURLEnv) != "" {
-		dbs["postgres"] = dbtest.PostgresURL(t)
-	}
-	for name, url := range dbs {
-		t.Run(name, func(t *testing.T) { fn(t, url) })
-	}
-}
 
 // setupPartner gives p a local profile and the partner "x" (AS2 id PARTNER-X) sending and
 // receiving at endpoint without signing, encryption or a signed MDN.
@@ -63,7 +50,7 @@ func TestUnpaddedBase64Inbound(t *testing.T) {
 			body: "--s\r\nContent-Type: application/edi-x12\r\nContent-Transfer-Encoding: base64\r\n\r\nQQ\r\n" +
 				"--s\r\nContent-Type: application/pkcs7-signature\r\nContent-Transfer-Encoding: base64\r\n\r\nQQ\r\n--s--\r\n"},
 	}
-	eachDB(t, func(t *testing.T, dbURL string) {
+	eachGatewayDB(t, func(t *testing.T, dbURL string) {
 		b := startPeer(t, "WHARF-B", dbURL)
 		setupPartner(t, b, "http://127.0.0.1:1/as2")
 		client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxConnsPerHost: 1}}
@@ -108,7 +95,7 @@ func TestUnpaddedBase64Inbound(t *testing.T) {
 // TestUnpaddedBase64PartnerMDN sends to a partner whose synchronous MDN has a text part in
 // unpadded base64: the MDN is read and settles the delivery at the first attempt.
 func TestUnpaddedBase64PartnerMDN(t *testing.T) {
-	eachDB(t, func(t *testing.T, dbURL string) {
+	eachGatewayDB(t, func(t *testing.T, dbURL string) {
 		var requests atomic.Int32
 		partner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			requests.Add(1)

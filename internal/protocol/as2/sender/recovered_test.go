@@ -28,7 +28,8 @@ func (panickingBlobs) Open(context.Context, string) (io.ReadCloser, error) {
 func TestPanickingSendFollowsPartnerPolicy(t *testing.T) {
 	dbtest.ForEachModules(t, moduleSchemas(t), func(t *testing.T, s *db.Store) {
 		b, p := harness(t, s, func(o *profile.Outbound) {
-			o.Remote.Retry = delivery.RetryPolicy{Strategy: delivery.RetryFixed, Base: delivery.Duration(10 * time.Minute)}
+			noJitter := 0.0 // the test holds the time of the next attempt
+			o.Remote.Retry = delivery.RetryPolicy{Strategy: delivery.RetryFixed, Base: delivery.Duration(10 * time.Minute), Jitter: &noJitter}
 		})
 		p.setAnswer(p.answerMDN(positive))
 		sig := &signals{}
