@@ -26,6 +26,7 @@ import (
 type corpusCase struct {
 	ID                string            `json:"id"`
 	Group             string            `json:"group"`
+	AS2From           string            `json:"as2_from"`
 	MessageID         string            `json:"message_id"`
 	SenderCertificate string            `json:"sender_certificate"`
 	Files             map[string]string `json:"files"`
@@ -184,17 +185,20 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 	gogw := party{id: "gogw", name: "gogw", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/gogw.crt")), key: as2test.PEMPrivateKey(t, as2test.CorpusFile(t, dir, "keys/gogw.key"))}
 	peera := party{id: "peera", name: "peera", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/peera.crt"))}
 	peerb := party{id: "peerb", name: "peerb", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/peerb.crt"))}
+	peerc := party{id: "peerc", name: "peerc", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/peerc.crt"))}
 	// pyas2-lib checks a MIC computed with its signature's digest (see the corpus
 	// README); OpenAS2 the one with the requested algorithm.
 	preferSignature := func(r *profile.Remote) { r.MICPreference = profile.MICPreferSignature }
 
 	forEachDB(t, func(t *testing.T, s *db.Store) {
-		b := newBench(t, s, []party{gogw}, []party{peera, peerb})
+		b := newBench(t, s, []party{gogw}, []party{peera, peerb, peerc})
 		secureDir, relaxedDir := newDirectory(), newDirectory()
 		secureDir.add(inbound(gogw, peera, nil))
 		secureDir.add(inbound(gogw, peerb, preferSignature))
+		secureDir.add(inbound(gogw, peerc, nil))
 		relaxedDir.add(inbound(gogw, peera, relaxed))
 		relaxedDir.add(inbound(gogw, peerb, func(r *profile.Remote) { relaxed(r); preferSignature(r) }))
+		relaxedDir.add(inbound(gogw, peerc, relaxed))
 		secure := b.start("as2_secure", secureDir, nil, tune)
 		lax := b.start("as2_relaxed", relaxedDir, nil, tune)
 		listener := newMDNListener(t)
@@ -279,11 +283,7 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 				if string(msg.OriginalFileName) != wantName {
 					t.Errorf("file name %q, want %q", msg.OriginalFileName, wantName)
 				}
-				wantFrom := persistence.PartyName("peerb")
-				if strings.HasPrefix(name, "oa") {
-					wantFrom = "peera"
-				}
-				if msg.From != wantFrom || msg.To != "gogw" || msg.CorrelationID != c.MessageID || msg.OriginEventID != c.MessageID {
+				if wantFrom := persistence.PartyName(c.AS2From); msg.From != wantFrom || msg.To != "gogw" || msg.CorrelationID != c.MessageID || msg.OriginEventID != c.MessageID {
 					t.Errorf("message %+v", msg)
 				}
 				if c.Expected.MDNRequested != "none" {
@@ -351,8 +351,8 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 				}
 			})
 		}
-		if n != 30 {
-			t.Errorf("%d inbound cases, want 30", n)
+		if n != 31 {
+			t.Errorf("%d inbound cases, want 31", n)
 		}
 	})
 }

@@ -86,13 +86,14 @@ func newCore(deps Deps) (*core, error) {
 // certificates.
 func (c *core) expectation(rec OutboundRecord, out profile.Outbound) expectation {
 	return expectation{
-		MessageID:    rec.AS2MessageID,
-		SignedMDN:    rec.SignedMDN,
-		Expected:     parseMICs(rec.ExpectedMICs),
-		Fallback:     parseMICs(rec.fallbackMICs),
-		Certificates: out.PartnerCertificates,
-		AllowSHA1:    out.Remote.AllowSHA1,
-		Now:          c.now(),
+		MessageID:     rec.AS2MessageID,
+		SignedMDN:     rec.SignedMDN,
+		MessageSigned: rec.SigningAlgorithm != profile.SignNone,
+		Expected:      parseMICs(rec.ExpectedMICs),
+		Fallback:      parseMICs(rec.fallbackMICs),
+		Certificates:  out.PartnerCertificates,
+		AllowSHA1:     out.Remote.AllowSHA1,
+		Now:           c.now(),
 	}
 }
 
@@ -622,7 +623,7 @@ func (s *Sender) syncReceipt(ctx context.Context, rec *OutboundRecord, out profi
 			receipt = []persistence.Payload{*p}
 		}
 	}
-	result := delivery.Delivered()
+	result := delivery.DeliveredNote(v.Note)
 	if !v.Accepted {
 		s.log.WarnContext(ctx, "partner's MDN refuses the message", "as2_message_id", rec.AS2MessageID, "reason", v.Reason)
 		result = delivery.Permanent(errors.New(v.Reason))
