@@ -590,11 +590,11 @@ func (s *Sender) syncReceipt(ctx context.Context, rec *OutboundRecord, out profi
 		return s.retry(ctx, rec, out.Remote.Retry, class, errors.New("the connection failed while the MDN was read"), time.Time{}, code, software)
 	}
 	if int64(len(body)) > limit {
-		return s.fail(ctx, rec, fmt.Errorf("the MDN is larger than %d KiB", s.cfg.MaxMDNKiB), code, software)
+		return s.fail(ctx, rec, fmt.Errorf("the MDN is larger than %d KiB; raise the sender's max_mdn_kib or ask the partner why its receipt is so large", s.cfg.MaxMDNKiB), code, software)
 	}
 	contentType := resp.Header.Get("Content-Type")
 	if len(bytes.TrimSpace(body)) == 0 || contentType == "" {
-		return s.fail(ctx, rec, fmt.Errorf("the partner answered HTTP %d without the MDN requested", code), code, software)
+		return s.fail(ctx, rec, fmt.Errorf("the partner answered HTTP %d without the MDN requested; ask the partner whether it took the message and to answer with an MDN, or set mdn_mode to async or none if that is what it does", code), code, software)
 	}
 	v := judge(contentType, body, s.expectation(*rec, out))
 	if !v.Definitive {
