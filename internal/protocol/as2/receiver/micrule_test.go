@@ -19,43 +19,36 @@ func TestChooseMICRule(t *testing.T) {
 		pythonID = "<179603083596.16311.2375965411303868142@localhost>"
 		otherID  = "<wharf-1-2-abc@wharf.test>"
 	)
+	const openAS2 = "OpenAS2 Server v4.9.0 (class org.openas2.processor.sender.AS2SenderModule)"
+	// request is what the rule reads: User-Agent, AS2-Version, Disposition-Notification-
+	// Options and Message-ID.
+	type request struct{ ua, version, options, id string }
 	tests := []struct {
 		name    string
 		pref    profile.MICPreference
-		header  map[string]string
+		req     request
 		want    mime.MICPreference
 		wantWhy string
 	}{
-		{"OpenAS2 by User-Agent", profile.MICPreferAuto, map[string]string{
-			"User-Agent": "OpenAS2 Server v4.9.0 (class org.openas2.processor.sender.AS2SenderModule)", "AS2-Version": "1.1",
-			"Disposition-Notification-Options": dashed, "Message-ID": "<20261130092701+0000-315195-peera_gogw>"},
+		{"OpenAS2 by User-Agent", profile.MICPreferAuto, request{openAS2, "1.1", dashed, "<20261130092701+0000-315195-peera_gogw>"},
 			mime.MICRequested, "requested algorithm (auto: OpenAS2 recognised by its User-Agent)"},
-		{"pyas2-lib by its headers", profile.MICPreferAuto, map[string]string{
-			"AS2-Version": "1.2", "Disposition-Notification-Options": hashlib, "Message-ID": pythonID},
+		{"pyas2-lib by its headers", profile.MICPreferAuto, request{"", "1.2", hashlib, pythonID},
 			mime.MICSignatureDigest, "signature's digest (auto: pyas2-lib recognised by its headers"},
-		{"django-pyas2 by User-Agent", profile.MICPreferAuto, map[string]string{
-			"User-Agent": "pyAS2 Open Source AS2 Software", "AS2-Version": "1.2", "Disposition-Notification-Options": dashed, "Message-ID": otherID},
+		{"django-pyas2 by User-Agent", profile.MICPreferAuto, request{"pyAS2 Open Source AS2 Software", "1.2", dashed, otherID},
 			mime.MICSignatureDigest, "signature's digest (auto: pyas2 recognised by its User-Agent)"},
-		{"OpenAS2 by Server", profile.MICPreferAuto, map[string]string{
-			"Server": "OpenAS2 Server", "AS2-Version": "1.1", "Disposition-Notification-Options": hashlib, "Message-ID": pythonID},
+		{"OpenAS2 over pyas2-lib's spellings", profile.MICPreferAuto, request{"OpenAS2 Server", "1.2", hashlib, pythonID},
 			mime.MICRequested, "requested algorithm (auto: OpenAS2 recognised"},
-		{"hashlib spelling alone", profile.MICPreferAuto, map[string]string{
-			"AS2-Version": "1.2", "Disposition-Notification-Options": hashlib, "Message-ID": otherID},
+		{"hashlib spelling alone", profile.MICPreferAuto, request{"", "1.2", hashlib, otherID},
 			mime.MICRequested, "requested algorithm (auto: no known product recognised)"},
-		{"Python Message-ID, RFC spelling", profile.MICPreferAuto, map[string]string{
-			"AS2-Version": "1.2", "Disposition-Notification-Options": dashed, "Message-ID": pythonID},
+		{"Python Message-ID, RFC spelling", profile.MICPreferAuto, request{"", "1.2", dashed, pythonID},
 			mime.MICRequested, "requested algorithm (auto: no known product recognised)"},
-		{"another product's User-Agent", profile.MICPreferAuto, map[string]string{
-			"User-Agent": "Mendelson AS2", "AS2-Version": "1.2", "Disposition-Notification-Options": hashlib, "Message-ID": pythonID},
+		{"another product's User-Agent", profile.MICPreferAuto, request{"Mendelson AS2", "1.2", hashlib, pythonID},
 			mime.MICRequested, "requested algorithm (auto: no known product recognised)"},
-		{"AS2-Version 1.1 with pyas2-lib's spellings", profile.MICPreferAuto, map[string]string{
-			"AS2-Version": "1.1", "Disposition-Notification-Options": hashlib, "Message-ID": pythonID},
+		{"AS2-Version 1.1 with pyas2-lib's spellings", profile.MICPreferAuto, request{"", "1.1", hashlib, pythonID},
 			mime.MICRequested, "requested algorithm (auto: no known product recognised)"},
-		{"profile says requested", profile.MICPreferRequested, map[string]string{
-			"AS2-Version": "1.2", "Disposition-Notification-Options": hashlib, "Message-ID": pythonID},
+		{"profile says requested", profile.MICPreferRequested, request{"", "1.2", hashlib, pythonID},
 			mime.MICRequested, "requested algorithm (partner profile: requested)"},
-		{"profile says signature", profile.MICPreferSignature, map[string]string{
-			"User-Agent": "OpenAS2 Server v4.9.0", "AS2-Version": "1.1", "Disposition-Notification-Options": dashed, "Message-ID": otherID},
+		{"profile says signature", profile.MICPreferSignature, request{openAS2, "1.1", dashed, otherID},
 			mime.MICSignatureDigest, "signature's digest (partner profile: signature)"},
 	}
 	for _, tt := range tests {
@@ -65,8 +58,11 @@ func TestChooseMICRule(t *testing.T) {
 			h.Set("AS2-From", "partner")
 			h.Set("AS2-To", "us")
 			h.Set("Disposition-Notification-To", "partner@example.invalid")
-			for k, v := range tt.header {
-				h.Set(k, v)
+			h.Set("AS2-Version", tt.req.version)
+			h.Set("Disposition-Notification-Options", tt.req.options)
+			h.Set("Message-ID", tt.req.id)
+			if tt.req.ua != "" {
+				h.Set("User-Agent", tt.req.ua)
 			}
 			env, err := readEnvelope(h, 100)
 			if err != nil {
