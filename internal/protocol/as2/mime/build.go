@@ -241,7 +241,9 @@ func build(r io.Reader, size int64, fileName string, opts BuildOptions, keep boo
 	if opts.Compress {
 		// The MIC covers the uncompressed entity unless a signature covers
 		// the compressed one; the entity is hashed on its way to zlib and
-		// never held.
+		// never held. Without encryption either, it covers the content
+		// alone (RFC 4130 7.3.1), as the receiver of a compressed-only
+		// message computes it.
 		var micOut io.Writer
 		var kept *bytes.Buffer
 		if opts.Sign == nil {
@@ -251,7 +253,8 @@ func build(r io.Reader, size int64, fileName string, opts BuildOptions, keep boo
 				micOut = io.MultiWriter(mics, kept)
 			}
 		}
-		if buf, err = compressEntity(r, size, entityHeader(payloadFields), micOut, tail); err != nil {
+		micHeader := opts.Encrypt != nil
+		if buf, err = compressEntity(r, size, entityHeader(payloadFields), micOut, micHeader, tail); err != nil {
 			return nil, err
 		}
 		if kept != nil {
@@ -351,9 +354,9 @@ func (b *Built) setMICs(h *micHasher, micAlg, signDigest cms.DigestAlgorithm) {
 }
 
 // compressEntity streams the entity (header, then the payload read from r)
-// through zlib into a buffer, and through micOut unless it is nil, and
-// returns the CompressedData in the buffer.
-func compressEntity(r io.Reader, size int64, header string, micOut io.Writer, tail int) (*layerBuf, error) {
+// through zlib into a buffer, and through micOut unless it is nil (the
+// header too when micHeader), and returns the CompressedData in the buffer.
+func compressEntity(r io.Reader, size int64, header string, micOut io.Writer, micHeader bool, tail int) (*layerBuf, error) {
 	n := size + int64(len(header))
 	// Room for incompressible content, which zlib stores in blocks with a
 	// few bytes each.
@@ -363,7 +366,11 @@ func compressEntity(r io.Reader, size int64, header string, micOut io.Writer, ta
 	if micOut != nil {
 		w = io.MultiWriter(micOut, c)
 	}
-	if _, err := io.WriteString(w, header); err != nil {
+	hw := io.Writer(c)
+	if micHeader {
+		hw = w
+	}
+	if _, err := io.WriteString(hw, header); err != nil {
 		return nil, fmt.Errorf("build: %w", err)
 	}
 	if _, err := io.Copy(w, r); err != nil {

@@ -23,15 +23,17 @@ type corpusCase struct {
 		CMSAlgorithmProtection *bool  `json:"cms_algorithm_protection"`
 	} `json:"layer_details"`
 	Expected struct {
-		Signed               bool     `json:"signed"`
-		Encrypted            bool     `json:"encrypted"`
-		Compressed           bool     `json:"compressed"`
-		Layers               []string `json:"layers"`
-		Filename             *string  `json:"filename"`
-		MIC                  string   `json:"mic"`
-		MICAlgorithm         string   `json:"mic_algorithm"`
-		Disposition          string   `json:"disposition"`
-		OriginalMessageID    string   `json:"original_message_id"`
+		Signed            bool     `json:"signed"`
+		Encrypted         bool     `json:"encrypted"`
+		Compressed        bool     `json:"compressed"`
+		Layers            []string `json:"layers"`
+		Filename          *string  `json:"filename"`
+		MIC               string   `json:"mic"`
+		MICAlgorithm      string   `json:"mic_algorithm"`
+		Disposition       string   `json:"disposition"`
+		OriginalMessageID string   `json:"original_message_id"`
+		// MICIfHeadersIncluded is a wrong MIC the partner rejects (compressed only).
+		MICIfHeadersIncluded *micValue `json:"mic_if_headers_included"`
 		MICAlgorithmConflict *struct {
 			SignatureDigest      micValue `json:"signature_digest"`
 			FirstRequestedMICAlg micValue `json:"first_requested_micalg"`

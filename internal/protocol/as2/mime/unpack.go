@@ -99,8 +99,8 @@ type Result struct {
 	// byte as received: what the signature and the MIC cover.
 	SignedContent []byte
 	// MICContent is what the MIC covers: SignedContent when signed, else
-	// the decrypted or decompressed entity with its headers, else the
-	// payload alone.
+	// the decrypted (and decompressed) entity with its headers when
+	// encrypted, else the payload alone.
 	MICContent []byte
 	// MIC is computed over MICContent with the algorithm chosen from the
 	// request's signed-receipt-micalg and the signature.
@@ -432,10 +432,13 @@ func finish(res *Result, payload *Entity, unwrapped []byte, opts UnpackOptions) 
 	res.ContentType = payload.Header.Get("Content-Type")
 	res.RawFileName = payload.FileName()
 	res.FileName = sanitizeFileName(res.RawFileName)
+	// RFC 4130 7.3.1: a signed message's MIC covers the signed entity, an unsigned but
+	// encrypted one's the decrypted (and decompressed) entity with its headers, and an
+	// unsigned, unencrypted one's the content alone, even when it came compressed.
 	switch {
 	case res.SignedContent != nil:
 		res.MICContent = res.SignedContent
-	case unwrapped != nil:
+	case unwrapped != nil && res.Encrypted:
 		res.MICContent = unwrapped
 	default:
 		res.MICContent = content

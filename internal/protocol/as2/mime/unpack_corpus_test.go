@@ -103,6 +103,9 @@ func TestUnpackCorpusInbound(t *testing.T) {
 					t.Errorf("MIC %q (%s), want %q with %s", got, res.MIC.Algorithm, c.Expected.MIC, c.Expected.MICAlgorithm)
 				}
 			}
+			if h := c.Expected.MICIfHeadersIncluded; h != nil && strings.HasPrefix(res.MIC.String(), h.MIC+", ") {
+				t.Errorf("MIC %q covers the headers too, which the partner rejects", res.MIC)
+			}
 			if cf := c.Expected.MICAlgorithmConflict; cf != nil {
 				for _, v := range []micValue{cf.SignatureDigest, cf.FirstRequestedMICAlg} {
 					alg, _ := cms.ParseDigestAlgorithm(v.MICAlgorithm)
@@ -113,7 +116,7 @@ func TestUnpackCorpusInbound(t *testing.T) {
 			}
 		})
 	}
-	if n != 30 {
-		t.Errorf("%d inbound cases, want 30", n)
+	if n != 31 {
+		t.Errorf("%d inbound cases, want 31", n)
 	}
 }

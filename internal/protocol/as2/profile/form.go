@@ -71,7 +71,7 @@ var remoteForm = []formField{
 	{name: "require_signed", label: "Require signed messages", kind: module.FieldCheckbox, enc: encBool},
 	{name: "require_encrypted", label: "Require encrypted messages", kind: module.FieldCheckbox, enc: encBool},
 	{name: "allow_sha1", label: "Accept SHA-1 from this partner", kind: module.FieldCheckbox, enc: encBool},
-	{name: "mic_preference", label: "MIC of our MDNs", kind: module.FieldSelect, options: names(AllMICPreferences)},
+	{name: "mic_preference", label: "MIC of our MDNs", hint: "When the partner signs with one digest and asks for another MIC: auto follows its product (OpenAS2 the requested one, pyas2-lib the signature's), else the requested one.", kind: module.FieldSelect, options: names(AllMICPreferences)},
 	{name: "async_mdn_hosts", label: "Async MDN hosts", hint: "Hosts our async MDNs may go to, separated by commas.", kind: module.FieldText, enc: encStrings},
 	{name: "duplicate_filename", label: "Duplicate file name", kind: module.FieldSelect, options: names(AllDuplicateFilenames)},
 	{name: "duplicate_filename_window_hours", label: "Duplicate window (hours)", kind: module.FieldNumber, enc: encInt},

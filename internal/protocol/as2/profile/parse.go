@@ -17,7 +17,7 @@ var (
 	AllKeyTransports        = []KeyTransport{KeyTransportRSA, KeyTransportOAEP}
 	AllMDNModes             = []MDNMode{MDNNone, MDNSync, MDNAsync}
 	AllMICAlgorithms        = []MICAlgorithm{MICSHA256, MICSHA384, MICSHA512}
-	AllMICPreferences       = []MICPreference{MICPreferRequested, MICPreferSignature}
+	AllMICPreferences       = []MICPreference{MICPreferAuto, MICPreferRequested, MICPreferSignature}
 	AllDuplicateFilenames   = []DuplicateFilename{DuplicateAccept, DuplicateWarn, DuplicateRefuse}
 )
 

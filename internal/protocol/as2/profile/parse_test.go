@@ -63,7 +63,7 @@ func TestParseEnums(t *testing.T) {
 		{"mic", wrap(func(s string) (string, error) { v, err := ParseMICAlgorithm(s); return string(v), err }),
 			[]string{"sha256", "sha384", "sha512"}, []string{"", "none", "sha1", "md5"}},
 		{"mic preference", wrap(func(s string) (string, error) { v, err := ParseMICPreference(s); return string(v), err }),
-			[]string{"requested", "signature"}, []string{"", "either"}},
+			[]string{"auto", "requested", "signature"}, []string{"", "either"}},
 		{"duplicate filename", wrap(func(s string) (string, error) { v, err := ParseDuplicateFilename(s); return string(v), err }),
 			[]string{"accept", "warn", "refuse"}, []string{"", "reject", "ACCEPT"}},
 	}

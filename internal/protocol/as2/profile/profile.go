@@ -64,10 +64,14 @@ const (
 )
 
 // MICPreference chooses which algorithm our MDN's MIC uses when the partner's requested
-// algorithm and its signature's digest differ.
+// algorithm and its signature's digest differ: OpenAS2 accepts only the requested one,
+// pyas2-lib only the signature's.
 type MICPreference string
 
 const (
+	// MICPreferAuto answers per the product recognised from the request, else with the
+	// requested algorithm.
+	MICPreferAuto      MICPreference = "auto"
 	MICPreferRequested MICPreference = "requested"
 	MICPreferSignature MICPreference = "signature"
 )
@@ -165,7 +169,7 @@ func NewRemote() Remote {
 		MDNMICAlgorithm:          MICSHA256,
 		RequireSigned:            true,
 		RequireEncrypted:         true,
-		MICPreference:            MICPreferRequested,
+		MICPreference:            MICPreferAuto,
 		DuplicateFilename:        DuplicateAccept,
 		DuplicateFilenameWindowH: 24,
 		ConnectTimeoutSeconds:    10,

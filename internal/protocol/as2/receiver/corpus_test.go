@@ -20,12 +20,13 @@ import (
 	"wharf/internal/protocol/as2/as2test"
 	"wharf/internal/protocol/as2/cms"
 	"wharf/internal/protocol/as2/mime"
-	"wharf/internal/protocol/as2/profile"
 )
 
 type corpusCase struct {
 	ID                string            `json:"id"`
 	Group             string            `json:"group"`
+	Product           string            `json:"product"`
+	AS2From           string            `json:"as2_from"`
 	MessageID         string            `json:"message_id"`
 	SenderCertificate string            `json:"sender_certificate"`
 	Files             map[string]string `json:"files"`
@@ -48,6 +49,11 @@ type corpusCase struct {
 		MIC          string   `json:"mic"`
 		MICAlgorithm string   `json:"mic_algorithm"`
 		MDNRequested string   `json:"mdn_requested"`
+		// MICAlgorithmConflict is set where the signature's digest and the requested
+		// algorithm differ (oa-14, py-14).
+		MICAlgorithmConflict *struct {
+			ThisPeerRequires string `json:"this_peer_requires"`
+		} `json:"mic_algorithm_conflict"`
 	} `json:"expected"`
 }
 
@@ -184,17 +190,20 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 	gogw := party{id: "gogw", name: "gogw", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/gogw.crt")), key: as2test.PEMPrivateKey(t, as2test.CorpusFile(t, dir, "keys/gogw.key"))}
 	peera := party{id: "peera", name: "peera", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/peera.crt"))}
 	peerb := party{id: "peerb", name: "peerb", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/peerb.crt"))}
+	peerc := party{id: "peerc", name: "peerc", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/peerc.crt"))}
 	// pyas2-lib checks a MIC computed with its signature's digest (see the corpus
-	// README); OpenAS2 the one with the requested algorithm.
-	preferSignature := func(r *profile.Remote) { r.MICPreference = profile.MICPreferSignature }
+	// README), OpenAS2 the one with the requested algorithm: the profiles keep the
+	// default, auto, which tells them apart by their requests (oa-14, py-14).
 
 	forEachDB(t, func(t *testing.T, s *db.Store) {
-		b := newBench(t, s, []party{gogw}, []party{peera, peerb})
+		b := newBench(t, s, []party{gogw}, []party{peera, peerb, peerc})
 		secureDir, relaxedDir := newDirectory(), newDirectory()
 		secureDir.add(inbound(gogw, peera, nil))
-		secureDir.add(inbound(gogw, peerb, preferSignature))
+		secureDir.add(inbound(gogw, peerb, nil))
+		secureDir.add(inbound(gogw, peerc, nil))
 		relaxedDir.add(inbound(gogw, peera, relaxed))
-		relaxedDir.add(inbound(gogw, peerb, func(r *profile.Remote) { relaxed(r); preferSignature(r) }))
+		relaxedDir.add(inbound(gogw, peerb, relaxed))
+		relaxedDir.add(inbound(gogw, peerc, relaxed))
 		secure := b.start("as2_secure", secureDir, nil, tune)
 		lax := b.start("as2_relaxed", relaxedDir, nil, tune)
 		listener := newMDNListener(t)
@@ -279,11 +288,7 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 				if string(msg.OriginalFileName) != wantName {
 					t.Errorf("file name %q, want %q", msg.OriginalFileName, wantName)
 				}
-				wantFrom := persistence.PartyName("peerb")
-				if strings.HasPrefix(name, "oa") {
-					wantFrom = "peera"
-				}
-				if msg.From != wantFrom || msg.To != "gogw" || msg.CorrelationID != c.MessageID || msg.OriginEventID != c.MessageID {
+				if wantFrom := persistence.PartyName(c.AS2From); msg.From != wantFrom || msg.To != "gogw" || msg.CorrelationID != c.MessageID || msg.OriginEventID != c.MessageID {
 					t.Errorf("message %+v", msg)
 				}
 				if c.Expected.MDNRequested != "none" {
@@ -306,6 +311,16 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 				}
 				if rec.MIC != c.Expected.MIC || rec.AS2MessageID != c.MessageID || rec.AS2To != "gogw" {
 					t.Errorf("record %+v", rec)
+				}
+				if c.Expected.MDNRequested != "none" && strings.Contains(string(as2test.CorpusFile(t, dir, c.Files["request_headers"])), "signed-receipt-micalg") {
+					rule := map[string]string{"OpenAS2": "requested algorithm (auto: OpenAS2 recognised",
+						"pyas2-lib": "signature's digest (auto: pyas2-lib recognised"}[c.Product]
+					if rule == "" || !strings.HasPrefix(rec.MICRule, rule) {
+						t.Errorf("MIC rule %q, want %q", rec.MICRule, rule)
+					}
+					if conflict := c.Expected.MICAlgorithmConflict != nil; conflict != strings.Contains(rec.MICRule, "signed with") {
+						t.Errorf("MIC rule %q, conflict %v", rec.MICRule, conflict)
+					}
 				}
 				corpusCipher := map[string]string{
 					"aes128-cbc": "aes-128-cbc ", "aes192-cbc": "aes-192-cbc ", "aes256-cbc": "aes-256-cbc ", "3des-cbc": "des-ede3-cbc ",
@@ -351,8 +366,8 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 				}
 			})
 		}
-		if n != 30 {
-			t.Errorf("%d inbound cases, want 30", n)
+		if n != 31 {
+			t.Errorf("%d inbound cases, want 31", n)
 		}
 	})
 }

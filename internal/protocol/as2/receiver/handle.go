@@ -29,6 +29,7 @@ type exchange struct {
 	body    *requestBody
 	headers []byte
 	res     *mime.Result
+	micRule micRule
 }
 
 // handleMessage takes one AS2 message: header fields and profiles first, then the body,
@@ -98,6 +99,7 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	x.headers = headerText(r)
+	x.micRule = chooseMICRule(x.in.Remote.MICPreference, x.env)
 	x.res, err = x.body.unpack(r.Header.Get("Content-Type"), r.Header, mime.UnpackOptions{
 		Decryption:            x.in.Decryption,
 		PartnerCertificates:   x.in.PartnerCertificates,
@@ -107,7 +109,7 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 		MaxDecompressionRatio: rc.cfg.MaxDecompressionRatio,
 		RequireSigned:         x.in.Remote.RequireSigned,
 		RequireEncrypted:      x.in.Remote.RequireEncrypted,
-		MICPreference:         micPreference(x.in.Remote.MICPreference),
+		MICPreference:         x.micRule.pref,
 		TempDir:               rc.tempDir,
 	})
 	if errors.Is(err, mime.ErrIO) {
@@ -160,13 +162,6 @@ func (rc *Receiver) sizeLimit(in profile.Inbound) int64 {
 	return int64(mib) << 20
 }
 
-func micPreference(p profile.MICPreference) mime.MICPreference {
-	if p == profile.MICPreferSignature {
-		return mime.MICSignatureDigest
-	}
-	return mime.MICRequested
-}
-
 // newRow describes an unpacked message for as2_inbound.
 func (rc *Receiver) newRow(x *exchange) inboundRow {
 	res, env := x.res, x.env
@@ -205,6 +200,7 @@ func (rc *Receiver) newRow(x *exchange) inboundRow {
 	}
 	if len(res.MIC.Digest) > 0 {
 		row.MIC, row.MICAlgorithm = base64.StdEncoding.EncodeToString(res.MIC.Digest), res.MIC.AlgorithmName()
+		row.MICRule = micRuleText(x.micRule, res)
 	}
 	if row.MDNSigned {
 		row.MDNSignDigest = string(mdnSignDigest(env.options, x.in.Signer))

@@ -43,6 +43,7 @@ type inboundRow struct {
 	SignatureScheme string
 	MIC             string
 	MICAlgorithm    string
+	MICRule         string
 	Disposition     string
 	MDNMode         MDNMode
 	MDNSigned       bool
@@ -61,7 +62,7 @@ const inboundCols = `id, instance, as2_from, as2_to, as2_message_id, as2_version
 	signature_digest, state, claim_token, message_id, file_name, file_name_sent, layers, cipher,
 	key_transport, signature_algorithm, signature_scheme, mic, mic_algorithm, disposition,
 	mdn_mode, mdn_signed, mdn_url, mdn_sign_digest, mdn_message_id, mdn_content_type, mdn_body,
-	partner_software, ediint_features, received_at, updated_at`
+	partner_software, ediint_features, received_at, updated_at, mic_rule`
 
 func scanInbound(tx module.Tx, row module.Row) (inboundRow, error) {
 	var r inboundRow
@@ -72,7 +73,7 @@ func scanInbound(tx module.Tx, row module.Row) (inboundRow, error) {
 		&r.Cipher, &r.KeyTransport, &r.SignatureAlg, &r.SignatureScheme, &r.MIC, &r.MICAlgorithm,
 		&r.Disposition, &r.MDNMode, &r.MDNSigned, &r.MDNURL, &r.MDNSignDigest, &r.MDNMessageID,
 		&r.MDNContentType, &r.MDNBody, &r.PartnerSoftware, &r.EDIINTFeatures,
-		tx.ScanTime(&r.ReceivedAt), tx.ScanTime(&r.UpdatedAt))
+		tx.ScanTime(&r.ReceivedAt), tx.ScanTime(&r.UpdatedAt), &r.MICRule)
 	r.SignatureDigest = sig.String
 	r.MessageID = msgID.Int64
 	return r, err
@@ -159,14 +160,14 @@ func reserve(ctx context.Context, rows *rowWriter, row *inboundRow, check duplic
 				partner, organization, signature_digest, state, claim_token, message_id, file_name, file_name_sent,
 				layers, cipher, key_transport, signature_algorithm, signature_scheme, mic, mic_algorithm,
 				disposition, mdn_mode, mdn_signed, mdn_url, mdn_sign_digest, mdn_message_id, mdn_content_type,
-				mdn_body, partner_software, ediint_features, received_at, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', NULL, ?, ?, ?, ?)
+				mdn_body, partner_software, ediint_features, received_at, updated_at, mic_rule)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', NULL, ?, ?, ?, ?, ?)
 				RETURNING id`,
 				row.Instance, row.AS2From, row.AS2To, row.AS2MessageID, row.AS2Version, row.Partner, row.Organization,
 				nullString(row.SignatureDigest), row.State, row.ClaimToken, row.FileName, row.FileNameSent,
 				row.Layers, row.Cipher, row.KeyTransport, row.SignatureAlg, row.SignatureScheme, row.MIC,
 				row.MICAlgorithm, row.Disposition, row.MDNMode, row.MDNSigned, row.MDNURL, row.MDNSignDigest,
-				row.PartnerSoftware, row.EDIINTFeatures, tx.Time(now), tx.Time(now)).Scan(&row.ID)
+				row.PartnerSoftware, row.EDIINTFeatures, tx.Time(now), tx.Time(now), row.MICRule).Scan(&row.ID)
 			if tx.IsUniqueViolation(err) {
 				raced = true
 				return err
@@ -317,7 +318,10 @@ type InboundRecord struct {
 	// algorithm as written in the MDN.
 	MIC          string `json:"mic"`
 	MICAlgorithm string `json:"mic_algorithm"`
-	Disposition  string `json:"disposition"`
+	// MICRule says how the MIC's algorithm was chosen (the partner profile's
+	// mic_preference, and for auto the product recognised) and whether it mattered.
+	MICRule     string `json:"mic_rule,omitempty"`
+	Disposition string `json:"disposition"`
 	// MDNMode is none, sync or async; MDNURL the asynchronous MDN's address.
 	MDNMode   string `json:"mdn_mode"`
 	MDNSigned bool   `json:"mdn_signed"`
@@ -385,6 +389,7 @@ func (r inboundRow) record() InboundRecord {
 		SignatureScheme:    r.SignatureScheme,
 		MIC:                r.MIC,
 		MICAlgorithm:       r.MICAlgorithm,
+		MICRule:            r.MICRule,
 		Disposition:        r.Disposition,
 		MDNMode:            string(r.MDNMode),
 		MDNSigned:          r.MDNSigned,

@@ -2,8 +2,10 @@ package sender
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/x509"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -34,7 +36,9 @@ type corpusCase struct {
 	Files           map[string]string `json:"files"`
 	Request         struct {
 		Profile struct {
-			Sign string `json:"sign"`
+			Sign     string `json:"sign"`
+			Encrypt  string `json:"encrypt"`
+			Compress string `json:"compress"`
 		} `json:"profile"`
 	} `json:"request"`
 	Expected struct {
@@ -74,8 +78,8 @@ func loadMDNCases(t testing.TB) (string, []corpusCase) {
 // over signed-content.bin for the requested algorithms and the signature's digest.
 func TestCorpusMDNs(t *testing.T) {
 	dir, cases := loadMDNCases(t)
-	if len(cases) != 18 {
-		t.Fatalf("%d MDN cases, want 18", len(cases))
+	if len(cases) != 20 {
+		t.Fatalf("%d MDN cases, want 20", len(cases))
 	}
 	dbtest.ForEachModules(t, moduleSchemas(t), func(t *testing.T, s *db.Store) {
 		b := setupCorpus(t, s)
@@ -99,6 +103,8 @@ func setupCorpus(t *testing.T, s *db.Store) *corpusBundle {
 		{Kind: persistence.PartyOrganization, Name: "gogw", DisplayName: "gogw"},
 		{Kind: persistence.PartyPartner, Name: "peera", DisplayName: "OpenAS2"},
 		{Kind: persistence.PartyPartner, Name: "peerb", DisplayName: "pyas2-lib"},
+		{Kind: persistence.PartyPartner, Name: "peerc", DisplayName: "OpenAS2 (2026-12-01)"},
+		{Kind: persistence.PartyPartner, Name: "peerd", DisplayName: "pyas2-lib (2026-12-01)"},
 	} {
 		if _, err := s.CreateParty(ctx, p); err != nil {
 			t.Fatal(err)
@@ -122,12 +128,20 @@ func (b *corpusBundle) runCase(t *testing.T, dir string, c corpusCase) {
 	reqHeader := as2test.CorpusHeader(t, dir, c.Files["request_headers"])
 	mdnHeader := as2test.CorpusHeader(t, dir, c.Files["mdn_headers"])
 	mdnBody := as2test.CorpusFile(t, dir, c.Files["mdn_body"])
-	content := as2test.CorpusFile(t, dir, c.Files["signed_content"])
+	// What the MIC covers: the signed part, or for an unsigned request mic-input.bin.
+	micFile, ok := c.Files["signed_content"]
+	if !ok {
+		micFile = c.Files["mic_input"]
+	}
+	content := as2test.CorpusFile(t, dir, micFile)
 	peerCert := as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, c.PeerCertificate))
 
-	signDigest, err := cms.ParseDigestAlgorithm(c.Request.Profile.Sign)
-	if err != nil {
-		t.Fatal(err)
+	var signDigest cms.DigestAlgorithm
+	if c.Request.Profile.Sign != "" {
+		var err error
+		if signDigest, err = cms.ParseDigestAlgorithm(c.Request.Profile.Sign); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The partner relationship that signed with SHA-1 allows it for the receipt too.
 	allowSHA1 := signDigest == cms.SHA1
@@ -155,7 +169,7 @@ func (b *corpusBundle) runCase(t *testing.T, dir string, c corpusCase) {
 	// The record the sender would have written. Wharf never signs with SHA-1, so a
 	// SHA-1 case records "none" in the informational algorithm columns; the judgement reads
 	// only the MICs and whether a signed receipt was asked for.
-	signing, err := profile.ParseSigningAlgorithm(strings.ReplaceAll(c.Request.Profile.Sign, "-", ""))
+	signing, err := profile.ParseSigningAlgorithm(strings.ReplaceAll(cmp.Or(c.Request.Profile.Sign, "none"), "-", ""))
 	if err != nil {
 		signing = profile.SignNone
 	}
@@ -189,6 +203,18 @@ func (b *corpusBundle) runCase(t *testing.T, dir string, c corpusCase) {
 	if c.MDN.MIC == nil {
 		if v.MICMatched || m.RawMIC != "" {
 			t.Errorf("MIC %q matched %v, want none", m.RawMIC, v.MICMatched)
+		}
+		// A signed receipt without a MIC is accepted for a message we did not sign
+		// (pb-10), and noted; for a signed message it stays a failure.
+		if wantNote := m.Signed && signDigest == ""; (v.Note != "") != wantNote {
+			t.Errorf("note %q, want one: %v", v.Note, wantNote)
+		}
+		if m.Signed && signDigest == "" {
+			signedRec := rec
+			signedRec.SigningAlgorithm = profile.SignSHA256
+			if sv := judge(mdnHeader.Get("Content-Type"), mdnBody, b.sender.expectation(signedRec, out)); sv.Accepted {
+				t.Error("a signed receipt without a MIC was accepted for a signed message")
+			}
 		}
 	} else {
 		if !v.MICMatched || !strings.HasPrefix(m.RawMIC, *c.MDN.MIC+",") {
@@ -228,6 +254,23 @@ func (b *corpusBundle) runCase(t *testing.T, dir string, c corpusCase) {
 	}
 	if stored := b.receipt(t, claim.Message.ID); !bytes.HasSuffix(stored, mdnBody) {
 		t.Error("the receipt stage does not hold the MDN as received")
+	}
+	if recs[0].MDN.Note != v.Note {
+		t.Errorf("recorded note %q, want %q", recs[0].MDN.Note, v.Note)
+	}
+	if v.Note != "" && !b.historyHas(t, claim.Message.ID, "receipt without MIC") {
+		t.Error("the message's history does not tell the receipt came without a MIC")
+	}
+	if c.Request.Profile.Compress != "" && signDigest == "" && c.Request.Profile.Encrypt == "" {
+		// Compressed only (ob-10): what we build expects the partner's MIC, over the
+		// content without its headers.
+		built, err := mime.Build(content, "stock.csv", mime.BuildOptions{Compress: true, MICAlgorithm: cms.SHA256})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := base64.StdEncoding.EncodeToString(built.MIC.Digest); got != c.Expected.MIC || !mime.MatchMIC(*m.ReceivedContentMIC, built.ExpectedMICs) {
+			t.Errorf("built MIC %s, want %s", built.MIC, c.Expected.MIC)
+		}
 	}
 }
 

@@ -273,6 +273,9 @@ func (b *bundle) complete(t *testing.T, c persistence.Claim, r delivery.Result) 
 	if r.Err != nil {
 		comp.Reason = persistence.SanitizeReason(r.Err.Error())
 	}
+	if r.Kind == persistence.OutcomeDelivered {
+		comp.Reason = r.Note
+	}
 	switch r.Kind {
 	case persistence.OutcomeAwaitingAck:
 		comp.AckDeadline = r.Deadline
@@ -283,6 +286,21 @@ func (b *bundle) complete(t *testing.T, c persistence.Claim, r delivery.Result) 
 	if err != nil || errs[0] != nil {
 		t.Fatalf("complete: %v %v", err, errs)
 	}
+}
+
+// historyHas reports whether a line of the message's history contains text.
+func (b *bundle) historyHas(t *testing.T, messageID int64, text string) bool {
+	t.Helper()
+	entries, err := b.store.ListHistory(context.Background(), messageID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.Contains(e.Reason, text) {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *bundle) delivery(t *testing.T, id int64) persistence.Delivery {

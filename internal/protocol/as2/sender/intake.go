@@ -95,9 +95,15 @@ func (in *Intake) AcceptMDN(ctx context.Context, contentType string, header http
 		return err
 	}
 	accepted, reason := v.Accepted, v.Reason
+	if accepted {
+		reason = v.Note
+	}
 	if !recorded && rec.MDN != nil {
 		// A repeated MDN: the first one's verdict stands.
 		accepted, reason = rec.MDN.Verdict == VerdictAccepted, rec.Reason
+		if accepted {
+			reason = rec.MDN.Note
+		}
 		in.log.InfoContext(ctx, "repeated async MDN; the first one stands", "as2_message_id", rec.AS2MessageID)
 	}
 	if !current {

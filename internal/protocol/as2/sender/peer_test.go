@@ -95,10 +95,11 @@ func (p *peer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	answer(w, rcv)
 }
 
-// open decrypts and verifies a request with openssl and returns what the signature
-// covers and the document in it. OpenSSL reads S/MIME only in base64, so the binary body
-// is re-encoded under its own MIME header; OpenSSL here has no zlib, so a compressed layer
-// is inflated with package cms after openssl verified the signature over it.
+// open decrypts and verifies a request with openssl and returns what the MIC (and the
+// signature, when signed) covers and the document in it. OpenSSL reads S/MIME only in
+// base64, so the binary body is re-encoded under its own MIME header; OpenSSL here has no
+// zlib, so a compressed layer is inflated with package cms after openssl verified the
+// signature over it.
 func (p *peer) open(n int, h http.Header, body []byte) (micContent, payload []byte, fileName string, err error) {
 	dir := filepath.Join(p.dir, fmt.Sprintf("req%d", n))
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -123,9 +124,14 @@ func (p *peer) open(n int, h http.Header, body []byte) (micContent, payload []by
 	if !ok {
 		return nil, nil, "", errors.New("decrypted entity has no header section")
 	}
-	_, params, err := gomime.ParseMediaType(headerField(string(head), "Content-Type"))
+	mt, params, err := gomime.ParseMediaType(headerField(string(head), "Content-Type"))
 	if err != nil {
 		return nil, nil, "", err
+	}
+	if mt != "multipart/signed" {
+		// Unsigned: the MIC covers the decrypted entity, headers and content.
+		_, dparams, _ := gomime.ParseMediaType(headerField(string(head), "Content-Disposition"))
+		return signed, rest, dparams["filename"], nil
 	}
 	delim := "--" + params["boundary"]
 	first, after, ok := bytes.Cut(rest, []byte(delim+"\r\n"))

@@ -23,6 +23,8 @@ type expectation struct {
 	MessageID string
 	// SignedMDN: we asked for a signed receipt, so an unsigned one proves nothing.
 	SignedMDN bool
+	// MessageSigned: we signed the message, so a signed receipt must carry its MIC.
+	MessageSigned bool
 	// Expected are the MICs a correct partner returns: computed with the algorithm we
 	// requested or with our signature's digest (products disagree on which).
 	Expected []mime.MIC
@@ -36,6 +38,9 @@ type expectation struct {
 	Now time.Time
 }
 
+// noteWithoutMIC is noted on an accepted signed receipt that carries no MIC.
+const noteWithoutMIC = "receipt without MIC: the partner's signed MDN names no Received-Content-MIC, which it need not compute for an unsigned message"
+
 // verdict is the judgement of one receipt.
 type verdict struct {
 	// MDN is what could be read of it; nil when nothing could.
@@ -47,7 +52,9 @@ type verdict struct {
 	// Accepted: definitive, positive and with a matching MIC (or none, where none is due).
 	Accepted   bool
 	MICMatched bool
-	// Reason says why the receipt is not accepted.
+	// Note says what an accepted receipt lacks, for the history and the AS2 panel.
+	Note string
+	// Reason says why the receipt is not accepted, and what to do about it.
 	Reason string
 	// Err classifies a receipt that is not definitive with the cms and mime failure
 	// classes, so the MDN intake's caller can tell the partner's fault from ours.
@@ -65,24 +72,29 @@ func judge(contentType string, body []byte, exp expectation) verdict {
 	})
 	switch {
 	case err != nil && m != nil && m.Signed && isSignatureFailure(err):
-		return verdict{Reason: "MDN signature does not verify: " + err.Error(), Err: err}
+		return verdict{Reason: "MDN signature does not verify: " + err.Error() +
+			"; check that the partner profile holds the certificate the partner signs its MDNs with", Err: err}
 	case err != nil:
-		return verdict{Reason: "MDN cannot be read: " + err.Error(), Err: err}
+		return verdict{Reason: "MDN cannot be read: " + err.Error() +
+			"; ask the partner to check what its AS2 software returns as an MDN", Err: err}
 	}
 	v := verdict{MDN: m}
 	if !m.Signed && exp.SignedMDN {
-		v.Reason = "MDN is not signed although a signed receipt was requested (disposition " + m.Disposition.String() + ")"
+		v.Reason = "MDN is not signed although a signed receipt was requested (disposition " + m.Disposition.String() +
+			"); ask the partner to sign its MDNs, or turn off signed MDNs in the partner profile"
 		v.Err = fmt.Errorf("%w: unsigned MDN", cms.ErrAuthentication)
 		return v
 	}
 	if !sameMessageID(m.OriginalMessageID, exp.MessageID) {
-		v.Reason = fmt.Sprintf("MDN answers another message (Original-Message-ID %s)", clip(m.OriginalMessageID, 200))
+		v.Reason = fmt.Sprintf("MDN answers another message (Original-Message-ID %s); ask the partner why its receipt names another message, then redeliver",
+			clip(m.OriginalMessageID, 200))
 		v.Err = fmt.Errorf("%w: Original-Message-ID", mime.ErrMalformed)
 		return v
 	}
 	v.Definitive = true
 	if !m.Disposition.Successful() {
-		v.Reason = "negative MDN: " + m.Disposition.String()
+		v.Reason = "negative MDN: " + m.Disposition.String() +
+			"; the partner refused the message: resolve the cause it names with the partner, then redeliver"
 		return v
 	}
 	switch {
@@ -93,24 +105,31 @@ func judge(contentType string, body []byte, exp expectation) verdict {
 			candidates = micsWith(exp.Fallback, got.Algorithm)
 		}
 		if len(candidates) == 0 {
-			v.Reason = fmt.Sprintf("MDN MIC uses %s, which was neither requested nor used to sign", got.AlgorithmName())
+			v.Reason = fmt.Sprintf("MDN MIC uses %s, which was neither requested nor used to sign; ask the partner to compute its MIC with the requested algorithm, or request the one it uses (mdn_mic_algorithm)",
+				got.AlgorithmName())
 			if got.Algorithm.Weak() && !exp.AllowSHA1 {
-				v.Reason = fmt.Sprintf("MDN MIC uses %s, which the partner profile does not allow", got.AlgorithmName())
+				v.Reason = fmt.Sprintf("MDN MIC uses %s, which the partner profile does not allow; allow SHA-1 for the partner or ask it for a stronger MIC",
+					got.AlgorithmName())
 			}
 			return v
 		}
 		if !mime.MatchMIC(got, candidates) {
-			v.Reason = fmt.Sprintf("MDN MIC %s does not match the message sent (expected %s)", got, candidates[0])
+			v.Reason = fmt.Sprintf("MDN MIC %s does not match the message sent (expected %s); the partner may hold other bytes than were sent: compare the file it stored, and its MIC and compression settings, with the partner",
+				got, candidates[0])
 			return v
 		}
 		v.MICMatched = true
 	case m.RawMIC != "":
-		v.Reason = fmt.Sprintf("MDN MIC %q cannot be read", clip(m.RawMIC, 200))
+		v.Reason = fmt.Sprintf("MDN MIC %q cannot be read; ask the partner to correct its Received-Content-MIC", clip(m.RawMIC, 200))
+		return v
+	case m.Signed && exp.MessageSigned:
+		// A signed receipt without a MIC signs for a message, not for its content.
+		v.Reason = "signed MDN carries no Received-Content-MIC for a signed message, so it does not prove the content arrived intact; ask the partner to return the MIC, then redeliver"
 		return v
 	case m.Signed:
-		// A signed receipt without a MIC signs for a message, not for its content.
-		v.Reason = "signed MDN carries no Received-Content-MIC"
-		return v
+		// Some products (pyas2-lib) compute no MIC for a message that was not signed;
+		// the signed receipt still proves the partner took the message.
+		v.Note = noteWithoutMIC
 	}
 	v.Accepted = true
 	return v
@@ -202,6 +221,7 @@ func mdnRecord(v verdict, transport profile.MDNMode, messageID string, at time.T
 		MICMatched:  v.MICMatched,
 		ReportingUA: m.ReportingUA,
 		MIC:         m.RawMIC,
+		Note:        v.Note,
 	}
 	if v.Accepted {
 		rec.Verdict = VerdictAccepted

@@ -22,6 +22,12 @@ func TestJudge(t *testing.T) {
 	const msgID = "<wharf-1-2-abc@wharf.test>"
 	signedExp := func() expectation {
 		exp, _ := micsFor(content, []cms.DigestAlgorithm{cms.SHA512}, cms.SHA256, false)
+		return expectation{MessageID: msgID, SignedMDN: true, MessageSigned: true, Expected: exp,
+			Certificates: []*x509.Certificate{partner.Cert}, Now: time.Now()}
+	}
+	// An unsigned message for which a signed receipt was asked (pyas2-lib, pb-10).
+	unsignedSignedMDNExp := func() expectation {
+		exp, _ := micsFor(content, []cms.DigestAlgorithm{cms.SHA256}, "", false)
 		return expectation{MessageID: msgID, SignedMDN: true, Expected: exp,
 			Certificates: []*x509.Certificate{partner.Cert}, Now: time.Now()}
 	}
@@ -44,6 +50,7 @@ func TestJudge(t *testing.T) {
 		definitive bool
 		accepted   bool
 		reason     string
+		note       string
 	}{
 		{name: "requested algorithm", mdn: mime.MDN{Disposition: mime.Processed(), ReceivedContentMIC: mic(cms.SHA512)},
 			sign: signer(partner), exp: signedExp(), definitive: true, accepted: true},
@@ -59,7 +66,13 @@ func TestJudge(t *testing.T) {
 		{name: "unrequested algorithm", mdn: mime.MDN{Disposition: mime.Processed(), ReceivedContentMIC: mic(cms.SHA384)},
 			sign: signer(partner), exp: signedExp(), definitive: true, reason: "neither requested nor used to sign"},
 		{name: "signed without MIC", mdn: mime.MDN{Disposition: mime.Processed()},
-			sign: signer(partner), exp: signedExp(), definitive: true, reason: "no Received-Content-MIC"},
+			sign: signer(partner), exp: signedExp(), definitive: true, reason: "no Received-Content-MIC for a signed message"},
+		{name: "signed without MIC for an unsigned message", mdn: mime.MDN{Disposition: mime.Processed()},
+			sign: signer(partner), exp: unsignedSignedMDNExp(), definitive: true, accepted: true, note: "receipt without MIC"},
+		{name: "signed with a wrong MIC for an unsigned message", mdn: mime.MDN{Disposition: mime.Processed(), ReceivedContentMIC: &wrong},
+			sign: signer(partner), exp: unsignedSignedMDNExp(), definitive: true, reason: "does not match the message sent"},
+		{name: "signed negative without MIC for an unsigned message", mdn: mime.MDN{Disposition: mime.ProcessedWith("error", "decryption-failed")},
+			sign: signer(partner), exp: unsignedSignedMDNExp(), definitive: true, reason: "negative MDN"},
 		{name: "another message", mdn: mime.MDN{Disposition: mime.Processed(), OriginalMessageID: "<other@x>", ReceivedContentMIC: mic(cms.SHA256)},
 			sign: signer(partner), exp: signedExp(), reason: "answers another message"},
 		{name: "signed by a stranger", mdn: mime.MDN{Disposition: mime.Processed(), ReceivedContentMIC: mic(cms.SHA256)},
@@ -96,6 +109,13 @@ func TestJudge(t *testing.T) {
 			}
 			if !strings.Contains(v.Reason, tt.reason) || (tt.reason == "") != (v.Reason == "") {
 				t.Errorf("reason %q, want it to contain %q", v.Reason, tt.reason)
+			}
+			if !strings.HasPrefix(v.Note, tt.note) || (tt.note == "") != (v.Note == "") {
+				t.Errorf("note %q, want it to begin with %q", v.Note, tt.note)
+			}
+			// A refusal says what to do about it.
+			if _, advice, _ := strings.Cut(v.Reason, "; "); v.Reason != "" && !containsAny(advice, "ask the partner", "check ", "allow ", "turn off", "resolve ", "compare ") {
+				t.Errorf("reason %q says nothing to do", v.Reason)
 			}
 		})
 	}
@@ -180,4 +200,13 @@ func TestMessageIDs(t *testing.T) {
 			t.Errorf("messageIDDomain(%q, %q) = %q, want %q", tt.configured, tt.base, got, tt.want)
 		}
 	}
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }

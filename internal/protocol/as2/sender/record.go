@@ -114,13 +114,15 @@ type MDNRecord struct {
 	MIC         string `json:"mic,omitempty"`
 	MICMatched  bool   `json:"mic_matched"`
 	ReportingUA string `json:"reporting_ua,omitempty"`
+	// Note is what the verdict noted of an accepted MDN, e.g. "receipt without MIC".
+	Note string `json:"note,omitempty"`
 }
 
 const recordCols = `id, delivery_id, message_id, as2_message_id, organization, partner, as2_from, as2_to,
 	compressed, signing_algorithm, encryption_algorithm, key_transport, mdn_mode, signed_mdn, mic_algorithm,
 	expected_mics, fallback_mics, attempts, first_sent_at, last_sent_at, outcome, outcome_reason, ack_deadline,
 	http_status, partner_software, mdn_verdict, mdn_received_at, mdn_transport, mdn_message_id, mdn_disposition,
-	mdn_signed, mdn_signer, mdn_signature_digest, mdn_mic, mdn_mic_matched, mdn_reporting_ua, receipt_stored`
+	mdn_signed, mdn_signer, mdn_signature_digest, mdn_mic, mdn_mic_matched, mdn_reporting_ua, receipt_stored, mdn_note`
 
 func scanRecord(tx module.Tx, row module.Row) (OutboundRecord, error) {
 	var (
@@ -134,7 +136,7 @@ func scanRecord(tx module.Tx, row module.Row) (OutboundRecord, error) {
 		&r.Compressed, &r.SigningAlgorithm, &r.EncryptionAlgorithm, &r.KeyTransport, &r.MDNMode, &r.SignedMDN, &r.MICAlgorithm,
 		&expected, &fallback, &r.Attempts, tx.ScanTime(&r.FirstSentAt), tx.ScanTime(&r.LastSentAt), &outcome, &r.Reason, tx.ScanTime(&ack),
 		&r.HTTPStatus, &r.PartnerSoftware, &verdict, tx.ScanTime(&mdnAt), &mdnTransport, &m.MessageID, &m.Disposition,
-		&m.Signed, &m.Signer, &m.SignatureDigest, &m.MIC, &m.MICMatched, &m.ReportingUA, &r.ReceiptStored)
+		&m.Signed, &m.Signer, &m.SignatureDigest, &m.MIC, &m.MICMatched, &m.ReportingUA, &r.ReceiptStored, &m.Note)
 	if err != nil {
 		return OutboundRecord{}, err
 	}
@@ -347,13 +349,13 @@ func recordMDN(ctx context.Context, db module.SQL, id, messageID int64, m MDNRec
 		}
 		args = append(args, string(m.Verdict), tx.Time(m.ReceivedAt), string(m.Transport), clip(m.MessageID, maxFieldLength),
 			clip(m.Disposition, maxFieldLength), m.Signed, clip(m.Signer, maxFieldLength), m.SignatureDigest,
-			clip(m.MIC, maxFieldLength), m.MICMatched, clip(m.ReportingUA, maxFieldLength),
+			clip(m.MIC, maxFieldLength), m.MICMatched, clip(m.ReportingUA, maxFieldLength), clip(m.Note, maxFieldLength),
 			string(res.Outcome), persistence.SanitizeReason(res.Reason),
 			claim, messageID, true, true, id)
 		err := tx.QueryRow(ctx, `UPDATE as2_outbound SET http_status = `+status+`, partner_software = `+software+`,
 				mdn_verdict = ?, mdn_received_at = ?, mdn_transport = ?, mdn_message_id = ?, mdn_disposition = ?,
 				mdn_signed = ?, mdn_signer = ?, mdn_signature_digest = ?, mdn_mic = ?, mdn_mic_matched = ?,
-				mdn_reporting_ua = ?, outcome = ?, outcome_reason = ?, ack_deadline = NULL,
+				mdn_reporting_ua = ?, mdn_note = ?, outcome = ?, outcome_reason = ?, ack_deadline = NULL,
 				receipt_stored = CASE WHEN ? AND NOT EXISTS (
 						SELECT 1 FROM as2_outbound o WHERE o.message_id = ? AND o.receipt_stored = ?)
 					THEN ? ELSE receipt_stored END

@@ -86,13 +86,14 @@ func newCore(deps Deps) (*core, error) {
 // certificates.
 func (c *core) expectation(rec OutboundRecord, out profile.Outbound) expectation {
 	return expectation{
-		MessageID:    rec.AS2MessageID,
-		SignedMDN:    rec.SignedMDN,
-		Expected:     parseMICs(rec.ExpectedMICs),
-		Fallback:     parseMICs(rec.fallbackMICs),
-		Certificates: out.PartnerCertificates,
-		AllowSHA1:    out.Remote.AllowSHA1,
-		Now:          c.now(),
+		MessageID:     rec.AS2MessageID,
+		SignedMDN:     rec.SignedMDN,
+		MessageSigned: rec.SigningAlgorithm != profile.SignNone,
+		Expected:      parseMICs(rec.ExpectedMICs),
+		Fallback:      parseMICs(rec.fallbackMICs),
+		Certificates:  out.PartnerCertificates,
+		AllowSHA1:     out.Remote.AllowSHA1,
+		Now:           c.now(),
 	}
 }
 
@@ -600,11 +601,11 @@ func (s *Sender) syncReceipt(ctx context.Context, rec *OutboundRecord, out profi
 		return s.retry(ctx, rec, out.Remote.Retry, class, errors.New("the connection failed while the MDN was read"), time.Time{}, code, software)
 	}
 	if int64(len(body)) > limit {
-		return s.fail(ctx, rec, fmt.Errorf("the MDN is larger than %d KiB", s.cfg.MaxMDNKiB), code, software)
+		return s.fail(ctx, rec, fmt.Errorf("the MDN is larger than %d KiB; raise the sender's max_mdn_kib or ask the partner why its receipt is so large", s.cfg.MaxMDNKiB), code, software)
 	}
 	contentType := resp.Header.Get("Content-Type")
 	if len(bytes.TrimSpace(body)) == 0 || contentType == "" {
-		return s.fail(ctx, rec, fmt.Errorf("the partner answered HTTP %d without the MDN requested", code), code, software)
+		return s.fail(ctx, rec, fmt.Errorf("the partner answered HTTP %d without the MDN requested; ask the partner whether it took the message and to answer with an MDN, or set mdn_mode to async or none if that is what it does", code), code, software)
 	}
 	v := judge(contentType, body, s.expectation(*rec, out))
 	if !v.Definitive {
@@ -617,7 +618,7 @@ func (s *Sender) syncReceipt(ctx context.Context, rec *OutboundRecord, out profi
 	}
 	m := mdnRecord(v, profile.MDNSync, resp.Header.Get("Message-ID"), s.now())
 	receipt := s.recordSyncMDN(ctx, rec, m, res, contentType, body)
-	result := delivery.Delivered()
+	result := delivery.DeliveredNote(v.Note)
 	if !v.Accepted {
 		s.log.WarnContext(ctx, "partner's MDN refuses the message", "as2_message_id", rec.AS2MessageID, "reason", v.Reason)
 		result = delivery.Permanent(errors.New(v.Reason))

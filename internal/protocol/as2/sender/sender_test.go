@@ -271,7 +271,7 @@ func TestPermanentAndExhausted(t *testing.T) {
 		{"retries exhausted", func(o *profile.Outbound) { o.Remote.Retry.MaxRetries = &zero },
 			answerStatus(http.StatusTooManyRequests, nil), "retries exhausted after 1 attempts: HTTP 429 Too Many Requests"},
 		{"no MDN in the answer", nil, answerStatus(http.StatusOK, nil), "MDN cannot be read: not a message disposition notification"},
-		{"empty answer", nil, answerStatus(http.StatusNoContent, nil), "without the MDN requested"},
+		{"empty answer", nil, answerStatus(http.StatusNoContent, nil), "without the MDN requested; ask the partner"},
 		{"3DES outbound", func(o *profile.Outbound) { o.Remote.EncryptionAlgorithm = profile.Encrypt3DES }, nil, "accepted inbound only"},
 		{"no signing key", func(o *profile.Outbound) { o.Signer = nil }, nil, "has no signing certificate"},
 	}

@@ -50,6 +50,8 @@ CREATE TABLE as2_inbound (
     ediint_features     TEXT NOT NULL,
     received_at         TEXT NOT NULL,
     updated_at          TEXT NOT NULL,
+    -- Receipts and MICs (issue 12): how our MDN's MIC algorithm was chosen.
+    mic_rule            TEXT NOT NULL DEFAULT '',
     UNIQUE (as2_from, as2_message_id)
 ) STRICT;
 

@@ -48,7 +48,10 @@ CREATE TABLE as2_outbound (
     mdn_mic_matched      INTEGER NOT NULL,
     mdn_reporting_ua     TEXT NOT NULL,
     -- Set on the one row whose MDN is the message's receipt payload stage.
-    receipt_stored       INTEGER NOT NULL
+    receipt_stored       INTEGER NOT NULL,
+    -- Receipts and MICs (issue 12): what the verdict noted besides accepting the MDN,
+    -- e.g. a signed receipt without a MIC for a message we did not sign.
+    mdn_note             TEXT NOT NULL DEFAULT ''
 ) STRICT;
 
 CREATE INDEX as2_outbound_delivery ON as2_outbound (delivery_id, id);
