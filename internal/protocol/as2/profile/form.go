@@ -72,7 +72,7 @@ var remoteForm = []formField{
 	{name: "require_encrypted", label: "Require encrypted messages", kind: module.FieldCheckbox, enc: encBool},
 	{name: "allow_sha1", label: "Accept SHA-1 from this partner", kind: module.FieldCheckbox, enc: encBool},
 	{name: "mic_preference", label: "MIC of our MDNs", kind: module.FieldSelect, options: names(AllMICPreferences)},
-	{name: "async_mdn_hosts", label: "Async MDN hosts", hint: "Hosts our async MDNs may go to, separated by commas.", kind: module.FieldText, enc: encStrings},
+	{name: "async_mdn_hosts", label: "Async MDN hosts", hint: "Hosts besides the endpoint URL's that our async MDNs may go to (e.g. localhost, which some products send by default), separated by commas.", kind: module.FieldText, enc: encStrings},
 	{name: "duplicate_filename", label: "Duplicate file name", kind: module.FieldSelect, options: names(AllDuplicateFilenames)},
 	{name: "duplicate_filename_window_hours", label: "Duplicate window (hours)", kind: module.FieldNumber, enc: encInt},
 	{name: "connect_timeout_seconds", label: "Connect timeout (s)", kind: module.FieldNumber, enc: encInt},

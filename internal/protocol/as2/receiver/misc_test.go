@@ -81,6 +81,13 @@ func TestCheckAsyncURL(t *testing.T) {
 			t.Errorf("%s: %v", tt.url, err)
 		}
 	}
+	// A host the profile does not vouch for is named, with the field that would admit it.
+	_, err := checkAsyncURL("http://localhost:10080/mdn", remote)
+	for _, want := range []string{`host "localhost"`, "async_mdn_hosts", "endpoint URL"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal of localhost = %v, want it to say %s", err, want)
+		}
+	}
 }
 
 func TestReadEnvelope(t *testing.T) {
