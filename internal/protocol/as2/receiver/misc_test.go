@@ -431,6 +431,22 @@ func TestSizeLimit(t *testing.T) {
 			t.Errorf("%d/%d: %d, want %d", tt.local, tt.remote, got, tt.want)
 		}
 	}
+	// The refusal names the limit and the setting it comes from.
+	for _, tt := range []struct {
+		local, remote int
+		size          int64
+		want          string
+	}{
+		{0, 0, 0, "the message is larger than the limit of 3 MiB accepted from this partner (max_body_mib of the receiver)"},
+		{5, 2, 4 << 20, "the message of 4194304 bytes is larger than the limit of 2 MiB accepted from this partner (max_message_size_mib of the partner's AS2 profile)"},
+		{1, 9, 0, "the message is larger than the limit of 1 MiB accepted from this partner (max_message_size_mib of our AS2 profile)"},
+	} {
+		in := profile.Inbound{}
+		in.Local.MaxMessageSizeMiB, in.Remote.MaxMessageSizeMiB = tt.local, tt.remote
+		if got := rc.tooLargeText(in, tt.size); got != tt.want {
+			t.Errorf("%d/%d: %q\nwant %q", tt.local, tt.remote, got, tt.want)
+		}
+	}
 }
 
 func TestFileNameFromMessageID(t *testing.T) {

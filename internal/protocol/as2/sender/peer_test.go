@@ -301,3 +301,12 @@ func answerStatus(code int, header map[string]string) func(http.ResponseWriter, 
 		io.WriteString(w, http.StatusText(code)+"\r\n")
 	}
 }
+
+// answerText answers code with a text/plain body.
+func answerText(code int, body string) func(http.ResponseWriter, received) {
+	return func(w http.ResponseWriter, _ received) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(code)
+		io.WriteString(w, body)
+	}
+}

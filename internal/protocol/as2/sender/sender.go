@@ -550,10 +550,12 @@ func (s *Sender) send(ctx context.Context, rec *OutboundRecord, out profile.Outb
 		return s.fail(ctx, rec, fmt.Errorf("redirect refused (HTTP %d)", code), code, software)
 	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests:
 		at, _ := delivery.RetryAfter(resp.Header.Get("Retry-After"), s.now())
-		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP4xx, delivery.HTTPStatusError(code), at, code, software)
+		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP4xx, statusError(resp), at, code, software)
 	case code >= 500 && code < 600:
 		at, _ := delivery.RetryAfter(resp.Header.Get("Retry-After"), s.now())
 		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP5xx, delivery.HTTPStatusError(code), at, code, software)
+	case code >= 400 && code < 500:
+		return s.fail(ctx, rec, statusError(resp), code, software)
 	default:
 		return s.fail(ctx, rec, delivery.HTTPStatusError(code), code, software)
 	}

@@ -268,6 +268,8 @@ func TestPermanentAndExhausted(t *testing.T) {
 	}{
 		{"redirect", nil, answerStatus(http.StatusFound, map[string]string{"Location": "http://127.0.0.1:1/elsewhere"}), "redirect refused (HTTP 302)"},
 		{"not found", nil, answerStatus(http.StatusNotFound, nil), "HTTP 404 Not Found"},
+		{"too large, the limit named", nil, answerText(http.StatusRequestEntityTooLarge, "the message of 900 bytes is larger than the limit of 1 MiB\r\nsecond line"),
+			"HTTP 413 Request Entity Too Large: the message of 900 bytes is larger than the limit of 1 MiB"},
 		{"retries exhausted", func(o *profile.Outbound) { o.Remote.Retry.MaxRetries = &zero },
 			answerStatus(http.StatusTooManyRequests, nil), "retries exhausted after 1 attempts: HTTP 429 Too Many Requests"},
 		{"no MDN in the answer", nil, answerStatus(http.StatusOK, nil), "MDN cannot be read: not a message disposition notification"},
