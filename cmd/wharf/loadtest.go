@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,44 +16,124 @@ import (
 	"wharf/internal/loadtest"
 )
 
-func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+// loadtestUsage introduces each scenario's flags in `wharf loadtest SCENARIO -h`.
+var loadtestUsage = map[string]string{
+	"files": "Usage: wharf loadtest files [flags]\n\nMeasures file-to-file throughput on a throwaway instance: file poller -> file writer.\n",
+	"as2":   "Usage: wharf loadtest as2 [flags]\n\nMeasures AS2 throughput between two throwaway instances: A: file poller -> as2-sender -> B: as2-receiver -> file writer.\n",
+}
+
+// defaultMessageLimitMiB is the message size limit of a new instance (the receiver's
+// max_body_mib and the AS2 profiles' max_message_size_mib); maxMessageLimitMiB the
+// highest -max-mib, the receiver's largest max_body_mib.
+const (
+	defaultMessageLimitMiB = 512
+	maxMessageLimitMiB     = 4096
+)
+
+// loadtestFlags holds the flags of one scenario.
+type loadtestFlags struct {
+	fs                   *flag.FlagSet
+	n, size, concurrency *int
+	killAfter, maxMiB    *int
+	dbURL, profiles, mdn *string
+	rate                 *float64
+	timeout              *time.Duration
+	keep, signedMDN      *bool
+}
+
+// newLoadtestFlags declares the flags scenario takes, and only those, so its -h lists
+// them and a flag of the other scenario is refused by name.
+func newLoadtestFlags(scenario string) *loadtestFlags {
+	fs := flag.NewFlagSet("loadtest "+scenario, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	n := fs.Int("n", 1000, "number of files (per profile for as2)")
-	size := fs.Int("size-kib", 4, "size of each file in KiB")
-	dbURL := fs.String("db-url", "", "run against PostgreSQL at this URL (a private schema is created and dropped; files only)")
-	killAfter := fs.Int("kill-after", 0, "kill the gateway with SIGKILL after this many deliveries, then restart it (files only)")
-	rate := fs.Float64("rate", 0, "drop this many files per second (0: as fast as possible)")
-	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
-	keep := fs.Bool("keep", false, "keep the temporary directory")
-	profiles := fs.String("profiles", "all", "as2: comma-separated protection profiles, each none or a +-joined set of compressed, signed, encrypted, optionally followed by /sync, /async, /signed-mdn or /unsigned-mdn")
-	mdn := fs.String("mdn", "sync", "as2: MDN mode of profiles without /sync or /async: sync or async")
-	signedMDN := fs.Bool("signed-mdn", true, "as2: ask for a signed MDN in profiles without /signed-mdn or /unsigned-mdn (the none profile does not)")
-	concurrency := fs.Int("concurrency", 64, "as2: attempts each as2-sender runs at once (max_concurrent); each as2-receiver takes at least as many requests at once; 0 keeps the defaults")
-	pos, err := config.ParseArgs(fs, args)
-	if err != nil {
-		return fmt.Errorf("%w: loadtest: %v", errUsage, err)
+	f := &loadtestFlags{fs: fs}
+	if scenario == "as2" {
+		f.n = fs.Int("n", 1000, "number of files per profile")
+	} else {
+		f.n = fs.Int("n", 1000, "number of files")
 	}
-	if len(pos) != 1 || (pos[0] != "files" && pos[0] != "as2") {
-		return fmt.Errorf("%w: loadtest needs a scenario: files or as2", errUsage)
+	f.size = fs.Int("size-kib", 4, "size of each file in KiB")
+	f.rate = fs.Float64("rate", 0, "drop this many files per second (0: as fast as possible)")
+	f.timeout = fs.Duration("timeout", 10*time.Minute, "give up after this long")
+	f.keep = fs.Bool("keep", false, "keep the temporary directory")
+	switch scenario {
+	case "files":
+		f.dbURL = fs.String("db-url", "", "run against PostgreSQL at this URL (a private schema is created and dropped)")
+		f.killAfter = fs.Int("kill-after", 0, "kill the gateway with SIGKILL after this many deliveries, then restart it")
+	case "as2":
+		f.profiles = fs.String("profiles", "all", "comma-separated protection profiles, each none or a +-joined set of compressed, signed, encrypted, optionally followed by /sync, /async, /signed-mdn or /unsigned-mdn")
+		f.mdn = fs.String("mdn", "sync", "MDN mode of profiles without /sync or /async: sync or async")
+		f.signedMDN = fs.Bool("signed-mdn", true, "ask for a signed MDN in profiles without /signed-mdn or /unsigned-mdn (the none profile does not)")
+		f.concurrency = fs.Int("concurrency", 64, "attempts each as2-sender runs at once (max_concurrent); each as2-receiver takes at least as many requests at once; 0 keeps the defaults")
+		f.maxMiB = fs.Int("max-mib", 0, fmt.Sprintf("message size limit in MiB on both instances (each receiver's max_body_mib, both AS2 profiles' max_message_size_mib), 1 to %d; 0 keeps the default of %d", maxMessageLimitMiB, defaultMessageLimitMiB))
 	}
-	scenario := pos[0]
-	var misplaced []string
-	fs.Visit(func(f *flag.Flag) {
-		switch {
-		case scenario == "as2" && (f.Name == "db-url" || f.Name == "kill-after"):
-			misplaced = append(misplaced, "-"+f.Name)
-		case scenario == "files" && (f.Name == "profiles" || f.Name == "mdn" || f.Name == "signed-mdn" || f.Name == "concurrency"):
-			misplaced = append(misplaced, "-"+f.Name)
+	return f
+}
+
+// printLoadtestHelp writes the scenario's usage and flags, or both scenarios' when none is
+// named.
+func printLoadtestHelp(w io.Writer, scenario string) {
+	scenarios := []string{scenario}
+	if scenario == "" {
+		fmt.Fprint(w, "Usage: wharf loadtest files|as2 [flags]\n\n")
+		scenarios = []string{"files", "as2"}
+	}
+	for i, sc := range scenarios {
+		if i > 0 {
+			fmt.Fprintln(w)
 		}
-	})
-	if len(misplaced) > 0 {
-		return fmt.Errorf("%w: loadtest %s does not take %s", errUsage, scenario, strings.Join(misplaced, ", "))
+		fmt.Fprint(w, loadtestUsage[sc], "\nFlags:\n")
+		fs := newLoadtestFlags(sc).fs
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+}
+
+// splitScenario takes the scenario out of the arguments, wherever it stands among the
+// flags.
+func splitScenario(args []string) (string, []string) {
+	for i, a := range args {
+		if a == "files" || a == "as2" {
+			return a, append(slices.Clone(args[:i]), args[i+1:]...)
+		}
+	}
+	return "", args
+}
+
+func isHelp(args []string) bool {
+	return slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" })
+}
+
+func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	scenario, rest := splitScenario(args)
+	if scenario == "" {
+		if isHelp(args) {
+			printLoadtestHelp(stdout, "")
+			return nil
+		}
+		printLoadtestHelp(stderr, "")
+		return fmt.Errorf("%w: loadtest needs a scenario: files or as2", errUsageShown)
+	}
+	f := newLoadtestFlags(scenario)
+	pos, err := config.ParseArgs(f.fs, rest)
+	if errors.Is(err, flag.ErrHelp) {
+		printLoadtestHelp(stdout, scenario)
+		return nil
+	}
+	if err == nil && len(pos) > 0 {
+		err = fmt.Errorf("unexpected argument %q", pos[0])
+	}
+	if err != nil {
+		printLoadtestHelp(stderr, scenario)
+		return fmt.Errorf("%w: loadtest %s: %v", errUsageShown, scenario, err)
 	}
 	var as2Profiles []loadtest.AS2Profile
 	if scenario == "as2" {
-		if as2Profiles, err = loadtest.ParseAS2Profiles(*profiles, *mdn, *signedMDN); err != nil {
-			return fmt.Errorf("%w: loadtest as2: %v", errUsage, err)
+		if as2Profiles, err = loadtest.ParseAS2Profiles(*f.profiles, *f.mdn, *f.signedMDN); err != nil {
+			return fmt.Errorf("%w: loadtest as2: %v", errUsageShown, err)
+		}
+		if err := checkMessageLimit(*f.maxMiB, *f.size); err != nil {
+			return fmt.Errorf("%w: loadtest as2: %v", errUsageShown, err)
 		}
 	}
 	bin, err := os.Executable()
@@ -62,18 +144,18 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if !*keep {
+	if !*f.keep {
 		defer os.RemoveAll(dir)
 	}
 	if scenario == "as2" {
 		return runLoadtestAS2(ctx, stdout, loadtest.AS2Options{
-			N: *n, SizeKiB: *size, Profiles: as2Profiles, Bin: bin, Dir: dir, Rate: *rate, Concurrency: *concurrency,
-			Timeout: *timeout, Progress: stdout,
+			N: *f.n, SizeKiB: *f.size, Profiles: as2Profiles, Bin: bin, Dir: dir, Rate: *f.rate, Concurrency: *f.concurrency,
+			MaxMiB: *f.maxMiB, Timeout: *f.timeout, Progress: stdout,
 		})
 	}
-	fmt.Fprintf(stdout, "loadtest files: %d files of %d KiB, file poller -> file writer, in %s\n", *n, *size, dir)
+	fmt.Fprintf(stdout, "loadtest files: %d files of %d KiB, file poller -> file writer, in %s\n", *f.n, *f.size, dir)
 	res, err := loadtest.RunFiles(ctx, loadtest.FilesOptions{
-		N: *n, SizeKiB: *size, Bin: bin, Dir: dir, DBURL: *dbURL, KillAfter: *killAfter, Rate: *rate, Timeout: *timeout, Progress: stdout,
+		N: *f.n, SizeKiB: *f.size, Bin: bin, Dir: dir, DBURL: *f.dbURL, KillAfter: *f.killAfter, Rate: *f.rate, Timeout: *f.timeout, Progress: stdout,
 	})
 	if err != nil {
 		return err
@@ -87,6 +169,21 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stdout, "gateway peak RSS: %.0f MiB\n", res.PeakRSSMiB)
 	if res.Killed {
 		fmt.Fprintln(stdout, "crash:           killed with SIGKILL mid-run and restarted; nothing lost, nothing doubled")
+	}
+	return nil
+}
+
+// checkMessageLimit refuses a -max-mib out of range, and files the limit would refuse.
+func checkMessageLimit(maxMiB, sizeKiB int) error {
+	if maxMiB < 0 || maxMiB > maxMessageLimitMiB {
+		return fmt.Errorf("-max-mib must be between 1 and %d, or 0 for the default", maxMessageLimitMiB)
+	}
+	limit := maxMiB
+	if limit == 0 {
+		limit = defaultMessageLimitMiB
+	}
+	if sizeKiB >= limit<<10 {
+		return fmt.Errorf("files of %d KiB do not fit the message limit of %d MiB; raise it with -max-mib", sizeKiB, limit)
 	}
 	return nil
 }
@@ -111,6 +208,7 @@ func runLoadtestAS2(ctx context.Context, stdout io.Writer, opt loadtest.AS2Optio
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(stdout, "message limit: %d MiB (receivers' max_body_mib, AS2 profiles' max_message_size_mib, on A and B)\n", res.MessageLimitMiB)
 	rows := [][]string{{"profile", "MDN", "msgs/s", "p50", "p95", "p99", "CPU s/msg A+B", "A", "B", "peak RSS MiB A", "B"}}
 	sinceStart := false
 	for _, r := range res.Rounds {
