@@ -61,6 +61,7 @@ var remoteForm = []formField{
 	{name: "our_signing_certificate_id", label: "Our signing certificate id", hint: "Overrides the organization's; empty for its own.", kind: module.FieldNumber, enc: encOptionalInt},
 	{name: "our_decryption_certificate_id", label: "Our decryption certificate id", hint: "Overrides the organization's; empty for its own.", kind: module.FieldNumber, enc: encOptionalInt},
 	{name: "compress", label: "Compress", kind: module.FieldCheckbox, enc: encBool},
+	{name: "compression_order", label: "Compression order", hint: "When also signed: compress before signing (the signature covers the compressed data) or after.", kind: module.FieldSelect, options: names(AllCompressionOrders)},
 	{name: "signing_algorithm", label: "Signing algorithm", kind: module.FieldSelect, options: names(AllSigningAlgorithms)},
 	{name: "encryption_algorithm", label: "Encryption algorithm", kind: module.FieldSelect, options: names(AllEncryptionAlgorithms)},
 	{name: "key_transport", label: "Key transport", kind: module.FieldSelect, options: names(AllKeyTransports)},

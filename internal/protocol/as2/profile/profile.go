@@ -115,6 +115,8 @@ type Remote struct {
 
 	// Outbound choices.
 	Compress            bool                `json:"compress"`
+	// CompressionOrder places compression before or after signing when both are on.
+	CompressionOrder CompressionOrder `json:"compression_order"`
 	SigningAlgorithm    SigningAlgorithm    `json:"signing_algorithm"`
 	EncryptionAlgorithm EncryptionAlgorithm `json:"encryption_algorithm"`
 	KeyTransport        KeyTransport        `json:"key_transport"`
@@ -157,6 +159,7 @@ type Remote struct {
 func NewRemote() Remote {
 	return Remote{
 		Compress:                 true,
+		CompressionOrder:         CompressBeforeSigning,
 		SigningAlgorithm:         SignSHA256,
 		EncryptionAlgorithm:      EncryptAES256CBC,
 		KeyTransport:             KeyTransportRSA,

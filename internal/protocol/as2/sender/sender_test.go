@@ -65,6 +65,10 @@ func TestSendInterop(t *testing.T) {
 			},
 			answer: func(p *peer) func(http.ResponseWriter, received) { return p.answerMDN(positive) },
 			state:  persistence.DeliveryDelivered, receipt: true},
+		{name: "compressed after signing",
+			mutate: func(o *profile.Outbound) { o.Remote.CompressionOrder = profile.CompressAfterSigning },
+			answer: func(p *peer) func(http.ResponseWriter, received) { return p.answerMDN(positive) },
+			state:  persistence.DeliveryDelivered, receipt: true},
 		{name: "MDN tampered after signing",
 			answer: func(p *peer) func(http.ResponseWriter, received) {
 				return p.answerMDN(func(rcv received) mdnSpec {
@@ -126,6 +130,9 @@ func TestSendInterop(t *testing.T) {
 					t.Fatalf("%d requests, want 1", len(reqs))
 				}
 				rcv := reqs[0]
+				if rcv.compressedOutside != (tt.name == "compressed after signing") {
+					t.Errorf("compressed layer outside the signature: %v", rcv.compressedOutside)
+				}
 				if !bytes.Equal(rcv.payload, doc) || rcv.fileName != "Bestellung 850.edi" {
 					t.Errorf("peer got %d bytes named %q, want the %d bytes sent", len(rcv.payload), rcv.fileName, len(doc))
 				}
