@@ -47,7 +47,7 @@ type BuildOptions struct {
 	// document's entity, as for a message signed only.
 	CompressAfterSigning bool
 	Sign                 *Signer
-	Encrypt     *Encryption
+	Encrypt              *Encryption
 	// MICAlgorithm is the algorithm we request as signed-receipt-micalg;
 	// default the signing digest, else SHA-256.
 	MICAlgorithm cms.DigestAlgorithm

@@ -114,9 +114,9 @@ type Remote struct {
 	OurDecryptionCertificateID *int64 `json:"our_decryption_certificate_id"`
 
 	// Outbound choices.
-	Compress            bool                `json:"compress"`
+	Compress bool `json:"compress"`
 	// CompressionOrder places compression before or after signing when both are on.
-	CompressionOrder CompressionOrder `json:"compression_order"`
+	CompressionOrder    CompressionOrder    `json:"compression_order"`
 	SigningAlgorithm    SigningAlgorithm    `json:"signing_algorithm"`
 	EncryptionAlgorithm EncryptionAlgorithm `json:"encryption_algorithm"`
 	KeyTransport        KeyTransport        `json:"key_transport"`
