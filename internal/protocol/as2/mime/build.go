@@ -42,12 +42,8 @@ type BuildOptions struct {
 	// ContentType of the payload; default application/octet-stream.
 	ContentType string
 	Compress    bool
-	// CompressAfterSigning, with Compress and Sign, compresses the signed message
-	// instead of signing the compressed one (RFC 5402 §3); the MIC then covers the
-	// document's entity, as for a message signed only.
-	CompressAfterSigning bool
-	Sign                 *Signer
-	Encrypt              *Encryption
+	Sign        *Signer
+	Encrypt     *Encryption
 	// MICAlgorithm is the algorithm we request as signed-receipt-micalg;
 	// default the signing digest, else SHA-256.
 	MICAlgorithm cms.DigestAlgorithm
@@ -55,6 +51,11 @@ type BuildOptions struct {
 	// the MICs cover is not kept, so every MIC wanted later is computed while
 	// the message is built.
 	MICAlgorithms []cms.DigestAlgorithm
+
+	// CompressAfterSigning, with Compress and Sign, compresses the signed message
+	// instead of signing the compressed one (RFC 5402 §3); the MIC then covers the
+	// document's entity, as for a message signed only.
+	CompressAfterSigning bool
 
 	newBoundary func() string // tests make boundaries predictable
 }

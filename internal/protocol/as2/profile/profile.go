@@ -114,9 +114,7 @@ type Remote struct {
 	OurDecryptionCertificateID *int64 `json:"our_decryption_certificate_id"`
 
 	// Outbound choices.
-	Compress bool `json:"compress"`
-	// CompressionOrder places compression before or after signing when both are on.
-	CompressionOrder    CompressionOrder    `json:"compression_order"`
+	Compress            bool                `json:"compress"`
 	SigningAlgorithm    SigningAlgorithm    `json:"signing_algorithm"`
 	EncryptionAlgorithm EncryptionAlgorithm `json:"encryption_algorithm"`
 	KeyTransport        KeyTransport        `json:"key_transport"`
@@ -126,6 +124,9 @@ type Remote struct {
 	// AsyncMDNURL is where the partner is asked to send async MDNs; empty means the
 	// receiver's MDN path under the gateway's public URL.
 	AsyncMDNURL string `json:"async_mdn_url"`
+
+	// CompressionOrder places compression before or after signing when both are on.
+	CompressionOrder CompressionOrder `json:"compression_order"`
 
 	// Inbound requirements.
 	RequireSigned    bool `json:"require_signed"`
