@@ -354,7 +354,8 @@ func (s *Sender) prepare(ctx context.Context, a delivery.Attempt, out profile.Ou
 		return fail("the document (%d bytes) exceeds the partner's limit of %d MiB", a.Message.Size, rem.MaxMessageSizeMiB)
 	}
 
-	opts := mime.BuildOptions{ContentType: s.cfg.ContentType, Compress: rem.Compress, MICAlgorithm: rem.MDNMICAlgorithm.Digest(),
+	contentType := contentTypeFor(string(a.Message.OriginalFileName), s.cfg.ContentTypes, s.cfg.ContentType)
+	opts := mime.BuildOptions{ContentType: contentType, Compress: rem.Compress, MICAlgorithm: rem.MDNMICAlgorithm.Digest(),
 		CompressAfterSigning: rem.CompressionOrder == profile.CompressAfterSigning}
 	if rem.SigningAlgorithm != profile.SignNone {
 		if out.Signer == nil {
