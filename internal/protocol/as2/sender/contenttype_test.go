@@ -60,4 +60,3 @@ func TestSendContentTypeByExtension(t *testing.T) {
 		}
 	})
 }
-
