@@ -55,6 +55,14 @@ func TestPartnerAS2PanelRefusesLikeREST(t *testing.T) {
 	if r := c.get(t, "/ui/partners/b/panels/as2/edit"); r.status != http.StatusOK ||
 		!strings.Contains(r.body, `name="request_timeout_seconds" type="text" inputmode="numeric" autocomplete="off" spellcheck="false" value="120"`) {
 		t.Fatalf("empty profile form = %d:\n%s", r.status, r.body)
+	} else {
+		// The hosts an async MDN may go to besides the endpoint's, which partners whose
+		// product sends localhost need, and the compression order are in the form.
+		for _, want := range []string{`name="async_mdn_hosts"`, `name="compression_order"`, `value="after_signing"`} {
+			if !strings.Contains(r.body, want) {
+				t.Errorf("profile form lacks %s", want)
+			}
+		}
 	}
 
 	for _, tc := range []struct {
