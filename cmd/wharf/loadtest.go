@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,45 +16,35 @@ import (
 )
 
 func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	n := fs.Int("n", 1000, "number of files (per profile for as2)")
-	size := fs.Int("size-kib", 4, "size of each file in KiB")
-	dbURL := fs.String("db-url", "", "run against PostgreSQL at this URL (a private schema is created and dropped; files only)")
-	killAfter := fs.Int("kill-after", 0, "kill the gateway (as2: the receiving one, B) with SIGKILL after this many files arrived in the inbox, then restart it")
-	kills := fs.Int("kills", 1, "with -kill-after: kill this many times, every -kill-after more files")
-	killSender := fs.Bool("kill-sender", false, "as2: with -kill-after, kill the sending gateway (A) instead of B")
-	rate := fs.Float64("rate", 0, "drop this many files per second (0: as fast as possible)")
-	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
-	keep := fs.Bool("keep", false, "keep the temporary directory")
-	profiles := fs.String("profiles", "all", "as2: comma-separated protection profiles, each none or a +-joined set of compressed, signed, encrypted, optionally followed by /sync, /async, /signed-mdn or /unsigned-mdn")
-	mdn := fs.String("mdn", "sync", "as2: MDN mode of profiles without /sync or /async: sync or async")
-	signedMDN := fs.Bool("signed-mdn", true, "as2: ask for a signed MDN in profiles without /signed-mdn or /unsigned-mdn (the none profile does not)")
-	concurrency := fs.Int("concurrency", 64, "as2: attempts each as2-sender runs at once (max_concurrent); each as2-receiver takes at least as many requests at once; 0 keeps the defaults")
-	pos, err := config.ParseArgs(fs, args)
-	if err != nil {
-		return fmt.Errorf("%w: loadtest: %v", errUsage, err)
-	}
-	if len(pos) != 1 || (pos[0] != "files" && pos[0] != "as2") {
-		return fmt.Errorf("%w: loadtest needs a scenario: files or as2", errUsage)
-	}
-	scenario := pos[0]
-	var misplaced []string
-	fs.Visit(func(f *flag.Flag) {
-		switch {
-		case scenario == "as2" && f.Name == "db-url":
-			misplaced = append(misplaced, "-"+f.Name)
-		case scenario == "files" && (f.Name == "profiles" || f.Name == "mdn" || f.Name == "signed-mdn" || f.Name == "concurrency" || f.Name == "kill-sender"):
-			misplaced = append(misplaced, "-"+f.Name)
+	scenario, rest := splitScenario(args)
+	if scenario == "" {
+		if isHelp(args) {
+			printLoadtestHelp(stdout, "")
+			return nil
 		}
-	})
-	if len(misplaced) > 0 {
-		return fmt.Errorf("%w: loadtest %s does not take %s", errUsage, scenario, strings.Join(misplaced, ", "))
+		printLoadtestHelp(stderr, "")
+		return fmt.Errorf("%w: loadtest needs a scenario: files or as2", errUsageShown)
+	}
+	f := newLoadtestFlags(scenario)
+	pos, err := config.ParseArgs(f.fs, rest)
+	if errors.Is(err, flag.ErrHelp) {
+		printLoadtestHelp(stdout, scenario)
+		return nil
+	}
+	if err == nil && len(pos) > 0 {
+		err = fmt.Errorf("unexpected argument %q", pos[0])
+	}
+	if err != nil {
+		printLoadtestHelp(stderr, scenario)
+		return fmt.Errorf("%w: loadtest %s: %v", errUsageShown, scenario, err)
 	}
 	var as2Profiles []loadtest.AS2Profile
 	if scenario == "as2" {
-		if as2Profiles, err = loadtest.ParseAS2Profiles(*profiles, *mdn, *signedMDN); err != nil {
-			return fmt.Errorf("%w: loadtest as2: %v", errUsage, err)
+		if as2Profiles, err = loadtest.ParseAS2Profiles(*f.profiles, *f.mdn, *f.signedMDN); err != nil {
+			return fmt.Errorf("%w: loadtest as2: %v", errUsageShown, err)
+		}
+		if err := checkMessageLimit(*f.maxMiB, *f.size); err != nil {
+			return fmt.Errorf("%w: loadtest as2: %v", errUsageShown, err)
 		}
 	}
 	bin, err := os.Executable()
@@ -64,18 +55,18 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if !*keep {
+	if !*f.keep {
 		defer os.RemoveAll(dir)
 	}
 	if scenario == "as2" {
 		return runLoadtestAS2(ctx, stdout, loadtest.AS2Options{
-			N: *n, SizeKiB: *size, Profiles: as2Profiles, Bin: bin, Dir: dir, Rate: *rate, Concurrency: *concurrency,
-			KillAfter: *killAfter, Kills: *kills, KillSender: *killSender, Timeout: *timeout, Progress: stdout,
+			N: *f.n, SizeKiB: *f.size, Profiles: as2Profiles, Bin: bin, Dir: dir, Rate: *f.rate, Concurrency: *f.concurrency,
+			MaxMiB: *f.maxMiB, KillAfter: *f.killAfter, Kills: *f.kills, KillSender: *f.killSender, Timeout: *f.timeout, Progress: stdout,
 		})
 	}
-	fmt.Fprintf(stdout, "loadtest files: %d files of %d KiB, file poller -> file writer, in %s\n", *n, *size, dir)
+	fmt.Fprintf(stdout, "loadtest files: %d files of %d KiB, file poller -> file writer, in %s\n", *f.n, *f.size, dir)
 	res, err := loadtest.RunFiles(ctx, loadtest.FilesOptions{
-		N: *n, SizeKiB: *size, Bin: bin, Dir: dir, DBURL: *dbURL, KillAfter: *killAfter, Kills: *kills, Rate: *rate, Timeout: *timeout, Progress: stdout,
+		N: *f.n, SizeKiB: *f.size, Bin: bin, Dir: dir, DBURL: *f.dbURL, KillAfter: *f.killAfter, Kills: *f.kills, Rate: *f.rate, Timeout: *f.timeout, Progress: stdout,
 	})
 	if err != nil {
 		return err
@@ -131,6 +122,7 @@ func runLoadtestAS2(ctx context.Context, stdout io.Writer, opt loadtest.AS2Optio
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(stdout, "message limit: %d MiB (receivers' max_body_mib, AS2 profiles' max_message_size_mib, on A and B)\n", res.MessageLimitMiB)
 	rows := [][]string{{"profile", "MDN", "msgs/s", "p50", "p95", "p99", "CPU s/msg A+B", "A", "B", "peak RSS MiB A", "B"}}
 	sinceStart := false
 	for _, r := range res.Rounds {

@@ -53,6 +53,10 @@ Global flags (each also a WHARF_* variable):
 // errUsage marks a command line that was wrong; main prints the usage after it.
 var errUsage = errors.New("usage")
 
+// errUsageShown marks a command line that was wrong where the command has printed its
+// own usage already.
+var errUsageShown = errors.New("usage")
+
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -87,6 +91,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "wharf:", err)
 		if errors.Is(err, errAuditFailed) {
 			return 1
+		}
+		if errors.Is(err, errUsageShown) {
+			return 2
 		}
 		if errors.Is(err, errUsage) {
 			fmt.Fprint(stderr, "\n", usage)

@@ -154,8 +154,11 @@ type AS2Options struct {
 	KillAfter  int
 	Kills      int
 	KillSender bool
-	Timeout    time.Duration
-	Progress   io.Writer
+	// MaxMiB, when above zero, is the message size limit on both instances: each
+	// receiver's max_body_mib and both AS2 profiles' max_message_size_mib.
+	MaxMiB   int
+	Timeout  time.Duration
+	Progress io.Writer
 }
 
 // AS2Round is what one profile's round measured. CPU and peak RSS are per process: A
@@ -187,6 +190,9 @@ func (r AS2Round) CPUPerMessage() time.Duration { return (r.CPUA + r.CPUB) / tim
 type AS2Result struct {
 	Rounds  []AS2Round
 	Crashes []Crash
+	// MessageLimitMiB is the smallest message size limit the instances report after the
+	// set-up: the receivers' max_body_mib and the AS2 profiles' max_message_size_mib.
+	MessageLimitMiB int
 }
 
 // as2Peer is one of the two instances with its AS2 identity.
@@ -196,7 +202,9 @@ type as2Peer struct {
 	party string
 	as2ID string
 	port  int
-	id    identity
+	// maxMiB is AS2Options.MaxMiB.
+	maxMiB int
+	id     identity
 	// ownCert is this instance's certificate with its key, on this instance; partnerCert
 	// the other instance's certificate, on this instance.
 	ownCert, partnerCert int64
@@ -229,8 +237,8 @@ func RunAS2(ctx context.Context, opt AS2Options) (AS2Result, error) {
 		progress = io.Discard
 	}
 
-	a := &as2Peer{party: "a", as2ID: "WHARF-A"}
-	b := &as2Peer{party: "b", as2ID: "WHARF-B"}
+	a := &as2Peer{party: "a", as2ID: "WHARF-A", maxMiB: opt.MaxMiB}
+	b := &as2Peer{party: "b", as2ID: "WHARF-B", maxMiB: opt.MaxMiB}
 	victim := b
 	if opt.KillSender {
 		victim = a
@@ -271,6 +279,9 @@ func RunAS2(ctx context.Context, opt AS2Options) (AS2Result, error) {
 		if err := recoverFast(ctx, a, b); err != nil {
 			return res, fmt.Errorf("set up the instances for kills: %w", err)
 		}
+	}
+	if res.MessageLimitMiB, err = messageLimit(ctx, a, b); err != nil {
+		return res, err
 	}
 	k := &as2Kills{plan: crashes, victim: victim}
 	for i, prof := range opt.Profiles {
@@ -339,6 +350,9 @@ func setUpAS2(ctx context.Context, a, b *as2Peer, first AS2Profile, concurrency 
 		local := map[string]any{
 			"organization": "local", "as2_id": self.as2ID,
 			"signing_certificate_id": self.ownCert, "decryption_certificate_id": self.ownCert,
+		}
+		if self.maxMiB > 0 {
+			local["max_message_size_mib"] = self.maxMiB
 		}
 		if err := self.API(ctx, "POST", "/api/v1/as2/local-profiles", local, nil); err != nil {
 			return err
@@ -414,6 +428,9 @@ func moveReceiver(ctx context.Context, p *as2Peer, concurrency int) error {
 				cfg[k] = concurrency
 			}
 		}
+		if p.maxMiB > 0 {
+			cfg["max_body_mib"] = p.maxMiB
+		}
 	}, func() bool {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", p.port), time.Second)
 		if err != nil {
@@ -451,7 +468,7 @@ func remoteProfile(self, other *as2Peer, p AS2Profile) map[string]any {
 	if p.Encrypt {
 		encrypt = "aes256-cbc"
 	}
-	return map[string]any{
+	prof := map[string]any{
 		"partner":                 other.party,
 		"as2_id":                  other.as2ID,
 		"endpoint_url":            other.receiverURL(),
@@ -466,6 +483,10 @@ func remoteProfile(self, other *as2Peer, p AS2Profile) map[string]any {
 		"require_encrypted":       p.Encrypt,
 		"async_mdn_url":           self.mdnURL(),
 	}
+	if self.maxMiB > 0 {
+		prof["max_message_size_mib"] = self.maxMiB
+	}
+	return prof
 }
 
 // setRemoteProfile switches self's profile of other to a round's protection: the whole
@@ -1056,4 +1077,41 @@ func poll(ctx context.Context, every time.Duration, check func() (bool, error), 
 		case <-t.C:
 		}
 	}
+}
+
+// messageLimit reads back, from both instances, the limits a message meets on its way
+// (each receiver's max_body_mib, each organization's and partner's AS2 profile's
+// max_message_size_mib) and returns the smallest.
+func messageLimit(ctx context.Context, peers ...*as2Peer) (int, error) {
+	limit := 0
+	for _, p := range peers {
+		var receiver struct {
+			MaxBodyMiB int `json:"max_body_mib"`
+		}
+		var local, remote struct {
+			MaxMessageSizeMiB int `json:"max_message_size_mib"`
+		}
+		other := "b"
+		if p.party == "b" {
+			other = "a"
+		}
+		for _, r := range []struct {
+			path string
+			dst  any
+		}{
+			{"/api/v1/plugins/configs/as2-receiver/as2_receiver_default", &receiver},
+			{"/api/v1/as2/local-profiles/local", &local},
+			{"/api/v1/as2/remote-profiles/" + other, &remote},
+		} {
+			if err := p.API(ctx, "GET", r.path, nil, r.dst); err != nil {
+				return 0, fmt.Errorf("%s: read the message limits: %w", strings.ToUpper(p.party), err)
+			}
+		}
+		for _, v := range []int{receiver.MaxBodyMiB, local.MaxMessageSizeMiB, remote.MaxMessageSizeMiB} {
+			if limit == 0 || v < limit {
+				limit = v
+			}
+		}
+	}
+	return limit, nil
 }

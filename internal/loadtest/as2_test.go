@@ -10,7 +10,8 @@ import (
 // TestAS2Rounds runs two small rounds between two real instances, one with the secure
 // default and a sync MDN, one signed and encrypted with an async MDN, and requires every
 // file in B's inbox byte for byte and every MDN stored on both sides. The concurrency is
-// above the receiver's default, so both the sender's and the receiver's configs change.
+// above the receiver's default, so both the sender's and the receiver's configs change;
+// so is the message limit, which both instances must report back.
 func TestAS2Rounds(t *testing.T) {
 	bin := buildWharf(t)
 	profiles, err := ParseAS2Profiles("compressed+signed+encrypted,signed+encrypted/async", "sync", true)
@@ -19,11 +20,14 @@ func TestAS2Rounds(t *testing.T) {
 	}
 	const n = 20
 	res, err := RunAS2(context.Background(), AS2Options{
-		N: n, SizeKiB: 4, Profiles: profiles, Bin: bin, Dir: t.TempDir(), Concurrency: 40,
+		N: n, SizeKiB: 4, Profiles: profiles, Bin: bin, Dir: t.TempDir(), Concurrency: 40, MaxMiB: 700,
 		Timeout: 5 * time.Minute, Progress: testWriter{t},
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if res.MessageLimitMiB != 700 {
+		t.Errorf("message limit %d MiB, want the 700 MiB asked for on every receiver and profile", res.MessageLimitMiB)
 	}
 	if len(res.Rounds) != len(profiles) {
 		t.Fatalf("%d rounds for %d profiles", len(res.Rounds), len(profiles))

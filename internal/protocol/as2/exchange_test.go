@@ -103,12 +103,15 @@ func databases(t *testing.T) map[string]string {
 type protection struct {
 	name                    string
 	compress, sign, encrypt bool
+	// compressLast compresses after signing.
+	compressLast bool
 }
 
 func (pr protection) outbound(r map[string]any) {
 	r["compress"] = pr.compress
 	r["signing_algorithm"] = map[bool]string{true: "sha256", false: "none"}[pr.sign]
 	r["encryption_algorithm"] = map[bool]string{true: "aes256-cbc", false: "none"}[pr.encrypt]
+	r["compression_order"] = map[bool]string{true: "after_signing", false: "before_signing"}[pr.compressLast]
 }
 
 // TestTwoGatewaysExchange runs two gateways on loopback and sends a document from A to B
@@ -138,6 +141,7 @@ func exchange(t *testing.T, a, b *peer) {
 		{name: "encrypted", encrypt: true},
 		{name: "signed+encrypted", sign: true, encrypt: true},
 		{name: "compressed+signed+encrypted", compress: true, sign: true, encrypt: true},
+		{name: "signed+compressed+encrypted", compress: true, sign: true, encrypt: true, compressLast: true},
 	}
 	for _, pr := range protections {
 		for _, mode := range []string{"sync", "async"} {

@@ -68,7 +68,7 @@ func (rt *Runtime) PartyPanel(ctx context.Context, kind persistence.PartyKind, n
 			{Label: "AS2 id", Value: string(r.AS2ID)},
 			{Label: "Endpoint URL", Value: r.EndpointURL},
 			{Label: "Partner certificates", Value: idsText(r.PartnerCertificateIDs)},
-			{Label: "Outbound", Value: fmt.Sprintf("signed %s, encrypted %s, compressed %s", r.SigningAlgorithm, r.EncryptionAlgorithm, yesNo(r.Compress))},
+			{Label: "Outbound", Value: fmt.Sprintf("signed %s, encrypted %s, compressed %s", r.SigningAlgorithm, r.EncryptionAlgorithm, compressionText(r))},
 			{Label: "Receipt", Value: fmt.Sprintf("MDN %s, signed %s", r.MDNMode, yesNo(r.SignedMDN))},
 			{Label: "Inbound", Value: fmt.Sprintf("signature required %s, encryption required %s", yesNo(r.RequireSigned), yesNo(r.RequireEncrypted))},
 			{Label: "Updated", Value: r.UpdatedAt.UTC().Format(time.RFC3339)},
@@ -177,4 +177,13 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// compressionText says whether the partner's messages are compressed and, when they are
+// signed too, on which side of the signature.
+func compressionText(r profile.Remote) string {
+	if !r.Compress || r.SigningAlgorithm == profile.SignNone {
+		return yesNo(r.Compress)
+	}
+	return yesNo(true) + " (" + strings.ReplaceAll(string(r.CompressionOrder), "_", " ") + ")"
 }

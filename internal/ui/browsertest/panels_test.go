@@ -19,7 +19,7 @@ func remoteForm(endpoint string) url.Values {
 		"mdn_mode": {"none"}, "mdn_mic_algorithm": {"sha256"}, "mic_preference": {"requested"},
 		"duplicate_filename": {"accept"}, "duplicate_filename_window_hours": {"24"},
 		"connect_timeout_seconds": {"5"}, "request_timeout_seconds": {"60"}, "receipt_timeout_minutes": {"60"},
-		"max_message_size_mib": {"100"}, "compress": {"true"},
+		"max_message_size_mib": {"100"}, "compress": {"true"}, "compression_order": {"after_signing"},
 	}
 }
 
@@ -32,7 +32,7 @@ func remoteJSON(endpoint string) map[string]any {
 		"require_signed": false, "require_encrypted": false,
 		"duplicate_filename": "accept", "duplicate_filename_window_hours": 24,
 		"connect_timeout_seconds": 5, "request_timeout_seconds": 60, "receipt_timeout_minutes": 60,
-		"max_message_size_mib": 100, "compress": true,
+		"max_message_size_mib": 100, "compress": true, "compression_order": "after_signing",
 	}
 }
 
@@ -55,6 +55,14 @@ func TestPartnerAS2PanelRefusesLikeREST(t *testing.T) {
 	if r := c.get(t, "/ui/partners/b/panels/as2/edit"); r.status != http.StatusOK ||
 		!strings.Contains(r.body, `name="request_timeout_seconds" type="text" inputmode="numeric" autocomplete="off" spellcheck="false" value="120"`) {
 		t.Fatalf("empty profile form = %d:\n%s", r.status, r.body)
+	} else {
+		// The hosts an async MDN may go to besides the endpoint's, which partners whose
+		// product sends localhost need, and the compression order are in the form.
+		for _, want := range []string{`name="async_mdn_hosts"`, `name="compression_order"`, `value="after_signing"`} {
+			if !strings.Contains(r.body, want) {
+				t.Errorf("profile form lacks %s", want)
+			}
+		}
 	}
 
 	for _, tc := range []struct {
@@ -73,6 +81,8 @@ func TestPartnerAS2PanelRefusesLikeREST(t *testing.T) {
 			func(m map[string]any) { m["signing_algorithm"] = "sha1" }},
 		{"signature required without certificate", "partner_certificate_ids", func(f url.Values) { f.Set("require_signed", "true") },
 			func(m map[string]any) { m["require_signed"] = true }},
+		{"unknown compression order", "compression_order", func(f url.Values) { f.Set("compression_order", "never") },
+			func(m map[string]any) { m["compression_order"] = "never" }},
 		{"unknown certificate", "partner_certificate_ids", func(f url.Values) { f.Set("partner_certificate_ids", "424242") },
 			func(m map[string]any) { m["partner_certificate_ids"] = []int64{424242} }},
 	} {
@@ -147,7 +157,8 @@ func TestPartnerAS2PanelTools(t *testing.T) {
 	}
 	var stored map[string]any
 	h.mustJSON("GET", "/api/v1/as2/remote-profiles/b", nil, &stored)
-	if stored["as2_id"] != "PARTNER-B" || stored["max_message_size_mib"] != float64(100) || stored["signed_mdn"] != false {
+	if stored["as2_id"] != "PARTNER-B" || stored["max_message_size_mib"] != float64(100) || stored["signed_mdn"] != false ||
+		stored["compression_order"] != "after_signing" {
 		t.Errorf("stored profile = %v", stored)
 	}
 	page := c.get(t, "/ui/partners/b")

@@ -52,6 +52,11 @@ type BuildOptions struct {
 	// the message is built.
 	MICAlgorithms []cms.DigestAlgorithm
 
+	// CompressAfterSigning, with Compress and Sign, compresses the signed message
+	// instead of signing the compressed one (RFC 5402 §3); the MIC then covers the
+	// document's entity, as for a message signed only.
+	CompressAfterSigning bool
+
 	newBoundary func() string // tests make boundaries predictable
 }
 
@@ -238,7 +243,8 @@ func build(r io.Reader, size int64, fileName string, opts BuildOptions, keep boo
 	if opts.Sign != nil {
 		tail = sigRoom
 	}
-	if opts.Compress {
+	compressLast := opts.Compress && opts.Sign != nil && opts.CompressAfterSigning
+	if opts.Compress && !compressLast {
 		// The MIC covers the uncompressed entity unless a signature covers
 		// the compressed one; the entity is hashed on its way to zlib and
 		// never held. Without encryption either, it covers the content
@@ -278,7 +284,7 @@ func build(r io.Reader, size int64, fileName string, opts BuildOptions, keep boo
 	if opts.Sign != nil {
 		addHeader(buf, fields)
 		signed := buf.bytes()
-		if opts.Compress {
+		if opts.Compress && !compressLast {
 			// The signature and the MIC cover the compressed entity.
 			_, _ = mics.Write(signed)
 			if keep {
@@ -290,6 +296,12 @@ func build(r io.Reader, size int64, fileName string, opts BuildOptions, keep boo
 		}
 	}
 	out.setMICs(mics, micAlg, signDigest)
+	if compressLast {
+		if buf, err = compressLayer(buf, fields); err != nil {
+			return nil, err
+		}
+		fields = pkcs7MimeFields("compressed-data", "smime.p7z")
+	}
 
 	if opts.Encrypt == nil {
 		// The outermost layer's fields travel as HTTP headers.
@@ -351,6 +363,14 @@ func (b *Built) setMICs(h *micHasher, micAlg, signDigest cms.DigestAlgorithm) {
 		m, _ := b.MICWith(signDigest)
 		b.ExpectedMICs = append(b.ExpectedMICs, m)
 	}
+}
+
+// compressLayer compresses the entity in buf (fields make its header) into a new buffer
+// holding the CompressedData.
+func compressLayer(buf *layerBuf, fields [][2]string) (*layerBuf, error) {
+	addHeader(buf, fields)
+	entity := buf.bytes()
+	return compressEntity(bytes.NewReader(entity), int64(len(entity)), "", nil, false, slack)
 }
 
 // compressEntity streams the entity (header, then the payload read from r)

@@ -40,6 +40,14 @@ func TestBuildUnpackRoundTrip(t *testing.T) {
 		{"unsigned compressed encrypted", BuildOptions{
 			Compress: true, Encrypt: &Encryption{Recipients: []*x509.Certificate{ours.cert}}, MICAlgorithm: cms.SHA384,
 		}, []Layer{LayerEncrypted, LayerCompressed}},
+		{"compressed after signing", BuildOptions{Compress: true, CompressAfterSigning: true, Sign: partner.signer(cms.SHA384)},
+			[]Layer{LayerCompressed, LayerSigned}},
+		{"everything, compressed after signing", BuildOptions{
+			Compress: true, CompressAfterSigning: true, Sign: partner.signer(cms.SHA256), MICAlgorithm: cms.SHA512,
+			Encrypt: &Encryption{Recipients: []*x509.Certificate{ours.cert}},
+		}, []Layer{LayerEncrypted, LayerCompressed, LayerSigned}},
+		{"compressed after signing, unsigned", BuildOptions{Compress: true, CompressAfterSigning: true},
+			[]Layer{LayerCompressed}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -350,5 +358,35 @@ func TestLayerBuf(t *testing.T) {
 	}
 	if err := newLayerBuf(0, 10, 0).readFrom(iotest.ErrReader(errors.New("disk gone")), io.Discard); err == nil {
 		t.Error("a read error was not reported")
+	}
+}
+
+// TestCompressAfterSigningMIC holds the MIC of a message compressed after signing to the
+// one of the same message signed only (RFC 5402: the MIC covers what the signature
+// covers, the document's entity), and apart from the one compressed before signing (which
+// covers the compressed entity).
+func TestCompressAfterSigningMIC(t *testing.T) {
+	partner := testIdentity(t, "partner")
+	payload := []byte(strings.Repeat("UNH+1+ORDERS:D:96A:UN'\r\n", 100))
+	build := func(opts BuildOptions) *Built {
+		t.Helper()
+		opts.Sign = partner.signer(cms.SHA256)
+		b, err := Build(payload, "orders.edi", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	signedOnly := build(BuildOptions{})
+	after := build(BuildOptions{Compress: true, CompressAfterSigning: true})
+	before := build(BuildOptions{Compress: true})
+	if !after.MIC.Equal(signedOnly.MIC) || !bytes.Equal(after.MICContent, signedOnly.MICContent) {
+		t.Errorf("compressed after signing: MIC %s, want the signed-only message's %s", after.MIC, signedOnly.MIC)
+	}
+	if before.MIC.Equal(after.MIC) {
+		t.Error("compressed before signing: the MIC must cover the compressed entity, not the document's")
+	}
+	if !strings.Contains(after.ContentType, "compressed-data") || !strings.Contains(before.ContentType, "multipart/signed") {
+		t.Errorf("outer layers %q (after), %q (before)", after.ContentType, before.ContentType)
 	}
 }

@@ -169,6 +169,56 @@ func TestOpenSSLOpensBuiltMessages(t *testing.T) {
 	}
 }
 
+// A message compressed after signing opens with OpenSSL: it decrypts the envelope and,
+// once the compressed layer is inflated (this OpenSSL has no zlib), verifies the
+// signature over exactly the bytes the MIC covers.
+func TestOpenSSLOpensCompressedAfterSigning(t *testing.T) {
+	dir := t.TempDir()
+	ours, partner := testIdentity(t, "ours"), testIdentity(t, "partner")
+	ourCert, _ := writePEM(t, dir, ours)
+	partnerCert, partnerKey := writePEM(t, dir, partner)
+	text := bytes.Repeat([]byte("ST*850*0001~\r\nBEG*00*SA*PO-1**20261130~\r\n"), 100)
+	built, err := Build(text, "po.x12", BuildOptions{
+		Compress: true, CompressAfterSigning: true, Sign: ours.signer(cms.SHA256),
+		Encrypt: &Encryption{Recipients: []*x509.Certificate{partner.cert}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := writeFile(t, filepath.Join(dir, "body.der"), built.Body)
+	dec := filepath.Join(dir, "decrypted.eml")
+	openssl(t, "cms", "-decrypt", "-binary", "-inform", "DER", "-in", env, "-recip", partnerCert, "-inkey", partnerKey, "-out", dec)
+	raw, err := os.ReadFile(dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compressed, err := ParseEntity(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mt, params, _ := compressed.MediaType(); mt != "application/pkcs7-mime" || params["smime-type"] != "compressed-data" {
+		t.Fatalf("inside the envelope: %s %v, want compressed-data", mt, params)
+	}
+	der, err := compressed.Content()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := cms.Decompress(der, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := writeFile(t, filepath.Join(dir, "signed.eml"), signed)
+	verified := filepath.Join(dir, "verified.eml")
+	openssl(t, "cms", "-verify", "-in", in, "-CAfile", ourCert, "-purpose", "any", "-out", verified)
+	got, err := os.ReadFile(verified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, built.MICContent) {
+		t.Error("OpenSSL verified other bytes than the MIC covers")
+	}
+}
+
 // A signed MDN we write verifies with OpenSSL.
 func TestOpenSSLVerifiesBuiltMDN(t *testing.T) {
 	dir := t.TempDir()

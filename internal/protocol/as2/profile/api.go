@@ -375,8 +375,10 @@ func sortedKeys(m map[string]json.RawMessage) []string {
 // certCache holds the certificates one request has read.
 type certCache map[int64]*x509.Certificate
 
-// view adds the certificate used for encryption now.
+// view adds the certificate used for encryption now, and shows the retry policy in
+// effect: the stored one with the defaults filled in, which the sender applies.
 func (s *Store) view(ctx context.Context, r Remote, cache certCache) (RemoteView, error) {
+	r.Retry = r.Retry.WithDefaults()
 	v := RemoteView{Remote: r}
 	var certs []*x509.Certificate
 	byCert := map[*x509.Certificate]int64{}

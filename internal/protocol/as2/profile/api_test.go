@@ -199,6 +199,11 @@ func TestAPIRemoteProfiles(t *testing.T) {
 		if hosts, ok := body["async_mdn_hosts"].([]any); !ok || len(hosts) != 0 {
 			t.Errorf("async_mdn_hosts = %#v, want []", body["async_mdn_hosts"])
 		}
+		// The retry policy shows what the sender applies, not the empty object stored.
+		wantRetry := map[string]any{"strategy": "exponential", "base": "30s", "max_delay": "1h0m0s", "max_retries": float64(10), "jitter": 0.2}
+		if retry, _ := body["retry"].(map[string]any); fmt.Sprint(retry) != fmt.Sprint(wantRetry) {
+			t.Errorf("retry = %v, want %v", body["retry"], wantRetry)
+		}
 
 		// What GET returns goes back through PUT unchanged, apart from updated_at.
 		status, got := call(t, srv, "GET", base+"/acme", "")

@@ -129,6 +129,9 @@ type Remote struct {
 	// receiver's MDN path under the gateway's public URL.
 	AsyncMDNURL string `json:"async_mdn_url"`
 
+	// CompressionOrder places compression before or after signing when both are on.
+	CompressionOrder CompressionOrder `json:"compression_order"`
+
 	// Inbound requirements.
 	RequireSigned    bool `json:"require_signed"`
 	RequireEncrypted bool `json:"require_encrypted"`
@@ -161,6 +164,7 @@ type Remote struct {
 func NewRemote() Remote {
 	return Remote{
 		Compress:                 true,
+		CompressionOrder:         CompressBeforeSigning,
 		SigningAlgorithm:         SignSHA256,
 		EncryptionAlgorithm:      EncryptAES256CBC,
 		KeyTransport:             KeyTransportRSA,

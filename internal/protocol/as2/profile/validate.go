@@ -92,6 +92,7 @@ func (r Remote) Validate() error {
 		{"mdn_mic_algorithm", validEnum(r.MDNMICAlgorithm, ParseMICAlgorithm)},
 		{"mic_preference", validEnum(r.MICPreference, ParseMICPreference)},
 		{"duplicate_filename", validEnum(r.DuplicateFilename, ParseDuplicateFilename)},
+		{"compression_order", validEnum(r.CompressionOrder, ParseCompressionOrder)},
 	} {
 		if e.err != nil {
 			return fieldErr(e.field, e.err.Error())

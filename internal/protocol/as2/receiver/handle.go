@@ -62,8 +62,7 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 	defer rc.perPartner.release(partner)
 	limit := rc.sizeLimit(x.in)
 	if r.ContentLength > limit {
-		rc.refuseRequest(ctx, w, x, http.StatusRequestEntityTooLarge,
-			fmt.Sprintf("the message of %d bytes is larger than the %d bytes accepted from this partner", r.ContentLength, limit), nil)
+		rc.refuseRequest(ctx, w, x, http.StatusRequestEntityTooLarge, rc.tooLargeText(x.in, r.ContentLength), nil)
 		return
 	}
 	if x.env.mode == MDNAsync {
@@ -76,8 +75,7 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 	var storageErr *bodyStorageError
 	switch {
 	case errors.Is(err, errBodyTooLarge):
-		rc.refuseRequest(ctx, w, x, http.StatusRequestEntityTooLarge,
-			fmt.Sprintf("the message is larger than the %d bytes accepted from this partner", limit), nil)
+		rc.refuseRequest(ctx, w, x, http.StatusRequestEntityTooLarge, rc.tooLargeText(x.in, 0), nil)
 		return
 	case errors.As(err, &storageErr):
 		rc.unavailable(ctx, w, x, "keep the request body", err)
@@ -150,16 +148,39 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 
 // sizeLimit is the smaller of the two profiles' limits, else the config's.
 func (rc *Receiver) sizeLimit(in profile.Inbound) int64 {
-	mib := 0
-	for _, v := range []int{in.Local.MaxMessageSizeMiB, in.Remote.MaxMessageSizeMiB} {
-		if v > 0 && (mib == 0 || v < mib) {
-			mib = v
+	mib, _ := rc.sizeLimitMiB(in)
+	return int64(mib) << 20
+}
+
+// sizeLimitMiB is the body limit in MiB and the setting it comes from: the smaller of the
+// two profiles' max_message_size_mib, else the receiver's max_body_mib.
+func (rc *Receiver) sizeLimitMiB(in profile.Inbound) (int, string) {
+	mib, from := 0, ""
+	for _, l := range []struct {
+		v    int
+		from string
+	}{
+		{in.Local.MaxMessageSizeMiB, "max_message_size_mib of our AS2 profile"},
+		{in.Remote.MaxMessageSizeMiB, "max_message_size_mib of the partner's AS2 profile"},
+	} {
+		if l.v > 0 && (mib == 0 || l.v < mib) {
+			mib, from = l.v, l.from
 		}
 	}
 	if mib == 0 {
-		mib = rc.cfg.MaxBodyMiB
+		return rc.cfg.MaxBodyMiB, "max_body_mib of the receiver"
 	}
-	return int64(mib) << 20
+	return mib, from
+}
+
+// tooLargeText is the answer to a body over the limit: it names the limit and where it is
+// set, so the sender's operator learns what to agree on rather than a bare 413.
+func (rc *Receiver) tooLargeText(in profile.Inbound, size int64) string {
+	mib, from := rc.sizeLimitMiB(in)
+	if size > 0 {
+		return fmt.Sprintf("the message of %d bytes is larger than the limit of %d MiB accepted from this partner (%s)", size, mib, from)
+	}
+	return fmt.Sprintf("the message is larger than the limit of %d MiB accepted from this partner (%s)", mib, from)
 }
 
 // newRow describes an unpacked message for as2_inbound.

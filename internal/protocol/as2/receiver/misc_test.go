@@ -81,6 +81,13 @@ func TestCheckAsyncURL(t *testing.T) {
 			t.Errorf("%s: %v", tt.url, err)
 		}
 	}
+	// A host the profile does not vouch for is named, with the field that would admit it.
+	_, err := checkAsyncURL("http://localhost:10080/mdn", remote)
+	for _, want := range []string{`host "localhost"`, "async_mdn_hosts", "endpoint URL"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal of localhost = %v, want it to say %s", err, want)
+		}
+	}
 }
 
 func TestReadEnvelope(t *testing.T) {
@@ -422,6 +429,22 @@ func TestSizeLimit(t *testing.T) {
 		in.Local.MaxMessageSizeMiB, in.Remote.MaxMessageSizeMiB = tt.local, tt.remote
 		if got := rc.sizeLimit(in); got != tt.want {
 			t.Errorf("%d/%d: %d, want %d", tt.local, tt.remote, got, tt.want)
+		}
+	}
+	// The refusal names the limit and the setting it comes from.
+	for _, tt := range []struct {
+		local, remote int
+		size          int64
+		want          string
+	}{
+		{0, 0, 0, "the message is larger than the limit of 3 MiB accepted from this partner (max_body_mib of the receiver)"},
+		{5, 2, 4 << 20, "the message of 4194304 bytes is larger than the limit of 2 MiB accepted from this partner (max_message_size_mib of the partner's AS2 profile)"},
+		{1, 9, 0, "the message is larger than the limit of 1 MiB accepted from this partner (max_message_size_mib of our AS2 profile)"},
+	} {
+		in := profile.Inbound{}
+		in.Local.MaxMessageSizeMiB, in.Remote.MaxMessageSizeMiB = tt.local, tt.remote
+		if got := rc.tooLargeText(in, tt.size); got != tt.want {
+			t.Errorf("%d/%d: %q\nwant %q", tt.local, tt.remote, got, tt.want)
 		}
 	}
 }

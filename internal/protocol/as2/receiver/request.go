@@ -192,7 +192,11 @@ func checkAsyncURL(raw string, remote profile.Remote) (string, error) {
 		return strings.Trim(v, "[]") == host
 	})
 	if !ok {
-		return "", badHeader("Receipt-Delivery-Option names host %q, which the partner profile does not list for asynchronous MDNs", host)
+		// Products often ship with a default such as localhost, so the answer says where
+		// the host is allowed rather than only that it is not.
+		return "", badHeader("Receipt-Delivery-Option names host %q, which is not the host of the partner's endpoint URL "+
+			"and not in async_mdn_hosts of the partner's AS2 profile; correct the async MDN URL the partner sends, "+
+			"or add %q to async_mdn_hosts if MDNs should go there", host, host)
 	}
 	u.Fragment = ""
 	return u.String(), nil

@@ -2,7 +2,6 @@ package sender
 
 import (
 	"fmt"
-	"mime"
 	"strings"
 	"time"
 
@@ -23,6 +22,11 @@ type Config struct {
 	delivery.TargetOptions
 	// ContentType labels the document inside the AS2 envelope.
 	ContentType string `json:"content_type"`
+	// ContentTypes labels documents by the extension of their file name (without the
+	// dot: "xml", "edi"), before ContentType. It sits on the instance beside the
+	// default because the label belongs to the documents our systems produce, the same
+	// for every partner.
+	ContentTypes map[string]string `json:"content_types,omitempty"`
 	// MessageIDDomain is the part after the @ of the Message-IDs we make; empty means the
 	// host of the gateway's public URL.
 	MessageIDDomain string `json:"message_id_domain,omitempty"`
@@ -74,8 +78,11 @@ func (c *Config) Validate() error {
 	if c.ContentType == "" {
 		return &persistence.FieldError{Field: "content_type", Message: "required"}
 	}
-	if _, _, err := mime.ParseMediaType(c.ContentType); err != nil || strings.ContainsAny(c.ContentType, "\r\n") {
+	if !validMediaType(c.ContentType) {
 		return &persistence.FieldError{Field: "content_type", Message: "not a valid media type"}
+	}
+	if err := validateContentTypes(c.ContentTypes); err != nil {
+		return err
 	}
 	if c.MessageIDDomain != "" && !validDomain(c.MessageIDDomain) {
 		return &persistence.FieldError{Field: "message_id_domain",

@@ -45,7 +45,10 @@ type received struct {
 	micContent []byte
 	payload    []byte
 	fileName   string
-	err        error
+	// compressedOutside is set when a compressed layer held the signed message
+	// (compressed after signing).
+	compressedOutside bool
+	err               error
 }
 
 func newPeer(t *testing.T, ours, partner as2test.Identity) *peer {
@@ -83,7 +86,7 @@ func (p *peer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	n := len(p.got)
 	p.mu.Unlock()
-	rcv.micContent, rcv.payload, rcv.fileName, rcv.err = p.open(n, r.Header, body)
+	rcv.micContent, rcv.payload, rcv.fileName, rcv.compressedOutside, rcv.err = p.open(n, r.Header, body)
 	if rcv.err != nil {
 		p.t.Errorf("peer: open request: %v", rcv.err)
 	}
@@ -99,48 +102,63 @@ func (p *peer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // signature, when signed) covers and the document in it. OpenSSL reads S/MIME only in
 // base64, so the binary body is re-encoded under its own MIME header; OpenSSL here has no
 // zlib, so a compressed layer is inflated with package cms after openssl verified the
-// signature over it.
-func (p *peer) open(n int, h http.Header, body []byte) (micContent, payload []byte, fileName string, err error) {
+// signature over it, or before, when it holds the signed message.
+func (p *peer) open(n int, h http.Header, body []byte) (micContent, payload []byte, fileName string, compressedOutside bool, err error) {
+	micContent, payload, fileName, compressedOutside, err = p.openLayers(n, h, body)
+	return
+}
+
+func (p *peer) openLayers(n int, h http.Header, body []byte) ([]byte, []byte, string, bool, error) {
+	compressedOutside := false
 	dir := filepath.Join(p.dir, fmt.Sprintf("req%d", n))
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", false, err
 	}
 	file := func(name string) string { return filepath.Join(dir, name) }
 	var req bytes.Buffer
 	req.WriteString("MIME-Version: 1.0\r\nContent-Type: " + h.Get("Content-Type") + "\r\nContent-Transfer-Encoding: base64\r\n\r\n")
 	req.WriteString(base64Lines(body))
 	if err := os.WriteFile(file("req.eml"), req.Bytes(), 0o600); err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", false, err
 	}
 	if _, err := runOpenSSL("cms", "-decrypt", "-binary", "-in", file("req.eml"), "-recip", p.partnerCert,
 		"-inkey", p.partnerKey, "-out", file("signed.eml")); err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", false, err
 	}
 	signed, err := os.ReadFile(file("signed.eml"))
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", false, err
 	}
 	head, rest, ok := bytes.Cut(signed, []byte("\r\n\r\n"))
 	if !ok {
-		return nil, nil, "", errors.New("decrypted entity has no header section")
+		return nil, nil, "", false, errors.New("decrypted entity has no header section")
+	}
+	if strings.Contains(headerField(string(head), "Content-Type"), "compressed-data") {
+		if signed, err = cms.Decompress(rest, 1<<30); err != nil {
+			return nil, nil, "", false, err
+		}
+		compressedOutside = true
+		if head, rest, ok = bytes.Cut(signed, []byte("\r\n\r\n")); !ok {
+			return nil, nil, "", false, errors.New("decompressed entity has no header section")
+		}
 	}
 	mt, params, err := gomime.ParseMediaType(headerField(string(head), "Content-Type"))
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", false, err
 	}
 	if mt != "multipart/signed" {
 		// Unsigned: the MIC covers the decrypted entity, headers and content.
 		_, dparams, _ := gomime.ParseMediaType(headerField(string(head), "Content-Disposition"))
-		return signed, rest, dparams["filename"], nil
+		return signed, rest, dparams["filename"], compressedOutside, nil
 	}
 	delim := "--" + params["boundary"]
 	first, after, ok := bytes.Cut(rest, []byte(delim+"\r\n"))
 	if !ok || len(bytes.TrimSpace(first)) != 0 {
-		return nil, nil, "", errors.New("no first boundary")
+		return nil, nil, "", false, errors.New("no first boundary")
 	}
 	part1, after, ok := bytes.Cut(after, []byte("\r\n"+delim+"\r\n"))
 	if !ok {
-		return nil, nil, "", errors.New("no second part")
+		return nil, nil, "", false, errors.New("no second part")
 	}
 	part2, _, ok := bytes.Cut(after, []byte("\r\n"+delim+"--"))
 	if !ok {
@@ -149,35 +167,35 @@ func (p *peer) open(n int, h http.Header, body []byte) (micContent, payload []by
 	_, sig64, _ := bytes.Cut(part2, []byte("\r\n\r\n"))
 	sig, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(string(sig64)), ""))
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("signature part: %w", err)
+		return nil, nil, "", false, fmt.Errorf("signature part: %w", err)
 	}
 	if err := os.WriteFile(file("content.bin"), part1, 0o600); err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", false, err
 	}
 	if err := os.WriteFile(file("sig.der"), sig, 0o600); err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", false, err
 	}
 	if _, err := runOpenSSL("cms", "-verify", "-binary", "-inform", "DER", "-in", file("sig.der"),
 		"-content", file("content.bin"), "-CAfile", p.ourCert, "-purpose", "any", "-out", file("verified.bin")); err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", false, err
 	}
 	verified, err := os.ReadFile(file("verified.bin"))
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", false, err
 	}
 	if !bytes.Equal(verified, part1) {
-		return nil, nil, "", errors.New("openssl verified other bytes than the signed part")
+		return nil, nil, "", false, errors.New("openssl verified other bytes than the signed part")
 	}
 	entity := part1
 	entHead, entBody, _ := bytes.Cut(entity, []byte("\r\n\r\n"))
 	if strings.Contains(headerField(string(entHead), "Content-Type"), "compressed-data") {
 		if entity, err = cms.Decompress(entBody, 1<<30); err != nil {
-			return nil, nil, "", err
+			return nil, nil, "", false, err
 		}
 		entHead, entBody, _ = bytes.Cut(entity, []byte("\r\n\r\n"))
 	}
 	_, dparams, _ := gomime.ParseMediaType(headerField(string(entHead), "Content-Disposition"))
-	return part1, entBody, dparams["filename"], nil
+	return part1, entBody, dparams["filename"], compressedOutside, nil
 }
 
 // headerField finds a field in a header section without continuation lines.
@@ -305,5 +323,14 @@ func answerStatus(code int, header map[string]string) func(http.ResponseWriter, 
 		}
 		w.WriteHeader(code)
 		io.WriteString(w, http.StatusText(code)+"\r\n")
+	}
+}
+
+// answerText answers code with a text/plain body.
+func answerText(code int, body string) func(http.ResponseWriter, received) {
+	return func(w http.ResponseWriter, _ received) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(code)
+		io.WriteString(w, body)
 	}
 }

@@ -366,7 +366,9 @@ func (s *Sender) prepare(ctx context.Context, a delivery.Attempt, out profile.Ou
 		return fail("the document (%d bytes) exceeds the partner's limit of %d MiB", a.Message.Size, rem.MaxMessageSizeMiB)
 	}
 
-	opts := mime.BuildOptions{ContentType: s.cfg.ContentType, Compress: rem.Compress, MICAlgorithm: rem.MDNMICAlgorithm.Digest()}
+	contentType := contentTypeFor(string(a.Message.OriginalFileName), s.cfg.ContentTypes, s.cfg.ContentType)
+	opts := mime.BuildOptions{ContentType: contentType, Compress: rem.Compress, MICAlgorithm: rem.MDNMICAlgorithm.Digest(),
+		CompressAfterSigning: rem.CompressionOrder == profile.CompressAfterSigning}
 	if rem.SigningAlgorithm != profile.SignNone {
 		if out.Signer == nil {
 			return fail("organization %s has no signing certificate", a.Message.From)
@@ -562,10 +564,12 @@ func (s *Sender) send(ctx context.Context, rec *OutboundRecord, out profile.Outb
 		return s.fail(ctx, rec, fmt.Errorf("redirect refused (HTTP %d)", code), code, software)
 	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests:
 		at, _ := delivery.RetryAfter(resp.Header.Get("Retry-After"), s.now())
-		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP4xx, delivery.HTTPStatusError(code), at, code, software)
+		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP4xx, statusError(resp), at, code, software)
 	case code >= 500 && code < 600:
 		at, _ := delivery.RetryAfter(resp.Header.Get("Retry-After"), s.now())
 		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP5xx, delivery.HTTPStatusError(code), at, code, software)
+	case code >= 400 && code < 500:
+		return s.fail(ctx, rec, statusError(resp), code, software)
 	default:
 		return s.fail(ctx, rec, delivery.HTTPStatusError(code), code, software)
 	}

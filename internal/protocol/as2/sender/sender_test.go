@@ -65,6 +65,10 @@ func TestSendInterop(t *testing.T) {
 			},
 			answer: func(p *peer) func(http.ResponseWriter, received) { return p.answerMDN(positive) },
 			state:  persistence.DeliveryDelivered, receipt: true},
+		{name: "compressed after signing",
+			mutate: func(o *profile.Outbound) { o.Remote.CompressionOrder = profile.CompressAfterSigning },
+			answer: func(p *peer) func(http.ResponseWriter, received) { return p.answerMDN(positive) },
+			state:  persistence.DeliveryDelivered, receipt: true},
 		{name: "MDN tampered after signing",
 			answer: func(p *peer) func(http.ResponseWriter, received) {
 				return p.answerMDN(func(rcv received) mdnSpec {
@@ -126,6 +130,9 @@ func TestSendInterop(t *testing.T) {
 					t.Fatalf("%d requests, want 1", len(reqs))
 				}
 				rcv := reqs[0]
+				if rcv.compressedOutside != (tt.name == "compressed after signing") {
+					t.Errorf("compressed layer outside the signature: %v", rcv.compressedOutside)
+				}
 				if !bytes.Equal(rcv.payload, doc) || rcv.fileName != "Bestellung 850.edi" {
 					t.Errorf("peer got %d bytes named %q, want the %d bytes sent", len(rcv.payload), rcv.fileName, len(doc))
 				}
@@ -268,6 +275,8 @@ func TestPermanentAndExhausted(t *testing.T) {
 	}{
 		{"redirect", nil, answerStatus(http.StatusFound, map[string]string{"Location": "http://127.0.0.1:1/elsewhere"}), "redirect refused (HTTP 302)"},
 		{"not found", nil, answerStatus(http.StatusNotFound, nil), "HTTP 404 Not Found"},
+		{"too large, the limit named", nil, answerText(http.StatusRequestEntityTooLarge, "the message of 900 bytes is larger than the limit of 1 MiB\r\nsecond line"),
+			"HTTP 413 Request Entity Too Large: the message of 900 bytes is larger than the limit of 1 MiB"},
 		{"retries exhausted", func(o *profile.Outbound) { o.Remote.Retry.MaxRetries = &zero },
 			answerStatus(http.StatusTooManyRequests, nil), "retries exhausted after 1 attempts: HTTP 429 Too Many Requests"},
 		{"no MDN in the answer", nil, answerStatus(http.StatusOK, nil), "MDN cannot be read: not a message disposition notification"},
