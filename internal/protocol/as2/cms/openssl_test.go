@@ -53,7 +53,7 @@ func TestOpenSSLEncryptsWeDecrypt(t *testing.T) {
 			if !bytes.Equal(got, content) {
 				t.Fatal("content differs")
 			}
-			if info.Cipher != tt.cipher || info.KeyTransport != tt.kt {
+			if info.Cipher != tt.cipher || info.KeyTransport != tt.kt || len(info.Tolerances) != 0 {
 				t.Errorf("info %+v", info)
 			}
 		})
