@@ -30,6 +30,8 @@ type corpusCase struct {
 		Filename             *string  `json:"filename"`
 		MIC                  string   `json:"mic"`
 		MICAlgorithm         string   `json:"mic_algorithm"`
+		KeyTransport         string   `json:"key_transport"`
+		SignatureAlgorithm   string   `json:"signature_algorithm"`
 		Disposition          string   `json:"disposition"`
 		OriginalMessageID    string   `json:"original_message_id"`
 		MICAlgorithmConflict *struct {

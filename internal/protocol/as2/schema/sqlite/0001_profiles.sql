@@ -45,6 +45,8 @@ CREATE TABLE as2_remote_profiles (
     retry                           TEXT NOT NULL,
     tls_trust_certificate_ids       TEXT NOT NULL,
     max_message_size_mib            INTEGER NOT NULL,
+    -- RFC 6211 algorithm protection attribute on our signatures for this partner.
+    algorithm_protection            INTEGER NOT NULL,
     created_at                      TEXT NOT NULL,
     updated_at                      TEXT NOT NULL
 ) STRICT;
