@@ -26,6 +26,7 @@ import (
 type corpusCase struct {
 	ID                string            `json:"id"`
 	Group             string            `json:"group"`
+	AS2From           string            `json:"as2_from"`
 	MessageID         string            `json:"message_id"`
 	SenderCertificate string            `json:"sender_certificate"`
 	Files             map[string]string `json:"files"`
@@ -48,6 +49,9 @@ type corpusCase struct {
 		MIC          string   `json:"mic"`
 		MICAlgorithm string   `json:"mic_algorithm"`
 		MDNRequested string   `json:"mdn_requested"`
+		// KeyTransport and SignatureAlgorithm say when parameters are absent.
+		KeyTransport       string `json:"key_transport"`
+		SignatureAlgorithm string `json:"signature_algorithm"`
 	} `json:"expected"`
 }
 
@@ -184,17 +188,20 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 	gogw := party{id: "gogw", name: "gogw", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/gogw.crt")), key: as2test.PEMPrivateKey(t, as2test.CorpusFile(t, dir, "keys/gogw.key"))}
 	peera := party{id: "peera", name: "peera", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/peera.crt"))}
 	peerb := party{id: "peerb", name: "peerb", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/peerb.crt"))}
+	peerd := party{id: "peerd", name: "peerd", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/peerd.crt"))}
 	// pyas2-lib checks a MIC computed with its signature's digest (see the corpus
 	// README); OpenAS2 the one with the requested algorithm.
 	preferSignature := func(r *profile.Remote) { r.MICPreference = profile.MICPreferSignature }
 
 	forEachDB(t, func(t *testing.T, s *db.Store) {
-		b := newBench(t, s, []party{gogw}, []party{peera, peerb})
+		b := newBench(t, s, []party{gogw}, []party{peera, peerb, peerd})
 		secureDir, relaxedDir := newDirectory(), newDirectory()
 		secureDir.add(inbound(gogw, peera, nil))
-		secureDir.add(inbound(gogw, peerb, preferSignature))
 		relaxedDir.add(inbound(gogw, peera, relaxed))
-		relaxedDir.add(inbound(gogw, peerb, func(r *profile.Remote) { relaxed(r); preferSignature(r) }))
+		for _, py := range []party{peerb, peerd} {
+			secureDir.add(inbound(gogw, py, preferSignature))
+			relaxedDir.add(inbound(gogw, py, func(r *profile.Remote) { relaxed(r); preferSignature(r) }))
+		}
 		secure := b.start("as2_secure", secureDir, nil, tune)
 		lax := b.start("as2_relaxed", relaxedDir, nil, tune)
 		listener := newMDNListener(t)
@@ -248,7 +255,7 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 					}
 					a := listener.wait(t, mdnPath, 1)
 					checkMDN(t, c, a, gogw.cert, true)
-					if got := a.header.Get("AS2-To"); got != "peera" && got != "peerb" {
+					if got := a.header.Get("AS2-To"); got != c.AS2From {
 						t.Errorf("async MDN AS2-To %q", got)
 					}
 				case "none":
@@ -279,10 +286,7 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 				if string(msg.OriginalFileName) != wantName {
 					t.Errorf("file name %q, want %q", msg.OriginalFileName, wantName)
 				}
-				wantFrom := persistence.PartyName("peerb")
-				if strings.HasPrefix(name, "oa") {
-					wantFrom = "peera"
-				}
+				wantFrom := persistence.PartyName(c.AS2From)
 				if msg.From != wantFrom || msg.To != "gogw" || msg.CorrelationID != c.MessageID || msg.OriginEventID != c.MessageID {
 					t.Errorf("message %+v", msg)
 				}
@@ -319,6 +323,9 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 				if rec.PartnerSoftware == "" && c.Expected.Signed && strings.HasPrefix(name, "oa") {
 					t.Errorf("record without the partner's software")
 				}
+				if want := as2test.CorpusTolerances(c.Expected.KeyTransport, c.Expected.SignatureAlgorithm); !slices.Equal(rec.Tolerances, want) {
+					t.Errorf("record tolerances %q, want %q", rec.Tolerances, want)
+				}
 
 				// The same request again: a duplicate.
 				second := send(rc)
@@ -351,8 +358,8 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 				}
 			})
 		}
-		if n != 30 {
-			t.Errorf("%d inbound cases, want 30", n)
+		if n != 33 {
+			t.Errorf("%d inbound cases, want 33", n)
 		}
 	})
 }
