@@ -23,20 +23,17 @@ func verifyPSS(pub *rsa.PublicKey, hash DigestAlgorithm, salt int, signed, sig [
 // writes no parameters for signatures it makes with the SignerInfo's digest,
 // MGF1 with the same digest and the longest salt the key allows, so that
 // reading comes second, with the salt length recovered from the signature.
-// The note returned says which reading verified.
-func verifyPSSWithoutParameters(pub *rsa.PublicKey, digest DigestAlgorithm, signed, sig []byte) (string, error) {
+// It returns the hash that verified and a note saying which reading did.
+func verifyPSSWithoutParameters(pub *rsa.PublicKey, digest DigestAlgorithm, signed, sig []byte) (DigestAlgorithm, string, error) {
 	const defaultSalt = 20
 	if verifyPSS(pub, SHA1, defaultSalt, signed, sig) == nil {
-		return "RSASSA-PSS parameters absent: verified with the RFC 4055 defaults (SHA-1, salt 20)", nil
+		return SHA1, "RSASSA-PSS parameters absent: verified with the RFC 4055 defaults (SHA-1, salt 20)", nil
 	}
-	if digest == SHA1 {
-		if verifyPSS(pub, SHA1, rsa.PSSSaltLengthAuto, signed, sig) != nil {
-			return "", fmt.Errorf("%w: RSA-PSS signature without parameters does not verify with SHA-1", ErrAuthentication)
-		}
-	} else if verifyPSS(pub, digest, rsa.PSSSaltLengthAuto, signed, sig) != nil {
-		return "", fmt.Errorf("%w: RSA-PSS signature without parameters verifies neither with the defaults (SHA-1) nor with %s", ErrAuthentication, digest)
+	if verifyPSS(pub, digest, rsa.PSSSaltLengthAuto, signed, sig) != nil {
+		return "", "", fmt.Errorf("%w: RSA-PSS signature without parameters verifies neither with the RFC 4055 defaults (SHA-1, salt 20) nor with %s",
+			ErrAuthentication, pssName(digest))
 	}
-	return fmt.Sprintf("RSASSA-PSS parameters absent: verified as %s, salt %d", pssName(digest), pssSaltLength(pub, digest, signed, sig)), nil
+	return digest, fmt.Sprintf("RSASSA-PSS parameters absent: verified as %s, salt %d", pssName(digest), pssSaltLength(pub, digest, signed, sig)), nil
 }
 
 // pssSaltLength finds the salt length of a signature known to verify with

@@ -41,23 +41,26 @@ func TestVerifyPSSWithoutParameters(t *testing.T) {
 	}
 	longest := (key.N.BitLen()-1+7)/8 - crypto.SHA256.Size() - 2
 	tests := []struct {
-		name string
-		hash crypto.Hash
-		salt int
-		note string
-		err  error
+		name      string
+		hash      crypto.Hash
+		salt      int
+		allowSHA1 bool
+		note      string
+		err       error
 	}{
 		{"pyas2-lib: SHA-256, longest salt", crypto.SHA256, rsa.PSSSaltLengthAuto,
-			fmt.Sprintf("RSASSA-PSS parameters absent: verified as SHA-256, salt %d", longest), nil},
-		{"SHA-256, salt as long as the digest", crypto.SHA256, 32, "RSASSA-PSS parameters absent: verified as SHA-256, salt 32", nil},
-		{"SHA-256, salt of 7", crypto.SHA256, 7, "RSASSA-PSS parameters absent: verified as SHA-256, salt 7", nil},
-		{"RFC 4055 defaults", crypto.SHA1, 20, "RSASSA-PSS parameters absent: verified with the RFC 4055 defaults (SHA-1, salt 20)", nil},
-		{"a hash other than the signer's digest", crypto.SHA512, 64, "", ErrAuthentication},
+			false, fmt.Sprintf("RSASSA-PSS parameters absent: verified as SHA-256, salt %d", longest), nil},
+		{"SHA-256, salt as long as the digest", crypto.SHA256, 32, false, "RSASSA-PSS parameters absent: verified as SHA-256, salt 32", nil},
+		{"SHA-256, salt of 7", crypto.SHA256, 7, false, "RSASSA-PSS parameters absent: verified as SHA-256, salt 7", nil},
+		{"RFC 4055 defaults, SHA-1 allowed", crypto.SHA1, 20, true, "RSASSA-PSS parameters absent: verified with the RFC 4055 defaults (SHA-1, salt 20)", nil},
+		{"RFC 4055 defaults, SHA-1 not allowed", crypto.SHA1, 20, false, "", ErrInsufficientSecurity},
+		{"a hash other than the signer's digest", crypto.SHA512, 64, false, "", ErrAuthentication},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sig := resignPSS(t, base, key, tt.hash, tt.salt)
-			info, err := VerifyDetached(sig, content, []*x509.Certificate{partner.cert}, VerifyOptions{})
+			opts := VerifyOptions{AllowSHA1: tt.allowSHA1}
+			info, err := VerifyDetached(sig, content, []*x509.Certificate{partner.cert}, opts)
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) {
 					t.Fatalf("VerifyDetached error = %v, want %v", err, tt.err)
@@ -70,13 +73,13 @@ func TestVerifyPSSWithoutParameters(t *testing.T) {
 			if info.Scheme != SchemePSS || len(info.Tolerances) != 1 || info.Tolerances[0] != tt.note {
 				t.Errorf("scheme %s, tolerances %q, want %q", info.Scheme, info.Tolerances, tt.note)
 			}
-			if _, err := VerifyDetached(sig, append([]byte("x"), content...), []*x509.Certificate{partner.cert}, VerifyOptions{}); !errors.Is(err, ErrIntegrity) {
+			if _, err := VerifyDetached(sig, append([]byte("x"), content...), []*x509.Certificate{partner.cert}, opts); !errors.Is(err, ErrIntegrity) {
 				t.Errorf("altered content: %v", err)
 			}
 			altered := resignPSS(t, base, key, tt.hash, tt.salt)
 			_, si, _ := signerOf(t, altered)
 			si.Signature[len(si.Signature)/2] ^= 1
-			if _, err := VerifyDetached(replaceSigner(t, altered, si), content, []*x509.Certificate{partner.cert}, VerifyOptions{}); !errors.Is(err, ErrAuthentication) {
+			if _, err := VerifyDetached(replaceSigner(t, altered, si), content, []*x509.Certificate{partner.cert}, opts); !errors.Is(err, ErrAuthentication) {
 				t.Errorf("altered signature: %v", err)
 			}
 		})

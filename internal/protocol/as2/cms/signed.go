@@ -39,6 +39,10 @@ type SignerInfo struct {
 	// regardless of how the SignedData was encoded or which certificates it
 	// carries, so a receiver can refuse a replayed signature.
 	ReplayDigest []byte
+
+	// pssHash is the hash an RSASSA-PSS signature was verified with, which
+	// may differ from Digest; SHA-1 there is as weak as a SHA-1 Digest.
+	pssHash DigestAlgorithm
 }
 
 // VerifyOptions tunes VerifyDetached.
@@ -326,6 +330,7 @@ func VerifyDetached(sig, content []byte, trusted []*x509.Certificate, opts Verif
 		at = time.Now()
 	}
 	var first *SignerInfo
+	weak := false
 	for i, si := range signers {
 		info, err := verifySigner(der, i, si, sd.EncapContentInfo.EContentType, content, trusted, embedded, at)
 		if err != nil {
@@ -334,13 +339,10 @@ func VerifyDetached(sig, content []byte, trusted []*x509.Certificate, opts Verif
 		if first == nil {
 			first = info
 		}
+		weak = weak || info.Digest.Weak() || info.pssHash.Weak()
 	}
-	if !opts.AllowSHA1 {
-		for _, si := range signers {
-			if d, _ := digestForOID(si.DigestAlgorithm.Algorithm); d.Weak() {
-				return first, fmt.Errorf("%w: the signature uses SHA-1", ErrInsufficientSecurity)
-			}
-		}
+	if weak && !opts.AllowSHA1 {
+		return first, fmt.Errorf("%w: the signature uses SHA-1", ErrInsufficientSecurity)
 	}
 	return first, nil
 }
@@ -410,16 +412,18 @@ func verifySigner(der []byte, idx int, si signerInfoASN, eContentType asn1.Objec
 			return info, fmt.Errorf("%w: RSA-PSS signature from a non-RSA certificate", ErrAuthentication)
 		}
 		if pss.absent {
-			note, err := verifyPSSWithoutParameters(pub, digest, signed, si.Signature)
+			hash, note, err := verifyPSSWithoutParameters(pub, digest, signed, si.Signature)
 			if err != nil {
 				return info, err
 			}
+			info.pssHash = hash
 			info.Tolerances = append(info.Tolerances, note)
 			break
 		}
 		if err := verifyPSS(pub, pss.hash, pss.salt, signed, si.Signature); err != nil {
 			return info, err
 		}
+		info.pssHash = pss.hash
 	case si.SID.Class == classUniversal:
 		// issuerAndSerialNumber: the pkcs7 package checks it, against this
 		// one certificate only.
