@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/smallstep/pkcs7"
-
 	"wharf/internal/certs/certstest"
+	"wharf/internal/protocol/as2/as2test"
 )
 
 // pkcs7Sign is the detached signature as package pkcs7 makes it, which
@@ -20,35 +19,15 @@ import (
 // attribute when protect is set.
 func pkcs7Sign(t *testing.T, content []byte, cert *x509.Certificate, key crypto.Signer, chain []*x509.Certificate, digest DigestAlgorithm, protect bool) []byte {
 	t.Helper()
-	sigAlg, err := pkcs1SignatureOID(key.Public(), digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sd, err := pkcs7.NewSignedData(content)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sd.SetDigestAlgorithm(digest.oid())
-	var config pkcs7.SignerInfoConfig
+	var protection []byte
 	if protect {
-		config.ExtraSignedAttributes = []pkcs7.Attribute{{
-			Type: oidAttrAlgorithmProtec, Value: asn1.RawValue{FullBytes: algorithmProtection(digest, derSequence(mustMarshal(sigAlg)))},
-		}}
+		sigAlg, err := pkcs1SignatureOID(key.Public(), digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		protection = algorithmProtection(digest, derSequence(mustMarshal(sigAlg)))
 	}
-	if len(chain) > 0 {
-		err = sd.AddSignerChain(cert, key, chain, config)
-	} else {
-		err = sd.AddSigner(cert, key, config)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	sd.Detach()
-	der, err := sd.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der
+	return as2test.PKCS7Sign(t, content, cert, key, chain, digest.oid(), protection)
 }
 
 // signerOf decodes the only SignerInfo of a SignedData and its signing time.

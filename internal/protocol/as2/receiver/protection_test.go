@@ -5,9 +5,8 @@ import (
 	"encoding/asn1"
 	"testing"
 
-	"github.com/smallstep/pkcs7"
-
 	"wharf/internal/persistence/db"
+	"wharf/internal/protocol/as2/as2test"
 	"wharf/internal/protocol/as2/mime"
 )
 
@@ -16,35 +15,17 @@ import (
 // algorithm identifiers were changed after signing looks like.
 func signWithWrongProtection(t testing.TB, content []byte, signer party) []byte {
 	t.Helper()
-	var (
-		oidSHA256       = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 2, 1}
-		oidSHA512       = asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 2, 3}
-		oidSHA256RSA    = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 1, 11}
-		oidAlgorithmPro = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 52}
-	)
 	protection, err := asn1.Marshal(struct {
 		Digest    pkix.AlgorithmIdentifier
 		Signature pkix.AlgorithmIdentifier `asn1:"tag:1"`
-	}{pkix.AlgorithmIdentifier{Algorithm: oidSHA512}, pkix.AlgorithmIdentifier{Algorithm: oidSHA256RSA}})
+	}{
+		pkix.AlgorithmIdentifier{Algorithm: asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 2, 3}}, // SHA-512
+		pkix.AlgorithmIdentifier{Algorithm: asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 1, 11}},    // SHA-256 with RSA
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sd, err := pkcs7.NewSignedData(content)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sd.SetDigestAlgorithm(oidSHA256)
-	if err := sd.AddSigner(signer.cert, signer.key, pkcs7.SignerInfoConfig{ExtraSignedAttributes: []pkcs7.Attribute{
-		{Type: oidAlgorithmPro, Value: asn1.RawValue{FullBytes: protection}},
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	sd.Detach()
-	der, err := sd.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der
+	return as2test.PKCS7Sign(t, content, signer.cert, signer.key, nil, asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 2, 1}, protection)
 }
 
 // Our MDN signature carries the RFC 6211 attribute when the partner's profile asks for
