@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -218,30 +219,33 @@ func TestSignVerify(t *testing.T) {
 		{"ec-partner", SHA256, false, SchemeECDSA},
 	}
 	for _, tt := range tests {
-		t.Run(tt.identity+"/"+string(tt.digest)+"/"+string(tt.scheme), func(t *testing.T) {
-			id := testIdentity(t, tt.identity)
-			sign := SignDetached
-			if tt.pss {
-				sign = SignDetachedPSS
-			}
-			sig, err := sign(content, id.cert, id.key, nil, tt.digest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			info, err := VerifyDetached(sig, content, []*x509.Certificate{id.cert}, VerifyOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if info.Digest != tt.digest || info.Scheme != tt.scheme || !info.AlgorithmProtection || info.Certificate != id.cert {
-				t.Errorf("info %+v", info)
-			}
-			if len(info.ReplayDigest) != 32 {
-				t.Errorf("replay digest of %d bytes", len(info.ReplayDigest))
-			}
-			if time.Since(info.SigningTime) > time.Minute {
-				t.Errorf("signing time %v", info.SigningTime)
-			}
-		})
+		for _, protect := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/%s/%s/protect=%v", tt.identity, tt.digest, tt.scheme, protect), func(t *testing.T) {
+				id := testIdentity(t, tt.identity)
+				sign := SignDetachedWith
+				if tt.pss {
+					sign = SignDetachedPSSWith
+				}
+				sig, err := sign(content, id.cert, id.key, nil, tt.digest, SignOptions{AlgorithmProtection: protect})
+				if err != nil {
+					t.Fatal(err)
+				}
+				info, err := VerifyDetached(sig, content, []*x509.Certificate{id.cert}, VerifyOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if info.Digest != tt.digest || info.Scheme != tt.scheme || info.AlgorithmProtection != protect || info.Certificate != id.cert ||
+					len(info.Tolerances) != 0 {
+					t.Errorf("info %+v", info)
+				}
+				if len(info.ReplayDigest) != 32 {
+					t.Errorf("replay digest of %d bytes", len(info.ReplayDigest))
+				}
+				if time.Since(info.SigningTime) > time.Minute {
+					t.Errorf("signing time %v", info.SigningTime)
+				}
+			})
+		}
 	}
 }
 

@@ -33,6 +33,10 @@ type DecryptInfo struct {
 	KeyTransport KeyTransport
 	// Recipient is the index of the candidate whose key opened the message.
 	Recipient int
+	// Tolerances says how a key transport that departs from the standard was
+	// read, one note each (for example RSAES-OAEP without parameters); the
+	// receiver records them on the message.
+	Tolerances []string
 }
 
 // Decrypt opens an EnvelopedData or AuthEnvelopedData ContentInfo held in
@@ -152,11 +156,14 @@ func openEnvelope(r io.Reader, candidates []Recipient) (*envelope, *DecryptInfo,
 	}
 	info := &DecryptInfo{Cipher: cc, Recipient: -1}
 
-	key, kt, idx, err := unwrapContentKey(recipientInfos, candidates, cc.keyLen())
+	key, kt, idx, note, err := unwrapContentKey(recipientInfos, candidates, cc.keyLen())
 	if err != nil {
 		return nil, info, err
 	}
 	info.KeyTransport, info.Recipient = kt, idx
+	if note != "" {
+		info.Tolerances = append(info.Tolerances, note)
+	}
 
 	ok, err := b.more(eci)
 	if err != nil {
@@ -290,8 +297,9 @@ type keyTransRecipientInfo struct {
 }
 
 // unwrapContentKey finds the RecipientInfo that names one of the candidates
-// and decrypts the content-encryption key with that candidate's key.
-func unwrapContentKey(infos [][]byte, candidates []Recipient, keyLen int) ([]byte, KeyTransport, int, error) {
+// and decrypts the content-encryption key with that candidate's key. The
+// note says how a key transport outside the standard was read.
+func unwrapContentKey(infos [][]byte, candidates []Recipient, keyLen int) ([]byte, KeyTransport, int, string, error) {
 	var ktris []keyTransRecipientInfo
 	for _, raw := range infos {
 		if raw[0] != 0x30 { // only KeyTransRecipientInfo is a bare SEQUENCE
@@ -299,7 +307,7 @@ func unwrapContentKey(infos [][]byte, candidates []Recipient, keyLen int) ([]byt
 		}
 		var k keyTransRecipientInfo
 		if rest, err := asn1.Unmarshal(raw, &k); err != nil || len(rest) > 0 {
-			return nil, "", -1, malformed(ErrDecryption, "key transport recipient info: %v", err)
+			return nil, "", -1, "", malformed(ErrDecryption, "key transport recipient info: %v", err)
 		}
 		ktris = append(ktris, k)
 	}
@@ -312,18 +320,18 @@ func unwrapContentKey(infos [][]byte, candidates []Recipient, keyLen int) ([]byt
 			if !recipientMatches(k.RID, c.Certificate) {
 				continue
 			}
-			key, kt, err := decryptKey(k, c.Key, keyLen)
+			key, kt, note, err := decryptKey(k, c.Key, keyLen)
 			if err != nil {
 				lastErr = err
 				continue
 			}
-			return key, kt, i, nil
+			return key, kt, i, note, nil
 		}
 	}
 	if lastErr != nil {
-		return nil, "", -1, lastErr
+		return nil, "", -1, "", lastErr
 	}
-	return nil, "", -1, fmt.Errorf("%w: no recipient info names one of our %d certificate(s)", ErrDecryption, len(candidates))
+	return nil, "", -1, "", fmt.Errorf("%w: no recipient info names one of our %d certificate(s)", ErrDecryption, len(candidates))
 }
 
 // recipientMatches compares a RecipientIdentifier with a certificate.
@@ -363,10 +371,10 @@ type oaepParams struct {
 	PSource pkix.AlgorithmIdentifier `asn1:"optional,explicit,tag:2"`
 }
 
-func decryptKey(k keyTransRecipientInfo, key crypto.Decrypter, keyLen int) ([]byte, KeyTransport, error) {
+func decryptKey(k keyTransRecipientInfo, key crypto.Decrypter, keyLen int) ([]byte, KeyTransport, string, error) {
 	alg := k.KeyEncryptionAlgorithm
 	if _, ok := key.Public().(*rsa.PublicKey); !ok {
-		return nil, "", fmt.Errorf("%w: key transport needs an RSA key", ErrUnsupportedAlgorithm)
+		return nil, "", "", fmt.Errorf("%w: key transport needs an RSA key", ErrUnsupportedAlgorithm)
 	}
 	switch {
 	case alg.Algorithm.Equal(oidRSAEncryption):
@@ -375,28 +383,41 @@ func decryptKey(k keyTransRecipientInfo, key crypto.Decrypter, keyLen int) ([]by
 		// content and the padding check leaks nothing.
 		cek, err := key.Decrypt(rand.Reader, k.EncryptedKey, &rsa.PKCS1v15DecryptOptions{SessionKeyLen: keyLen})
 		if err != nil {
-			return nil, "", fmt.Errorf("%w: %w", ErrDecryption, err)
+			return nil, "", "", fmt.Errorf("%w: %w", ErrDecryption, err)
 		}
-		return cek, RSAPKCS1v15, nil
+		return cek, RSAPKCS1v15, "", nil
 	case alg.Algorithm.Equal(oidRSAESOAEP):
 		h, mgf, label, kt, err := parseOAEPParams(alg.Parameters)
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
 		cek, err := key.Decrypt(rand.Reader, k.EncryptedKey, &rsa.OAEPOptions{Hash: h, MGFHash: mgf, Label: label})
 		if err != nil {
-			return nil, "", fmt.Errorf("%w: %w", ErrDecryption, err)
+			return nil, "", "", fmt.Errorf("%w: %w", ErrDecryption, err)
 		}
 		if len(cek) != keyLen {
-			return nil, "", fmt.Errorf("%w: content key of %d bytes, want %d", ErrDecryption, len(cek), keyLen)
+			return nil, "", "", fmt.Errorf("%w: content key of %d bytes, want %d", ErrDecryption, len(cek), keyLen)
 		}
-		return cek, kt, nil
+		return cek, kt, oaepNote(alg.Parameters), nil
 	}
-	return nil, "", fmt.Errorf("%w: key transport %s", ErrUnsupportedAlgorithm, alg.Algorithm)
+	return nil, "", "", fmt.Errorf("%w: key transport %s", ErrUnsupportedAlgorithm, alg.Algorithm)
+}
+
+// oaepNote says how RSAES-OAEP parameters that RFC 4055 requires but the
+// sender left out were read: pyas2-lib writes none and means the defaults.
+func oaepNote(raw asn1.RawValue) string {
+	switch {
+	case len(raw.FullBytes) == 0:
+		return "RSAES-OAEP parameters absent: decrypted with the RFC 4055 defaults (SHA-1, MGF1 with SHA-1)"
+	case raw.Class == classUniversal && raw.Tag == tagNull:
+		return "RSAES-OAEP parameters NULL: decrypted with the RFC 4055 defaults (SHA-1, MGF1 with SHA-1)"
+	}
+	return ""
 }
 
 // parseOAEPParams reads RSAES-OAEP-params; absent fields take the SHA-1
-// defaults of RFC 8017.
+// defaults of RFC 8017, and so do parameters absent altogether or NULL (see
+// oaepNote).
 func parseOAEPParams(raw asn1.RawValue) (crypto.Hash, crypto.Hash, []byte, KeyTransport, error) {
 	var p oaepParams
 	if len(raw.FullBytes) > 0 && !(raw.Tag == tagNull && raw.Class == classUniversal) {

@@ -38,6 +38,19 @@
 //     written. SignDigest signs RSA-PSS from a digest the caller computed on
 //     the way; PKCS #1 v1.5 signatures go through pkcs7 with the content.
 //
+// # Tolerance
+//
+// pyas2-lib writes RSAES-OAEP and RSASSA-PSS AlgorithmIdentifiers without
+// parameters. For OAEP that is read as the RFC 4055 defaults (SHA-1), which
+// the product uses. For PSS the defaults (SHA-1, salt 20) are tried, then the
+// SignerInfo's digest with whatever salt the signature carries (pyas2-lib
+// signs with SHA-256 and the longest salt). Each such reading is reported in
+// DecryptInfo.Tolerances or SignerInfo.Tolerances.
+//
+// The RFC 6211 algorithm protection attribute is written when
+// SignOptions.AlgorithmProtection asks for it and checked whenever a received
+// signature carries it; a mismatch is ErrIntegrity.
+//
 // # Errors
 //
 // Every failure wraps one of the sentinel errors (ErrDecryption,

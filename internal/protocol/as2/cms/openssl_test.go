@@ -3,6 +3,7 @@ package cms
 import (
 	"bytes"
 	"crypto/x509"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -53,7 +54,7 @@ func TestOpenSSLEncryptsWeDecrypt(t *testing.T) {
 			if !bytes.Equal(got, content) {
 				t.Fatal("content differs")
 			}
-			if info.Cipher != tt.cipher || info.KeyTransport != tt.kt {
+			if info.Cipher != tt.cipher || info.KeyTransport != tt.kt || len(info.Tolerances) != 0 {
 				t.Errorf("info %+v", info)
 			}
 		})
@@ -151,23 +152,27 @@ func TestWeSignOpenSSLVerifies(t *testing.T) {
 		identity string
 		digest   DigestAlgorithm
 		pss      bool
+		protect  bool // with the RFC 6211 attribute
 	}{
-		{"partner", SHA256, false},
-		{"partner", SHA384, false},
-		{"partner", SHA512, false},
-		{"partner", SHA256, true},
-		{"partner", SHA512, true},
-		{"ec-partner", SHA256, false},
+		{"partner", SHA256, false, false},
+		{"partner", SHA384, false, false},
+		{"partner", SHA512, false, false},
+		{"partner", SHA256, true, false},
+		{"partner", SHA512, true, false},
+		{"ec-partner", SHA256, false, false},
+		{"partner", SHA384, false, true},
+		{"partner", SHA256, true, true},
+		{"ec-partner", SHA256, false, true},
 	}
 	for _, tt := range tests {
-		t.Run(tt.identity+"/"+string(tt.digest), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/pss=%v/protect=%v", tt.identity, tt.digest, tt.pss, tt.protect), func(t *testing.T) {
 			id := testIdentity(t, tt.identity)
 			certFile, _ := writePEM(t, dir, id)
-			sign := SignDetached
+			sign := SignDetachedWith
 			if tt.pss {
-				sign = SignDetachedPSS
+				sign = SignDetachedPSSWith
 			}
-			sig, err := sign(content, id.cert, id.key, nil, tt.digest)
+			sig, err := sign(content, id.cert, id.key, nil, tt.digest, SignOptions{AlgorithmProtection: tt.protect})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,6 +182,12 @@ func TestWeSignOpenSSLVerifies(t *testing.T) {
 			}
 			openssl(t, "cms", "-verify", "-binary", "-inform", "DER", "-in", sigFile, "-content", in,
 				"-CAfile", certFile, "-purpose", "any", "-out", filepath.Join(dir, "verified.bin"))
+			// OpenSSL 3.0 does not compare the attribute with the SignerInfo (see
+			// TestAlgorithmProtectionMismatch for our check); it names it by its OID.
+			printed := openssl(t, "cms", "-cmsout", "-print", "-inform", "DER", "-in", sigFile)
+			if got := bytes.Contains(printed, []byte("(1.2.840.113549.1.9.52)")); got != tt.protect {
+				t.Errorf("openssl sees the algorithm protection attribute: %v, want %v", got, tt.protect)
+			}
 		})
 	}
 }

@@ -30,11 +30,19 @@ type SignerInfo struct {
 	SigningTime time.Time
 	// AlgorithmProtection reports an RFC 6211 attribute, which was checked.
 	AlgorithmProtection bool
+	// Tolerances says how a signature that departs from the standard was
+	// read, one note each (for example RSASSA-PSS without parameters); the
+	// receiver records them on the message.
+	Tolerances []string
 	// ReplayDigest is SHA-256 over the signed attributes in DER, or over
 	// the content when there are none. It identifies the signature act
 	// regardless of how the SignedData was encoded or which certificates it
 	// carries, so a receiver can refuse a replayed signature.
 	ReplayDigest []byte
+
+	// pssHash is the hash an RSASSA-PSS signature was verified with, which
+	// may differ from Digest; SHA-1 there is as weak as a SHA-1 Digest.
+	pssHash DigestAlgorithm
 }
 
 // VerifyOptions tunes VerifyDetached.
@@ -46,11 +54,25 @@ type VerifyOptions struct {
 	AllowSHA1 bool
 }
 
+// SignOptions are the choices of a signature beyond the key and the digest.
+type SignOptions struct {
+	// AlgorithmProtection adds the RFC 6211 attribute naming the digest and
+	// signature algorithms among the signed attributes. Some products (IBM's
+	// among them) require it; others have been seen to stumble over an
+	// attribute they do not know, so it is the partner profile's choice.
+	AlgorithmProtection bool
+}
+
 // SignDetached signs content with an RSA (PKCS #1 v1.5) or ECDSA key and
 // returns a DER SignedData without the content, carrying cert and chain and
-// the signed attributes content type, signing time, message digest and
-// algorithm protection (RFC 6211).
+// the signed attributes content type, signing time and message digest.
 func SignDetached(content []byte, cert *x509.Certificate, key crypto.Signer, chain []*x509.Certificate, digest DigestAlgorithm) ([]byte, error) {
+	return SignDetachedWith(content, cert, key, chain, digest, SignOptions{})
+}
+
+// SignDetachedWith is SignDetached with the options, the RFC 6211 attribute
+// among them.
+func SignDetachedWith(content []byte, cert *x509.Certificate, key crypto.Signer, chain []*x509.Certificate, digest DigestAlgorithm, opts SignOptions) ([]byte, error) {
 	if digest.Hash() == 0 {
 		return nil, fmt.Errorf("%w: digest %q", ErrUnsupportedAlgorithm, digest)
 	}
@@ -61,15 +83,18 @@ func SignDetached(content []byte, cert *x509.Certificate, key crypto.Signer, cha
 	if err != nil {
 		return nil, err
 	}
-	protection := algorithmProtection(digest, derSequence(mustMarshal(sigAlg)))
 	sd, err := pkcs7.NewSignedData(content)
 	if err != nil {
 		return nil, fmt.Errorf("sign: %w", err)
 	}
 	sd.SetDigestAlgorithm(digest.oid())
-	config := pkcs7.SignerInfoConfig{ExtraSignedAttributes: []pkcs7.Attribute{
-		{Type: oidAttrAlgorithmProtec, Value: asn1.RawValue{FullBytes: protection}},
-	}}
+	var config pkcs7.SignerInfoConfig
+	if opts.AlgorithmProtection {
+		protection := algorithmProtection(digest, derSequence(mustMarshal(sigAlg)))
+		config.ExtraSignedAttributes = []pkcs7.Attribute{
+			{Type: oidAttrAlgorithmProtec, Value: asn1.RawValue{FullBytes: protection}},
+		}
+	}
 	if len(chain) > 0 {
 		err = sd.AddSignerChain(cert, key, chain, config)
 	} else {
@@ -89,17 +114,18 @@ func SignDetached(content []byte, cert *x509.Certificate, key crypto.Signer, cha
 // SignDetachedPSS is SignDetached with RSASSA-PSS (RFC 4056): MGF1 with the
 // same digest and a salt as long as the digest.
 func SignDetachedPSS(content []byte, cert *x509.Certificate, key crypto.Signer, chain []*x509.Certificate, digest DigestAlgorithm) ([]byte, error) {
-	return signContent(content, cert, key, chain, digest, true)
+	return SignDetachedPSSWith(content, cert, key, chain, digest, SignOptions{})
 }
 
-func signContent(content []byte, cert *x509.Certificate, key crypto.Signer, chain []*x509.Certificate, digest DigestAlgorithm, pss bool) ([]byte, error) {
+// SignDetachedPSSWith is SignDetachedPSS with the options.
+func SignDetachedPSSWith(content []byte, cert *x509.Certificate, key crypto.Signer, chain []*x509.Certificate, digest DigestAlgorithm, opts SignOptions) ([]byte, error) {
 	h := digest.Hash()
 	if h == 0 {
 		return nil, fmt.Errorf("%w: digest %q", ErrUnsupportedAlgorithm, digest)
 	}
 	md := h.New()
 	md.Write(content)
-	return SignDigest(md.Sum(nil), cert, key, chain, digest, pss)
+	return SignDigestWith(md.Sum(nil), cert, key, chain, digest, true, opts)
 }
 
 // SignDigest makes the signature SignDetachedPSS makes from the content's
@@ -108,13 +134,18 @@ func signContent(content []byte, cert *x509.Certificate, key crypto.Signer, chai
 // signature the way pkcs7 does; SignDetached, which goes through pkcs7, is the
 // one the gateway uses for those.
 func SignDigest(md []byte, cert *x509.Certificate, key crypto.Signer, chain []*x509.Certificate, digest DigestAlgorithm, pss bool) ([]byte, error) {
-	return signDigest(md, cert, key, chain, digest, pss, time.Now())
+	return SignDigestWith(md, cert, key, chain, digest, pss, SignOptions{})
+}
+
+// SignDigestWith is SignDigest with the options.
+func SignDigestWith(md []byte, cert *x509.Certificate, key crypto.Signer, chain []*x509.Certificate, digest DigestAlgorithm, pss bool, opts SignOptions) ([]byte, error) {
+	return signDigest(md, cert, key, chain, digest, pss, opts, time.Now())
 }
 
 // signDigest builds the SignedData by hand rather than through pkcs7, whose
 // SignedData takes the content and copies it whole into an OCTET STRING only
 // to drop it for a detached signature.
-func signDigest(md []byte, cert *x509.Certificate, key crypto.Signer, chain []*x509.Certificate, digest DigestAlgorithm, pss bool, at time.Time) ([]byte, error) {
+func signDigest(md []byte, cert *x509.Certificate, key crypto.Signer, chain []*x509.Certificate, digest DigestAlgorithm, pss bool, opts SignOptions, at time.Time) ([]byte, error) {
 	h := digest.Hash()
 	if h == 0 {
 		return nil, fmt.Errorf("%w: digest %q", ErrUnsupportedAlgorithm, digest)
@@ -126,8 +157,8 @@ func signDigest(md []byte, cert *x509.Certificate, key crypto.Signer, chain []*x
 		return nil, errors.New("sign: certificate and key are required")
 	}
 	var (
-		sigAlg []byte
-		opts   crypto.SignerOpts = h
+		sigAlg   []byte
+		hashOpts crypto.SignerOpts = h
 	)
 	if pss {
 		if _, ok := key.Public().(*rsa.PublicKey); !ok {
@@ -140,7 +171,7 @@ func signDigest(md []byte, cert *x509.Certificate, key crypto.Signer, chain []*x
 			derExplicit(2, mustMarshal(h.Size())),
 		)
 		sigAlg = derSequence(mustMarshal(oidRSASSAPSS), pssParams)
-		opts = &rsa.PSSOptions{SaltLength: h.Size(), Hash: h}
+		hashOpts = &rsa.PSSOptions{SaltLength: h.Size(), Hash: h}
 	} else {
 		oid, err := pkcs1SignatureOID(key.Public(), digest)
 		if err != nil {
@@ -160,13 +191,15 @@ func signDigest(md []byte, cert *x509.Certificate, key crypto.Signer, chain []*x
 		attribute(oidAttrContentType, mustMarshal(oidData)),
 		attribute(oidAttrSigningTime, mustMarshal(at.UTC())),
 		attribute(oidAttrMessageDigest, derOctets(md)),
-		attribute(oidAttrAlgorithmProtec, algorithmProtection(digest, sigAlg)),
+	}
+	if opts.AlgorithmProtection {
+		attrs = append(attrs, attribute(oidAttrAlgorithmProtec, algorithmProtection(digest, sigAlg)))
 	}
 	slices.SortFunc(attrs, bytes.Compare) // DER orders a SET OF by encoding
 	signedAttrs := derSet(attrs...)
 	ad := h.New()
 	ad.Write(signedAttrs)
-	sig, err := key.Sign(rand.Reader, ad.Sum(nil), opts)
+	sig, err := key.Sign(rand.Reader, ad.Sum(nil), hashOpts)
 	if err != nil {
 		return nil, fmt.Errorf("sign: %w", err)
 	}
@@ -297,6 +330,7 @@ func VerifyDetached(sig, content []byte, trusted []*x509.Certificate, opts Verif
 		at = time.Now()
 	}
 	var first *SignerInfo
+	weak := false
 	for i, si := range signers {
 		info, err := verifySigner(der, i, si, sd.EncapContentInfo.EContentType, content, trusted, embedded, at)
 		if err != nil {
@@ -305,13 +339,10 @@ func VerifyDetached(sig, content []byte, trusted []*x509.Certificate, opts Verif
 		if first == nil {
 			first = info
 		}
+		weak = weak || info.Digest.Weak() || info.pssHash.Weak()
 	}
-	if !opts.AllowSHA1 {
-		for _, si := range signers {
-			if d, _ := digestForOID(si.DigestAlgorithm.Algorithm); d.Weak() {
-				return first, fmt.Errorf("%w: the signature uses SHA-1", ErrInsufficientSecurity)
-			}
-		}
+	if weak && !opts.AllowSHA1 {
+		return first, fmt.Errorf("%w: the signature uses SHA-1", ErrInsufficientSecurity)
 	}
 	return first, nil
 }
@@ -380,12 +411,19 @@ func verifySigner(der []byte, idx int, si signerInfoASN, eContentType asn1.Objec
 		if !ok {
 			return info, fmt.Errorf("%w: RSA-PSS signature from a non-RSA certificate", ErrAuthentication)
 		}
-		ph := pss.hash.Hash()
-		d := ph.New()
-		d.Write(signed)
-		if err := rsa.VerifyPSS(pub, ph, d.Sum(nil), si.Signature, &rsa.PSSOptions{SaltLength: pss.salt, Hash: ph}); err != nil {
-			return info, fmt.Errorf("%w: RSA-PSS signature does not verify", ErrAuthentication)
+		if pss.absent {
+			hash, note, err := verifyPSSWithoutParameters(pub, digest, signed, si.Signature)
+			if err != nil {
+				return info, err
+			}
+			info.pssHash = hash
+			info.Tolerances = append(info.Tolerances, note)
+			break
 		}
+		if err := verifyPSS(pub, pss.hash, pss.salt, signed, si.Signature); err != nil {
+			return info, err
+		}
+		info.pssHash = pss.hash
 	case si.SID.Class == classUniversal:
 		// issuerAndSerialNumber: the pkcs7 package checks it, against this
 		// one certificate only.
@@ -459,29 +497,56 @@ func checkSignedAttributes(si signerInfoASN, info *SignerInfo, eContentType asn1
 	return nil
 }
 
+// checkAlgorithmProtection compares the RFC 6211 attribute with the
+// SignerInfo's own algorithm identifiers. The attribute is signed, so a
+// mismatch means the unsigned identifiers were altered after signing: an
+// integrity failure.
 func checkAlgorithmProtection(value []byte, si signerInfoASN) error {
 	var ap struct {
 		Digest    pkix.AlgorithmIdentifier
 		Signature asn1.RawValue `asn1:"optional,tag:1"`
+		MAC       asn1.RawValue `asn1:"optional,tag:2"`
 	}
-	if _, err := asn1.Unmarshal(value, &ap); err != nil {
-		return malformed(ErrAuthentication, "algorithm protection: %v", err)
+	if rest, err := asn1.Unmarshal(value, &ap); err != nil || len(rest) > 0 {
+		return malformed(ErrIntegrity, "algorithm protection: %v", err)
+	}
+	if len(ap.Signature.FullBytes) == 0 || len(ap.MAC.FullBytes) > 0 {
+		return fmt.Errorf("%w: the algorithm protection attribute names no signature algorithm", ErrIntegrity)
 	}
 	var sigAlg pkix.AlgorithmIdentifier
-	if len(ap.Signature.Bytes) > 0 {
-		if _, err := asn1.Unmarshal(derSequence(ap.Signature.Bytes), &sigAlg); err != nil {
-			return malformed(ErrAuthentication, "algorithm protection: %v", err)
-		}
+	if rest, err := asn1.Unmarshal(derSequence(ap.Signature.Bytes), &sigAlg); err != nil || len(rest) > 0 {
+		return malformed(ErrIntegrity, "algorithm protection: %v", err)
 	}
-	if !ap.Digest.Algorithm.Equal(si.DigestAlgorithm.Algorithm) || !sigAlg.Algorithm.Equal(si.SignatureAlgorithm.Algorithm) {
-		return fmt.Errorf("%w: the algorithm protection attribute names other algorithms", ErrAuthentication)
+	if !sameAlgorithm(ap.Digest, si.DigestAlgorithm) {
+		return fmt.Errorf("%w: the algorithm protection attribute names digest %s, the signer %s",
+			ErrIntegrity, ap.Digest.Algorithm, si.DigestAlgorithm.Algorithm)
+	}
+	if !sameAlgorithm(sigAlg, si.SignatureAlgorithm) {
+		return fmt.Errorf("%w: the algorithm protection attribute names signature algorithm %s, the signer %s",
+			ErrIntegrity, sigAlg.Algorithm, si.SignatureAlgorithm.Algorithm)
 	}
 	return nil
+}
+
+// sameAlgorithm compares two AlgorithmIdentifiers with their parameters,
+// taking absent and NULL parameters as the same (products write either).
+func sameAlgorithm(a, b pkix.AlgorithmIdentifier) bool {
+	params := func(p asn1.RawValue) []byte {
+		if len(p.FullBytes) == 0 || (p.Class == classUniversal && p.Tag == tagNull) {
+			return nil
+		}
+		return p.FullBytes
+	}
+	return a.Algorithm.Equal(b.Algorithm) && bytes.Equal(params(a.Parameters), params(b.Parameters))
 }
 
 type pssChoice struct {
 	hash DigestAlgorithm
 	salt int
+	// absent: the AlgorithmIdentifier carries no parameters at all, which
+	// pyas2-lib writes for signatures it makes with SHA-256 and the longest
+	// salt (see verifyPSSWithoutParameters).
+	absent bool
 }
 
 func signatureScheme(alg pkix.AlgorithmIdentifier) (SignatureScheme, *pssChoice, error) {
@@ -493,6 +558,9 @@ func signatureScheme(alg pkix.AlgorithmIdentifier) (SignatureScheme, *pssChoice,
 		oid.Equal(oidECDSASHA384), oid.Equal(oidECDSASHA512):
 		return SchemeECDSA, nil, nil
 	case oid.Equal(oidRSASSAPSS):
+		if len(alg.Parameters.FullBytes) == 0 {
+			return SchemePSS, &pssChoice{absent: true}, nil
+		}
 		var p pssParamsASN
 		if rest, err := asn1.Unmarshal(alg.Parameters.FullBytes, &p); err != nil || len(rest) > 0 {
 			return "", nil, malformed(ErrAuthentication, "RSA-PSS parameters: %v", err)

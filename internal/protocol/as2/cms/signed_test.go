@@ -6,44 +6,28 @@ import (
 	"crypto/x509"
 	"encoding/asn1"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
-	"github.com/smallstep/pkcs7"
-
 	"wharf/internal/certs/certstest"
+	"wharf/internal/protocol/as2/as2test"
 )
 
 // pkcs7Sign is the detached signature as package pkcs7 makes it, which
-// SignDetached made before it built the SignedData itself.
-func pkcs7Sign(t *testing.T, content []byte, cert *x509.Certificate, key crypto.Signer, chain []*x509.Certificate, digest DigestAlgorithm) []byte {
+// SignDetached made before it built the SignedData itself, with the RFC 6211
+// attribute when protect is set.
+func pkcs7Sign(t *testing.T, content []byte, cert *x509.Certificate, key crypto.Signer, chain []*x509.Certificate, digest DigestAlgorithm, protect bool) []byte {
 	t.Helper()
-	sigAlg, err := pkcs1SignatureOID(key.Public(), digest)
-	if err != nil {
-		t.Fatal(err)
+	var protection []byte
+	if protect {
+		sigAlg, err := pkcs1SignatureOID(key.Public(), digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		protection = algorithmProtection(digest, derSequence(mustMarshal(sigAlg)))
 	}
-	sd, err := pkcs7.NewSignedData(content)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sd.SetDigestAlgorithm(digest.oid())
-	config := pkcs7.SignerInfoConfig{ExtraSignedAttributes: []pkcs7.Attribute{{
-		Type: oidAttrAlgorithmProtec, Value: asn1.RawValue{FullBytes: algorithmProtection(digest, derSequence(mustMarshal(sigAlg)))},
-	}}}
-	if len(chain) > 0 {
-		err = sd.AddSignerChain(cert, key, chain, config)
-	} else {
-		err = sd.AddSigner(cert, key, config)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	sd.Detach()
-	der, err := sd.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der
+	return as2test.PKCS7Sign(t, content, cert, key, chain, digest.oid(), protection)
 }
 
 // signerOf decodes the only SignerInfo of a SignedData and its signing time.
@@ -99,37 +83,39 @@ func TestSignDigestMatchesPKCS7(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for _, digest := range DigestAlgorithms {
-			t.Run(tt.name+"/"+string(digest), func(t *testing.T) {
-				want := pkcs7Sign(t, content, tt.cert, tt.key, tt.chain, digest)
-				wantSD, wantSI, at := signerOf(t, want)
-				md := digest.Hash().New()
-				md.Write(content)
-				got, err := signDigest(md.Sum(nil), tt.cert, tt.key, tt.chain, digest, false, at)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := VerifyDetached(got, content, []*x509.Certificate{tt.cert}, VerifyOptions{AllowSHA1: true}); err != nil {
-					t.Fatal(err)
-				}
-				if tt.name != "ecdsa" {
-					if !bytes.Equal(got, want) {
-						t.Errorf("differs from pkcs7:\n got %x\nwant %x", got, want)
+			for _, protect := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/protect=%v", tt.name, digest, protect), func(t *testing.T) {
+					want := pkcs7Sign(t, content, tt.cert, tt.key, tt.chain, digest, protect)
+					wantSD, wantSI, at := signerOf(t, want)
+					md := digest.Hash().New()
+					md.Write(content)
+					got, err := signDigest(md.Sum(nil), tt.cert, tt.key, tt.chain, digest, false, SignOptions{AlgorithmProtection: protect}, at)
+					if err != nil {
+						t.Fatal(err)
 					}
-					return
-				}
-				gotSD, gotSI, _ := signerOf(t, got)
-				if !bytes.Equal(gotSD.DigestAlgorithms.FullBytes, wantSD.DigestAlgorithms.FullBytes) ||
-					!bytes.Equal(gotSD.Certificates.FullBytes, wantSD.Certificates.FullBytes) ||
-					gotSD.Version != wantSD.Version || !gotSD.EncapContentInfo.EContentType.Equal(wantSD.EncapContentInfo.EContentType) ||
-					len(gotSD.EncapContentInfo.EContent.FullBytes) != 0 {
-					t.Error("SignedData fields differ from pkcs7")
-				}
-				if !bytes.Equal(gotSI.SID.FullBytes, wantSI.SID.FullBytes) || !bytes.Equal(gotSI.SignedAttrs.FullBytes, wantSI.SignedAttrs.FullBytes) ||
-					!gotSI.DigestAlgorithm.Algorithm.Equal(wantSI.DigestAlgorithm.Algorithm) ||
-					!gotSI.SignatureAlgorithm.Algorithm.Equal(wantSI.SignatureAlgorithm.Algorithm) || gotSI.Version != wantSI.Version {
-					t.Error("SignerInfo fields differ from pkcs7")
-				}
-			})
+					if _, err := VerifyDetached(got, content, []*x509.Certificate{tt.cert}, VerifyOptions{AllowSHA1: true}); err != nil {
+						t.Fatal(err)
+					}
+					if tt.name != "ecdsa" {
+						if !bytes.Equal(got, want) {
+							t.Errorf("differs from pkcs7:\n got %x\nwant %x", got, want)
+						}
+						return
+					}
+					gotSD, gotSI, _ := signerOf(t, got)
+					if !bytes.Equal(gotSD.DigestAlgorithms.FullBytes, wantSD.DigestAlgorithms.FullBytes) ||
+						!bytes.Equal(gotSD.Certificates.FullBytes, wantSD.Certificates.FullBytes) ||
+						gotSD.Version != wantSD.Version || !gotSD.EncapContentInfo.EContentType.Equal(wantSD.EncapContentInfo.EContentType) ||
+						len(gotSD.EncapContentInfo.EContent.FullBytes) != 0 {
+						t.Error("SignedData fields differ from pkcs7")
+					}
+					if !bytes.Equal(gotSI.SID.FullBytes, wantSI.SID.FullBytes) || !bytes.Equal(gotSI.SignedAttrs.FullBytes, wantSI.SignedAttrs.FullBytes) ||
+						!gotSI.DigestAlgorithm.Algorithm.Equal(wantSI.DigestAlgorithm.Algorithm) ||
+						!gotSI.SignatureAlgorithm.Algorithm.Equal(wantSI.SignatureAlgorithm.Algorithm) || gotSI.Version != wantSI.Version {
+						t.Error("SignerInfo fields differ from pkcs7")
+					}
+				})
+			}
 		}
 	}
 }

@@ -29,6 +29,9 @@ type Signer struct {
 	Digest cms.DigestAlgorithm
 	// PSS signs with RSASSA-PSS instead of PKCS #1 v1.5.
 	PSS bool
+	// AlgorithmProtection adds the RFC 6211 attribute to the signature (the
+	// partner profile's algorithm_protection).
+	AlgorithmProtection bool
 }
 
 // Encryption names the partner's certificates and the algorithms.
@@ -582,13 +585,14 @@ func signEntity(entity []byte, s *Signer, newBoundary func() string) ([]byte, er
 // returns the multipart/signed's header fields.
 func signLayer(buf *layerBuf, md []byte, s *Signer, newBoundary func() string) ([][2]string, error) {
 	digest := digestOrDefault(s.Digest)
+	opts := cms.SignOptions{AlgorithmProtection: s.AlgorithmProtection}
 	var sig []byte
 	var err error
 	if s.PSS {
-		sig, err = cms.SignDigest(md, s.Certificate, s.Key, s.Chain, digest, true)
+		sig, err = cms.SignDigestWith(md, s.Certificate, s.Key, s.Chain, digest, true, opts)
 	} else {
 		// PKCS #1 v1.5 signatures go through pkcs7, which takes the content itself.
-		sig, err = cms.SignDetached(buf.bytes(), s.Certificate, s.Key, s.Chain, digest)
+		sig, err = cms.SignDetachedWith(buf.bytes(), s.Certificate, s.Key, s.Chain, digest, opts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("build: %w", err)

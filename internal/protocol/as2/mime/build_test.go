@@ -28,6 +28,8 @@ func TestBuildUnpackRoundTrip(t *testing.T) {
 		{"compressed", BuildOptions{Compress: true}, []Layer{LayerCompressed}},
 		{"signed", BuildOptions{Sign: partner.signer(cms.SHA256)}, []Layer{LayerSigned}},
 		{"signed pss", BuildOptions{Sign: &Signer{Certificate: partner.cert, Key: partner.key, Digest: cms.SHA384, PSS: true}}, []Layer{LayerSigned}},
+		{"signed with algorithm protection", BuildOptions{Sign: &Signer{Certificate: partner.cert, Key: partner.key, Digest: cms.SHA256, AlgorithmProtection: true}}, []Layer{LayerSigned}},
+		{"signed pss with algorithm protection", BuildOptions{Sign: &Signer{Certificate: partner.cert, Key: partner.key, Digest: cms.SHA512, PSS: true, AlgorithmProtection: true}}, []Layer{LayerSigned}},
 		{"encrypted", BuildOptions{Encrypt: &Encryption{Recipients: []*x509.Certificate{ours.cert}}}, []Layer{LayerEncrypted}},
 		{"everything", BuildOptions{
 			Compress: true, Sign: partner.signer(cms.SHA512),
@@ -71,6 +73,9 @@ func TestBuildUnpackRoundTrip(t *testing.T) {
 			}
 			if !slices.Equal(res.Layers, tt.layers) {
 				t.Errorf("layers %v, want %v", res.Layers, tt.layers)
+			}
+			if tt.opts.Sign != nil && res.Signer.AlgorithmProtection != tt.opts.Sign.AlgorithmProtection {
+				t.Errorf("algorithm protection %v, want %v", res.Signer.AlgorithmProtection, tt.opts.Sign.AlgorithmProtection)
 			}
 			if !res.MIC.Equal(built.MIC) || !MatchMIC(res.MIC, built.ExpectedMICs) {
 				t.Errorf("receiver MIC %s, sender expects %s", res.MIC, built.MIC)

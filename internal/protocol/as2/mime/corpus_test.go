@@ -34,6 +34,8 @@ type corpusCase struct {
 		OriginalMessageID string   `json:"original_message_id"`
 		// MICIfHeadersIncluded is a wrong MIC the partner rejects (compressed only).
 		MICIfHeadersIncluded *micValue `json:"mic_if_headers_included"`
+		KeyTransport         string    `json:"key_transport"`
+		SignatureAlgorithm   string    `json:"signature_algorithm"`
 		MICAlgorithmConflict *struct {
 			SignatureDigest      micValue `json:"signature_digest"`
 			FirstRequestedMICAlg micValue `json:"first_requested_micalg"`

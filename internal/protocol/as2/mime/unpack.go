@@ -109,6 +109,20 @@ type Result struct {
 	DispositionOptions DispositionOptions
 }
 
+// Tolerances are the notes of the envelope and the signature on how a part
+// outside the standard was read (cms.DecryptInfo.Tolerances,
+// cms.SignerInfo.Tolerances), the envelope's first.
+func (r *Result) Tolerances() []string {
+	var notes []string
+	if r.Decryption != nil {
+		notes = append(notes, r.Decryption.Tolerances...)
+	}
+	if r.Signer != nil {
+		notes = append(notes, r.Signer.Tolerances...)
+	}
+	return notes
+}
+
 // MICWith computes the MIC over the same content with another algorithm.
 func (r *Result) MICWith(alg cms.DigestAlgorithm) MIC { return ComputeMIC(r.MICContent, alg) }
 

@@ -69,6 +69,9 @@ func TestUnpackCorpusInbound(t *testing.T) {
 					t.Errorf("SHA-1 without AllowSHA1: %v", err)
 				}
 			}
+			if got, want := res.Tolerances(), as2test.CorpusTolerances(c.Expected.KeyTransport, c.Expected.SignatureAlgorithm); !slices.Equal(got, want) {
+				t.Errorf("tolerances %q, want %q", got, want)
+			}
 			if res.Signed != c.Expected.Signed || res.Encrypted != c.Expected.Encrypted || res.Compressed != c.Expected.Compressed {
 				t.Errorf("signed/encrypted/compressed = %v/%v/%v, want %v/%v/%v", res.Signed, res.Encrypted, res.Compressed,
 					c.Expected.Signed, c.Expected.Encrypted, c.Expected.Compressed)
@@ -116,7 +119,7 @@ func TestUnpackCorpusInbound(t *testing.T) {
 			}
 		})
 	}
-	if n != 31 {
-		t.Errorf("%d inbound cases, want 31", n)
+	if n != 34 {
+		t.Errorf("%d inbound cases, want 34", n)
 	}
 }

@@ -188,6 +188,7 @@ func TestAPIRemoteProfiles(t *testing.T) {
 			"require_signed": true, "require_encrypted": true, "allow_sha1": false, "async_mdn_url": "",
 			"partner_certificate_id": float64(w.theirCert), "our_signing_certificate_id": nil,
 			"connect_timeout_seconds": float64(10), "max_message_size_mib": float64(512),
+			"algorithm_protection": false,
 		} {
 			if got, ok := body[k]; !ok || fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("POST answer %s = %v, want %v", k, got, want)
@@ -253,6 +254,7 @@ func TestAPIRefusesBadInput(t *testing.T) {
 			{"sha1", "POST", base, `{` + good + `,"signing_algorithm":"sha1"}`, "signing_algorithm"},
 			{"bad AS2 id", "POST", base, `{"partner":"acme","as2_id":" ACME"}`, "as2_id"},
 			{"wrong type", "POST", base, `{` + good + `,"compress":"yes"}`, "compress"},
+			{"algorithm protection not a boolean", "POST", base, `{` + good + `,"algorithm_protection":"on"}`, "algorithm_protection"},
 			{"unknown field", "POST", base, `{` + good + `,"colour":"blue"}`, "colour"},
 			{"unknown retry field", "POST", base, `{` + good + `,"retry":{"tries":3}}`, "retry.tries"},
 			{"bad retry strategy", "POST", base, `{` + good + `,"retry":{"strategy":"random"}}`, "retry"},

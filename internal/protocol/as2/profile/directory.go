@@ -154,6 +154,7 @@ func (d *Dir) openInbound(ctx context.Context, l Local, r Remote) (Inbound, erro
 		if in.Signer, err = d.signer(ctx, id, digest); err != nil {
 			return Inbound{}, fmt.Errorf("open signing certificate %d of %q: %w", id, l.Organization, err)
 		}
+		in.Signer.AlgorithmProtection = r.AlgorithmProtection
 	}
 	return in, nil
 }
@@ -170,6 +171,7 @@ func (d *Dir) openOutbound(ctx context.Context, l Local, r Remote) (Outbound, er
 		if out.Signer, err = d.signer(ctx, id, r.SigningAlgorithm.Digest()); err != nil {
 			return Outbound{}, fmt.Errorf("open signing certificate %d of %q: %w", id, l.Organization, err)
 		}
+		out.Signer.AlgorithmProtection = r.AlgorithmProtection
 	}
 	if out.PartnerCertificates, err = d.parse(ctx, r.PartnerCertificateIDs); err != nil {
 		return Outbound{}, fmt.Errorf("partner %q: %w", r.Partner, err)

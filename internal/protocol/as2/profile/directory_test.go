@@ -41,7 +41,8 @@ func TestDirectoryResolves(t *testing.T) {
 		if len(in.PartnerCertificates) != 1 || !certIs(e, in.PartnerCertificates[0], w.theirCert) {
 			t.Errorf("PartnerCertificates = %v", in.PartnerCertificates)
 		}
-		if in.Signer == nil || in.Signer.Key == nil || !certIs(e, in.Signer.Certificate, w.ourCert) || in.Signer.Digest != cms.SHA256 {
+		if in.Signer == nil || in.Signer.Key == nil || !certIs(e, in.Signer.Certificate, w.ourCert) || in.Signer.Digest != cms.SHA256 ||
+			in.Signer.AlgorithmProtection {
 			t.Errorf("Signer = %+v", in.Signer)
 		}
 
@@ -54,7 +55,8 @@ func TestDirectoryResolves(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out.Signer == nil || !certIs(e, out.Signer.Certificate, w.ourCert) || out.Signer.Digest != cms.SHA256 {
+		if out.Signer == nil || !certIs(e, out.Signer.Certificate, w.ourCert) || out.Signer.Digest != cms.SHA256 ||
+			out.Signer.AlgorithmProtection {
 			t.Errorf("Outbound Signer = %+v", out.Signer)
 		}
 		if !certIs(e, out.EncryptTo, w.theirCert) || len(out.PartnerCertificates) != 1 {
@@ -76,6 +78,7 @@ func TestDirectoryOverridesAndTrust(t *testing.T) {
 		w.remote.OurSigningCertificateID, w.remote.OurDecryptionCertificateID = &special, &special
 		w.remote.TLSTrustCertificateIDs = []int64{trustID}
 		w.remote.SigningAlgorithm = SignSHA384
+		w.remote.AlgorithmProtection = true
 		e.mustCreate(w)
 
 		in, err := e.dir.Inbound(e.ctx, "ACME", "WHARF")
@@ -86,14 +89,14 @@ func TestDirectoryOverridesAndTrust(t *testing.T) {
 		if len(in.Decryption) != 2 || !certIs(e, in.Decryption[0].Certificate, special) || !certIs(e, in.Decryption[1].Certificate, w.ourCert) {
 			t.Errorf("Decryption = %v", in.Decryption)
 		}
-		if !certIs(e, in.Signer.Certificate, special) || in.Signer.Digest != cms.SHA384 {
+		if !certIs(e, in.Signer.Certificate, special) || in.Signer.Digest != cms.SHA384 || !in.Signer.AlgorithmProtection {
 			t.Errorf("Inbound Signer = %+v", in.Signer)
 		}
 		out, err := e.dir.Outbound(e.ctx, "local", "acme")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !certIs(e, out.Signer.Certificate, special) || out.Signer.Digest != cms.SHA384 {
+		if !certIs(e, out.Signer.Certificate, special) || out.Signer.Digest != cms.SHA384 || !out.Signer.AlgorithmProtection {
 			t.Errorf("Outbound Signer = %+v", out.Signer)
 		}
 		if out.Roots == nil {

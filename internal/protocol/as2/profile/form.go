@@ -81,6 +81,7 @@ var remoteForm = []formField{
 	{name: "receipt_timeout_minutes", label: "Receipt timeout (min)", kind: module.FieldNumber, enc: encInt},
 	{name: "tls_trust_certificate_ids", label: "Extra TLS roots (certificate ids)", hint: "Separated by commas.", kind: module.FieldText, enc: encIDs},
 	{name: "max_message_size_mib", label: "Largest message (MiB)", kind: module.FieldNumber, enc: encInt},
+	{name: "algorithm_protection", label: "CMS algorithm protection (RFC 6211)", hint: "Adds the attribute to our signatures; some IBM products require it.", kind: module.FieldCheckbox, enc: encBool},
 }
 
 // LocalFields is the local profile's form showing l.

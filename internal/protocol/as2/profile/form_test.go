@@ -23,15 +23,17 @@ func TestFormFieldsShowProfiles(t *testing.T) {
 	stored.AS2ID, stored.Partner, stored.PartnerCertificateIDs, stored.AsyncMDNHosts = "PARTNER", "b", []int64{3, 4}, []string{"a.example", "b.example"}
 	own := int64(7)
 	stored.OurSigningCertificateID = &own
+	stored.AlgorithmProtection = true
 	for _, tc := range []struct {
 		name   string
 		fields []module.PanelField
 		want   map[string]string
 	}{
 		{"new remote", RemoteFields(NewRemote()), map[string]string{"as2_id": "", "connect_timeout_seconds": "10",
-			"signing_algorithm": "sha256", "compress": "true", "allow_sha1": "", "partner_certificate_ids": "", "our_signing_certificate_id": ""}},
+			"signing_algorithm": "sha256", "compress": "true", "allow_sha1": "", "partner_certificate_ids": "", "our_signing_certificate_id": "",
+			"algorithm_protection": ""}},
 		{"stored remote", RemoteFields(stored), map[string]string{"as2_id": "PARTNER", "partner_certificate_ids": "3, 4",
-			"async_mdn_hosts": "a.example, b.example", "our_signing_certificate_id": "7"}},
+			"async_mdn_hosts": "a.example, b.example", "our_signing_certificate_id": "7", "algorithm_protection": "true"}},
 		{"new local", LocalFields(NewLocal()), map[string]string{"as2_id": "", "max_message_size_mib": "512",
 			"signing_certificate_id": "0", "previous_decryption_certificate_id": ""}},
 	} {

@@ -153,9 +153,16 @@ type Remote struct {
 	// TLSTrustCertificateIDs are extra roots trusted for the endpoint's TLS.
 	TLSTrustCertificateIDs []int64 `json:"tls_trust_certificate_ids"`
 	// MaxMessageSizeMiB bounds what we accept from and send to the partner.
-	MaxMessageSizeMiB int       `json:"max_message_size_mib"`
-	CreatedAt         time.Time `json:"created_at"`
-	UpdatedAt         time.Time `json:"updated_at"`
+	MaxMessageSizeMiB int `json:"max_message_size_mib"`
+
+	// AlgorithmProtection adds the CMS algorithm protection attribute (RFC 6211) to
+	// our signatures on messages and MDNs for this partner; some IBM products
+	// require it. Off by default, since products that do not know the attribute
+	// have been seen to refuse it.
+	AlgorithmProtection bool `json:"algorithm_protection"`
+
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // NewRemote returns a remote profile with the secure defaults: compressed, signed with

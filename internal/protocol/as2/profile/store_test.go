@@ -98,6 +98,7 @@ func TestStoreRemoteCRUD(t *testing.T) {
 		r.PartnerCertificateIDs = []int64{w.theirCert, e.validCert("acme-next", theirs, false)}
 		r.OurSigningCertificateID, r.OurDecryptionCertificateID = &other, &other
 		r.Compress, r.SignedMDN, r.AllowSHA1 = false, false, true
+		r.AlgorithmProtection = true
 		r.SigningAlgorithm, r.EncryptionAlgorithm, r.KeyTransport = SignSHA512, EncryptAES128GCM, KeyTransportOAEP
 		r.MDNMode, r.MDNMICAlgorithm, r.MICPreference = MDNAsync, MICSHA384, MICPreferSignature
 		r.AsyncMDNURL = "https://wharf.example/as2/mdn"

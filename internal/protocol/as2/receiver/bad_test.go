@@ -211,6 +211,12 @@ func TestRefusals(t *testing.T) {
 			r.contentType, r.body = envelop(t, signedEntity(tampered, sig), org.cert)
 			return r
 		}, status: 200, disposition: "integrity-check-failed"},
+		{name: "algorithm protection names another digest", req: func(t testing.TB) request {
+			content := payloadEntity(payload, "orders.edi")
+			r := request{header: as2Header(partner.id, org.id)}
+			r.contentType, r.body = envelop(t, signedEntity(content, signWithWrongProtection(t, content, partner)), org.cert)
+			return r
+		}, status: 200, disposition: "integrity-check-failed"},
 		{name: "tampered signature", req: func(t testing.TB) request {
 			content := payloadEntity(payload, "orders.edi")
 			sig, err := cms.SignDetached(content, partner.cert, partner.key, nil, cms.SHA256)

@@ -54,6 +54,9 @@ type corpusCase struct {
 		MICAlgorithmConflict *struct {
 			ThisPeerRequires string `json:"this_peer_requires"`
 		} `json:"mic_algorithm_conflict"`
+		// KeyTransport and SignatureAlgorithm say when parameters are absent.
+		KeyTransport       string `json:"key_transport"`
+		SignatureAlgorithm string `json:"signature_algorithm"`
 	} `json:"expected"`
 }
 
@@ -191,19 +194,18 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 	peera := party{id: "peera", name: "peera", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/peera.crt"))}
 	peerb := party{id: "peerb", name: "peerb", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/peerb.crt"))}
 	peerc := party{id: "peerc", name: "peerc", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/peerc.crt"))}
+	peerd := party{id: "peerd", name: "peerd", cert: as2test.PEMCertificate(t, as2test.CorpusFile(t, dir, "keys/peerd.crt"))}
 	// pyas2-lib checks a MIC computed with its signature's digest (see the corpus
 	// README), OpenAS2 the one with the requested algorithm: the profiles keep the
 	// default, auto, which tells them apart by their requests (oa-14, py-14).
 
 	forEachDB(t, func(t *testing.T, s *db.Store) {
-		b := newBench(t, s, []party{gogw}, []party{peera, peerb, peerc})
+		b := newBench(t, s, []party{gogw}, []party{peera, peerb, peerc, peerd})
 		secureDir, relaxedDir := newDirectory(), newDirectory()
-		secureDir.add(inbound(gogw, peera, nil))
-		secureDir.add(inbound(gogw, peerb, nil))
-		secureDir.add(inbound(gogw, peerc, nil))
-		relaxedDir.add(inbound(gogw, peera, relaxed))
-		relaxedDir.add(inbound(gogw, peerb, relaxed))
-		relaxedDir.add(inbound(gogw, peerc, relaxed))
+		for _, p := range []party{peera, peerb, peerc, peerd} {
+			secureDir.add(inbound(gogw, p, nil))
+			relaxedDir.add(inbound(gogw, p, relaxed))
+		}
 		secure := b.start("as2_secure", secureDir, nil, tune)
 		lax := b.start("as2_relaxed", relaxedDir, nil, tune)
 		listener := newMDNListener(t)
@@ -257,7 +259,7 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 					}
 					a := listener.wait(t, mdnPath, 1)
 					checkMDN(t, c, a, gogw.cert, true)
-					if got := a.header.Get("AS2-To"); got != "peera" && got != "peerb" {
+					if got := a.header.Get("AS2-To"); got != c.AS2From {
 						t.Errorf("async MDN AS2-To %q", got)
 					}
 				case "none":
@@ -334,6 +336,9 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 				if rec.PartnerSoftware == "" && c.Expected.Signed && strings.HasPrefix(name, "oa") {
 					t.Errorf("record without the partner's software")
 				}
+				if want := as2test.CorpusTolerances(c.Expected.KeyTransport, c.Expected.SignatureAlgorithm); !slices.Equal(rec.Tolerances, want) {
+					t.Errorf("record tolerances %q, want %q", rec.Tolerances, want)
+				}
 
 				// The same request again: a duplicate.
 				second := send(rc)
@@ -366,8 +371,8 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 				}
 			})
 		}
-		if n != 31 {
-			t.Errorf("%d inbound cases, want 31", n)
+		if n != 34 {
+			t.Errorf("%d inbound cases, want 34", n)
 		}
 	})
 }

@@ -219,6 +219,7 @@ func (rc *Receiver) newRow(x *exchange) inboundRow {
 		row.SignatureAlg, row.SignatureScheme = string(s.Digest), string(s.Scheme)
 		row.SignatureDigest = signatureDigest(s)
 	}
+	row.Tolerances = strings.Join(res.Tolerances(), "\n")
 	if len(res.MIC.Digest) > 0 {
 		row.MIC, row.MICAlgorithm = base64.StdEncoding.EncodeToString(res.MIC.Digest), res.MIC.AlgorithmName()
 		row.MICRule = micRuleText(x.micRule, res)

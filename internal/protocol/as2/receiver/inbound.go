@@ -54,6 +54,7 @@ type inboundRow struct {
 	MDNBody         []byte
 	PartnerSoftware string
 	EDIINTFeatures  string
+	Tolerances      string // notes, one a line
 	ReceivedAt      time.Time
 	UpdatedAt       time.Time
 }
@@ -62,7 +63,7 @@ const inboundCols = `id, instance, as2_from, as2_to, as2_message_id, as2_version
 	signature_digest, state, claim_token, message_id, file_name, file_name_sent, layers, cipher,
 	key_transport, signature_algorithm, signature_scheme, mic, mic_algorithm, disposition,
 	mdn_mode, mdn_signed, mdn_url, mdn_sign_digest, mdn_message_id, mdn_content_type, mdn_body,
-	partner_software, ediint_features, received_at, updated_at, mic_rule`
+	partner_software, ediint_features, tolerances, received_at, updated_at, mic_rule`
 
 func scanInbound(tx module.Tx, row module.Row) (inboundRow, error) {
 	var r inboundRow
@@ -72,7 +73,7 @@ func scanInbound(tx module.Tx, row module.Row) (inboundRow, error) {
 		&r.Organization, &sig, &r.State, &r.ClaimToken, &msgID, &r.FileName, &r.FileNameSent, &r.Layers,
 		&r.Cipher, &r.KeyTransport, &r.SignatureAlg, &r.SignatureScheme, &r.MIC, &r.MICAlgorithm,
 		&r.Disposition, &r.MDNMode, &r.MDNSigned, &r.MDNURL, &r.MDNSignDigest, &r.MDNMessageID,
-		&r.MDNContentType, &r.MDNBody, &r.PartnerSoftware, &r.EDIINTFeatures,
+		&r.MDNContentType, &r.MDNBody, &r.PartnerSoftware, &r.EDIINTFeatures, &r.Tolerances,
 		tx.ScanTime(&r.ReceivedAt), tx.ScanTime(&r.UpdatedAt), &r.MICRule)
 	r.SignatureDigest = sig.String
 	r.MessageID = msgID.Int64
@@ -160,14 +161,14 @@ func reserve(ctx context.Context, rows *rowWriter, row *inboundRow, check duplic
 				partner, organization, signature_digest, state, claim_token, message_id, file_name, file_name_sent,
 				layers, cipher, key_transport, signature_algorithm, signature_scheme, mic, mic_algorithm,
 				disposition, mdn_mode, mdn_signed, mdn_url, mdn_sign_digest, mdn_message_id, mdn_content_type,
-				mdn_body, partner_software, ediint_features, received_at, updated_at, mic_rule)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', NULL, ?, ?, ?, ?, ?)
+				mdn_body, partner_software, ediint_features, tolerances, received_at, updated_at, mic_rule)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', NULL, ?, ?, ?, ?, ?, ?)
 				RETURNING id`,
 				row.Instance, row.AS2From, row.AS2To, row.AS2MessageID, row.AS2Version, row.Partner, row.Organization,
 				nullString(row.SignatureDigest), row.State, row.ClaimToken, row.FileName, row.FileNameSent,
 				row.Layers, row.Cipher, row.KeyTransport, row.SignatureAlg, row.SignatureScheme, row.MIC,
 				row.MICAlgorithm, row.Disposition, row.MDNMode, row.MDNSigned, row.MDNURL, row.MDNSignDigest,
-				row.PartnerSoftware, row.EDIINTFeatures, tx.Time(now), tx.Time(now), row.MICRule).Scan(&row.ID)
+				row.PartnerSoftware, row.EDIINTFeatures, row.Tolerances, tx.Time(now), tx.Time(now), row.MICRule).Scan(&row.ID)
 			if tx.IsUniqueViolation(err) {
 				raced = true
 				return err
@@ -333,6 +334,9 @@ type InboundRecord struct {
 	// PartnerSoftware is the partner's User-Agent (or Server) header.
 	PartnerSoftware string `json:"partner_software"`
 	EDIINTFeatures  string `json:"ediint_features"`
+	// Tolerances say how parts of the message that depart from the standard were read
+	// (for example RSASSA-PSS without parameters); absent when none did.
+	Tolerances []string `json:"tolerances,omitempty"`
 }
 
 // FindInbound returns what the receiver recorded about the stored message messageID; an
@@ -400,6 +404,9 @@ func (r inboundRow) record() InboundRecord {
 	}
 	if r.Layers != "" {
 		rec.Layers = strings.Split(r.Layers, ",")
+	}
+	if r.Tolerances != "" {
+		rec.Tolerances = strings.Split(r.Tolerances, "\n")
 	}
 	for _, l := range rec.Layers {
 		switch l {

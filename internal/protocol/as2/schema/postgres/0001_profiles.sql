@@ -47,6 +47,8 @@ CREATE TABLE as2_remote_profiles (
     max_message_size_mib            INTEGER NOT NULL,
     -- Where compression sits when the message is also signed.
     compression_order               TEXT NOT NULL,
+    -- RFC 6211 algorithm protection attribute on our signatures for this partner.
+    algorithm_protection            BOOLEAN NOT NULL,
     created_at                      TIMESTAMPTZ NOT NULL,
     updated_at                      TIMESTAMPTZ NOT NULL
 );

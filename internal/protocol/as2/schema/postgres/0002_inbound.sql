@@ -48,6 +48,8 @@ CREATE TABLE as2_inbound (
     mdn_body            BYTEA,
     partner_software    TEXT NOT NULL,
     ediint_features     TEXT NOT NULL,
+    -- How parts outside the standard were read (cms tolerances), one note a line.
+    tolerances          TEXT NOT NULL,
     received_at         TIMESTAMPTZ NOT NULL,
     updated_at          TIMESTAMPTZ NOT NULL,
     -- Receipts and MICs (issue 12): how our MDN's MIC algorithm was chosen.
