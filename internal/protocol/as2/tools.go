@@ -93,7 +93,8 @@ func checkConnection(ctx context.Context, out profile.Outbound) CheckResult {
 		return res
 	}
 	conn.Close()
-	tlsConf := &tls.Config{ServerName: host, RootCAs: out.Roots, MinVersion: tls.VersionTLS12}
+	tlsConf := out.TLSConfig()
+	tlsConf.ServerName = host
 	if u.Scheme == "https" {
 		if !step("tls", func() (string, error) {
 			d := tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: tlsConf}
