@@ -32,10 +32,12 @@ var AllTLSTrusts = []TLSTrust{TLSTrustSystem, TLSTrustProfile, TLSTrustPinned}
 func ParseTLSTrust(s string) (TLSTrust, error) {
 	return persistence.ParseEnum("TLS trust", s, AllTLSTrusts)
 }
-func (v TLSTrust) MarshalText() ([]byte, error)  { return persistence.DomainText(v, ParseTLSTrust) }
-func (v *TLSTrust) UnmarshalText(b []byte) error { return persistence.UnmarshalDomain(v, b, ParseTLSTrust) }
-func (v *TLSTrust) Scan(src any) error           { return persistence.ScanDomain(v, src, ParseTLSTrust) }
-func (v TLSTrust) Value() (driver.Value, error)  { return persistence.DomainValue(v, ParseTLSTrust) }
+func (v TLSTrust) MarshalText() ([]byte, error) { return persistence.DomainText(v, ParseTLSTrust) }
+func (v *TLSTrust) UnmarshalText(b []byte) error {
+	return persistence.UnmarshalDomain(v, b, ParseTLSTrust)
+}
+func (v *TLSTrust) Scan(src any) error          { return persistence.ScanDomain(v, src, ParseTLSTrust) }
+func (v TLSTrust) Value() (driver.Value, error) { return persistence.DomainValue(v, ParseTLSTrust) }
 
 // NormalizeFingerprint turns a SHA-256 fingerprint as tools print it (upper or lower
 // case, with or without colons) into the lower-case hex the certificate store uses.
