@@ -352,8 +352,9 @@ func (c certs) Decrypter(context.Context, int64) (*x509.Certificate, crypto.Decr
 	return nil, nil, errors.ErrUnsupported
 }
 
-// With tls_certificate_id the receiver serves HTTPS with that certificate.
-func TestTLS(t *testing.T) {
+// serverCert makes a self-signed server certificate for 127.0.0.1.
+func serverCert(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -372,6 +373,12 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cert, key
+}
+
+// With tls_certificate_id the receiver serves HTTPS with that certificate.
+func TestTLS(t *testing.T) {
+	cert, key := serverCert(t)
 	org, partner := testParty(t, "wharf"), testParty(t, "acme")
 	forEachDB(t, func(t *testing.T, s *db.Store) {
 		b := newBench(t, s, []party{org}, []party{partner})
