@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -206,4 +207,29 @@ func TestDirectoryMDNSignerAndChain(t *testing.T) {
 func isField(err error, field string) bool {
 	var fe *persistence.FieldError
 	return errors.As(err, &fe) && fe.Field == field
+}
+
+// The partner form sets the trust like REST does, and refuses what REST refuses.
+func TestRemoteFormTLSTrust(t *testing.T) {
+	forEachDB(t, func(t *testing.T, e *env) {
+		w := e.world()
+		e.mustCreate(w)
+		form := url.Values{}
+		for _, f := range RemoteFields(w.remote) {
+			form.Set(f.Name, f.Value)
+		}
+		form.Set("tls_trust", "pinned")
+		form.Set("tls_pinned_sha256", strings.Repeat("AB:", 31)+"AB")
+		got, err := e.store.SaveRemoteForm(e.ctx, "acme", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.TLSTrust != TLSTrustPinned || got.TLSPinnedSHA256 != strings.Repeat("ab", 32) {
+			t.Errorf("saved trust %s %q", got.TLSTrust, got.TLSPinnedSHA256)
+		}
+		form.Set("tls_pinned_sha256", "")
+		if _, err := e.store.SaveRemoteForm(e.ctx, "acme", form); !isField(err, "tls_pinned_sha256") {
+			t.Errorf("pinned without a pin: %v", err)
+		}
+	})
 }
