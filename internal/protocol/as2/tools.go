@@ -100,7 +100,7 @@ func checkConnection(ctx context.Context, out profile.Outbound) CheckResult {
 			d := tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: tlsConf}
 			c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, port))
 			if err != nil {
-				return "", fmt.Errorf("TLS handshake with %s: %w", host, err)
+				return "", fmt.Errorf("TLS handshake with %s: %w; %s", host, err, out.Remote.TrustHint())
 			}
 			defer c.Close()
 			st := c.(*tls.Conn).ConnectionState()

@@ -2,11 +2,14 @@ package as2_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"wharf/internal/certs/certstest"
@@ -85,6 +88,18 @@ func TestConnectionCheckAndTestMessage(t *testing.T) {
 	if !c.OK || len(c.Steps) != 4 || c.Steps[3].Detail != "answered 405 Method Not Allowed (server Partner AS2)" {
 		t.Fatalf("trusted TLS: %+v, want four passed steps", c)
 	}
+	// A pin replaces the roots: the server's own certificate passes, another is refused
+	// with the setting named.
+	pin := sha256.Sum256(tlsServer.Certificate().Raw)
+	setProfile(map[string]any{"tls_trust": "pinned", "tls_trust_certificate_ids": []int64{}, "tls_pinned_sha256": hex.EncodeToString(pin[:])})
+	if c := check(); !c.OK {
+		t.Fatalf("pinned TLS: %+v, want every step passed", c)
+	}
+	setProfile(map[string]any{"tls_pinned_sha256": strings.Repeat("00", 32)})
+	if c := check(); c.OK || c.failedAt() != "tls" || !strings.Contains(c.Steps[len(c.Steps)-1].Detail, "tls_trust is pinned") {
+		t.Fatalf("wrong pin: %+v, want a failed tls step naming the pin", c)
+	}
+	setProfile(map[string]any{"tls_trust": "profile", "tls_pinned_sha256": "", "tls_trust_certificate_ids": []int64{trust}})
 
 	var m struct {
 		ID         int64  `json:"id"`
