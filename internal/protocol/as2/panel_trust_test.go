@@ -3,6 +3,8 @@ package as2
 import (
 	"testing"
 
+	"wharf/internal/module"
+	"wharf/internal/persistence"
 	"wharf/internal/protocol/as2/profile"
 )
 
@@ -26,5 +28,20 @@ func TestPanelTrustTexts(t *testing.T) {
 	}
 	if got := mdnSignerText(profile.Local{MDNSigningCertificateID: &id}); got != "#4" {
 		t.Errorf("MDN signing certificate 4: %q", got)
+	}
+}
+
+// The receiver's instance form offers the HTTPS listener's port beside the certificate.
+func TestReceiverFormOffersTLSPort(t *testing.T) {
+	specs, err := module.Describe(persistence.PluginAS2Receiver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]module.FieldKind{}
+	for _, s := range specs {
+		kinds[s.Name] = s.Kind
+	}
+	if kinds["tls_port"] != module.KindInteger || kinds["tls_certificate_id"] != module.KindCertificate {
+		t.Errorf("form kinds: tls_port %v, tls_certificate_id %v", kinds["tls_port"], kinds["tls_certificate_id"])
 	}
 }
