@@ -34,15 +34,18 @@ func ServerLeaf(tb testing.TB, ca Pair, name string, key crypto.Signer, hosts ..
 // Intermediate makes a CA certificate signed by ca, valid from a day ago for five years.
 func Intermediate(tb testing.TB, ca Pair, name string) Pair {
 	tb.Helper()
-	key := ECKey(tb)
-	tmpl := &x509.Certificate{
+	return sign(tb, caTemplate(tb, name, 5), ca.Cert, ECKey(tb), ca.Key)
+}
+
+// caTemplate is a CA certificate's template valid from a day ago for years.
+func caTemplate(tb testing.TB, name string, years int) *x509.Certificate {
+	return &x509.Certificate{
 		SerialNumber:          serial(tb),
 		Subject:               pkix.Name{CommonName: name, Organization: []string{"Wharf Test"}},
 		NotBefore:             time.Now().Add(-24 * time.Hour),
-		NotAfter:              time.Now().Add(5 * 365 * 24 * time.Hour),
+		NotAfter:              time.Now().Add(time.Duration(years) * 365 * 24 * time.Hour),
 		IsCA:                  true,
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 	}
-	return sign(tb, tmpl, ca.Cert, key, ca.Key)
 }

@@ -7,12 +7,10 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -374,48 +372,6 @@ func serverCert(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {
 		t.Fatal(err)
 	}
 	return cert, key
-}
-
-// With tls_certificate_id the receiver serves HTTPS with that certificate.
-func TestTLS(t *testing.T) {
-	cert, key := serverCert(t)
-	org, partner := testParty(t, "wharf"), testParty(t, "acme")
-	forEachDB(t, func(t *testing.T, s *db.Store) {
-		b := newBench(t, s, []party{org}, []party{partner})
-		dir := newDirectory()
-		dir.add(inbound(org, partner, nil))
-		rc := b.start("as2_tls", dir, func(c *Config, d *Deps) {
-			id := int64(7)
-			c.TLSCertificateID = &id
-			d.Certs = certs{cert: cert, key: key}
-		})
-		pool := x509.NewCertPool()
-		pool.AddCert(cert)
-		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-		defer client.CloseIdleConnections()
-		r := build(t, partner, org, []byte("over TLS\r\n"), "tls.txt", secureOpts(partner, org))
-		req, err := http.NewRequest(http.MethodPost, "https://"+rc.Addr().String()+"/as2", bytes.NewReader(r.body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header = r.header.Clone()
-		req.Header.Set("Content-Type", r.contentType)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if m := parseMDN(t, reply{status: resp.StatusCode, header: resp.Header, body: body}, org.cert); !m.Disposition.Successful() {
-			t.Errorf("MDN %s", m.Disposition)
-		}
-		if resp, err := http.Get("http://" + rc.Addr().String() + "/as2"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusBadRequest {
-				t.Errorf("plain HTTP on the TLS listener: HTTP %d", resp.StatusCode)
-			}
-		}
-	})
 }
 
 // A size limit of the profile bounds the body; without one the config's applies.
