@@ -12,6 +12,17 @@ import (
 	"wharf/internal/gateway/gatewaytest"
 )
 
+// changeRemote replaces the partner's remote profile with change applied to it.
+func (p *peer) changeRemote(partner string, change map[string]any) {
+	p.t.Helper()
+	var r map[string]any
+	p.do("GET", "/api/v1/as2/remote-profiles/"+partner, "", nil, &r)
+	for k, v := range change {
+		r[k] = v
+	}
+	p.json("PUT", "/api/v1/as2/remote-profiles/"+partner, r, nil)
+}
+
 // Gateway B's receiver serves plain HTTP and, with tls_port, HTTPS with a certificate of
 // its own CA; gateway A reaches the HTTPS listener through a pin of that certificate and
 // the plain one as before. A wrong pin fails the attempt naming the setting.
@@ -32,14 +43,7 @@ func TestGatewaysOverHTTPSAndHTTP(t *testing.T) {
 	b.json("POST", "/api/v1/services/as2-receiver/as2_receiver_default/restart", map[string]any{}, nil)
 
 	pin := sha256.Sum256(leaf.Cert.Raw)
-	setB := func(change map[string]any) {
-		var r map[string]any
-		a.do("GET", "/api/v1/as2/remote-profiles/b", "", nil, &r)
-		for k, v := range change {
-			r[k] = v
-		}
-		a.json("PUT", "/api/v1/as2/remote-profiles/b", r, nil)
-	}
+	setB := func(change map[string]any) { a.changeRemote("b", change) }
 	secure := protection{name: "compressed+signed+encrypted", compress: true, sign: true, encrypt: true}
 	https := fmt.Sprintf("https://127.0.0.1:%d/as2", tlsPort)
 	setB(map[string]any{"endpoint_url": https, "tls_trust": "pinned", "tls_pinned_sha256": hex.EncodeToString(pin[:])})

@@ -65,14 +65,7 @@ func TestConnectionCheckAndTestMessage(t *testing.T) {
 		a.json("POST", "/api/v1/as2/remote-profiles/b/connection-check", map[string]any{}, &c)
 		return c
 	}
-	setProfile := func(change map[string]any) {
-		var r map[string]any
-		a.do("GET", "/api/v1/as2/remote-profiles/b", "", nil, &r)
-		for k, v := range change {
-			r[k] = v
-		}
-		a.json("PUT", "/api/v1/as2/remote-profiles/b", r, nil)
-	}
+	setProfile := func(change map[string]any) { a.changeRemote("b", change) }
 
 	if c := check(); c.OK || c.failedAt() != "tcp" {
 		t.Fatalf("closed port: %+v, want a failed tcp step", c)
