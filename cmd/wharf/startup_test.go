@@ -437,7 +437,7 @@ func TestStartupSummaryNamesServices(t *testing.T) {
 	t.Run("as2 address set", func(t *testing.T) {
 		t.Parallel()
 		out := startWharf(t, t.TempDir(), "--as2-addr", freeAddr)
-		if want := "as2_receiver_default (as2-receiver) listens on " + freeAddr; !strings.Contains(out, want) {
+		if want := "as2_receiver_default (as2-receiver) listens on " + freeAddr + " (http)"; !strings.Contains(out, want) {
 			t.Errorf("the summary does not say %q:\n%s", want, out)
 		}
 		if strings.Contains(out, "FAILED") || !strings.HasPrefix(out, "Wharf is running: ") {

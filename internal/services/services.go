@@ -51,6 +51,10 @@ type Status struct {
 // listener is a source that listens on a network address.
 type listener interface{ Addr() net.Addr }
 
+// multiListener is a source that may listen on several addresses and describes each
+// (the AS2 receiver on HTTP and HTTPS at once).
+type multiListener interface{ Listening() []string }
+
 // Store is what the manager needs of persistence.
 type Store interface {
 	ListPluginConfigs(ctx context.Context, typ persistence.PluginType) ([]persistence.PluginConfig, error)
@@ -284,7 +288,9 @@ func (m *Manager) statuses(recs []persistence.PluginConfig) []Status {
 		}
 		if in := m.instances[rec.Name]; in != nil {
 			st.State, st.Error, st.Since = in.state, in.err, in.since
-			if l, ok := in.source.(listener); ok && in.state == StateRunning {
+			if ml, ok := in.source.(multiListener); ok && in.state == StateRunning {
+				st.Addr = strings.Join(ml.Listening(), ", ")
+			} else if l, ok := in.source.(listener); ok && in.state == StateRunning {
 				if a := l.Addr(); a != nil {
 					st.Addr = a.String()
 				}

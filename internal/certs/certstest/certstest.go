@@ -50,15 +50,7 @@ func ECKey(tb testing.TB) *ecdsa.PrivateKey {
 func CA(tb testing.TB, name string) Pair {
 	tb.Helper()
 	key := ECKey(tb)
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(tb),
-		Subject:               pkix.Name{CommonName: name, Organization: []string{"Wharf Test"}},
-		NotBefore:             time.Now().Add(-24 * time.Hour),
-		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-	}
+	tmpl := caTemplate(tb, name, 10)
 	return sign(tb, tmpl, tmpl, key, key)
 }
 

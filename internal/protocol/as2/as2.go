@@ -9,9 +9,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"net"
 	"path/filepath"
-	"strconv"
 
 	"wharf/internal/delivery"
 	"wharf/internal/module"
@@ -128,11 +126,10 @@ func (rt *Runtime) asyncMDNURL(string) string {
 		if !ok {
 			continue
 		}
-		scheme := "http"
-		if c.TLSCertificateID != nil {
-			scheme = "https"
-		}
-		return scheme + "://" + net.JoinHostPort(c.Bind, strconv.Itoa(c.Port)) + c.MDNPath
+		// The last listener is the HTTPS one when there are two.
+		ls := c.Listeners()
+		l := ls[len(ls)-1]
+		return l.Scheme() + "://" + l.Addr + c.MDNPath
 	}
 	return ""
 }

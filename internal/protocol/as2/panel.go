@@ -43,6 +43,8 @@ func (rt *Runtime) PartyPanel(ctx context.Context, kind persistence.PartyKind, n
 			{Label: "AS2 id", Value: string(l.AS2ID)},
 			{Label: "Signing certificate", Value: certText(l.SigningCertificateID)},
 			{Label: "Decryption certificate", Value: certText(l.DecryptionCertificateID)},
+			{Label: "MDN signing certificate", Value: mdnSignerText(l)},
+			{Label: "Chain in signatures", Value: yesNo(l.IncludeChain)},
 			{Label: "MDN notification to", Value: orNone(l.MDNNotificationTo)},
 			{Label: "Largest inbound message", Value: strconv.Itoa(l.MaxMessageSizeMiB) + " MiB"},
 			{Label: "Updated", Value: l.UpdatedAt.UTC().Format(time.RFC3339)},
@@ -71,6 +73,7 @@ func (rt *Runtime) PartyPanel(ctx context.Context, kind persistence.PartyKind, n
 			{Label: "Outbound", Value: fmt.Sprintf("signed %s, encrypted %s, compressed %s", r.SigningAlgorithm, r.EncryptionAlgorithm, compressionText(r))},
 			{Label: "Receipt", Value: fmt.Sprintf("MDN %s, signed %s", r.MDNMode, yesNo(r.SignedMDN))},
 			{Label: "Inbound", Value: fmt.Sprintf("signature required %s, encryption required %s", yesNo(r.RequireSigned), yesNo(r.RequireEncrypted))},
+			{Label: "TLS trust", Value: trustText(r)},
 			{Label: "Updated", Value: r.UpdatedAt.UTC().Format(time.RFC3339)},
 		}
 		p.Actions = []module.PanelAction{

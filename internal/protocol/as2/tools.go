@@ -93,13 +93,14 @@ func checkConnection(ctx context.Context, out profile.Outbound) CheckResult {
 		return res
 	}
 	conn.Close()
-	tlsConf := &tls.Config{ServerName: host, RootCAs: out.Roots, MinVersion: tls.VersionTLS12}
+	tlsConf := out.TLSConfig()
+	tlsConf.ServerName = host
 	if u.Scheme == "https" {
 		if !step("tls", func() (string, error) {
 			d := tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: tlsConf}
 			c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, port))
 			if err != nil {
-				return "", fmt.Errorf("TLS handshake with %s: %w", host, err)
+				return "", fmt.Errorf("TLS handshake with %s: %w; %s", host, err, out.Remote.TrustHint())
 			}
 			defer c.Close()
 			st := c.(*tls.Conn).ConnectionState()

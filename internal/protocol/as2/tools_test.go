@@ -2,11 +2,14 @@ package as2_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"wharf/internal/certs/certstest"
@@ -62,14 +65,7 @@ func TestConnectionCheckAndTestMessage(t *testing.T) {
 		a.json("POST", "/api/v1/as2/remote-profiles/b/connection-check", map[string]any{}, &c)
 		return c
 	}
-	setProfile := func(change map[string]any) {
-		var r map[string]any
-		a.do("GET", "/api/v1/as2/remote-profiles/b", "", nil, &r)
-		for k, v := range change {
-			r[k] = v
-		}
-		a.json("PUT", "/api/v1/as2/remote-profiles/b", r, nil)
-	}
+	setProfile := func(change map[string]any) { a.changeRemote("b", change) }
 
 	if c := check(); c.OK || c.failedAt() != "tcp" {
 		t.Fatalf("closed port: %+v, want a failed tcp step", c)
@@ -85,6 +81,18 @@ func TestConnectionCheckAndTestMessage(t *testing.T) {
 	if !c.OK || len(c.Steps) != 4 || c.Steps[3].Detail != "answered 405 Method Not Allowed (server Partner AS2)" {
 		t.Fatalf("trusted TLS: %+v, want four passed steps", c)
 	}
+	// A pin replaces the roots: the server's own certificate passes, another is refused
+	// with the setting named.
+	pin := sha256.Sum256(tlsServer.Certificate().Raw)
+	setProfile(map[string]any{"tls_trust": "pinned", "tls_trust_certificate_ids": []int64{}, "tls_pinned_sha256": hex.EncodeToString(pin[:])})
+	if c := check(); !c.OK {
+		t.Fatalf("pinned TLS: %+v, want every step passed", c)
+	}
+	setProfile(map[string]any{"tls_pinned_sha256": strings.Repeat("00", 32)})
+	if c := check(); c.OK || c.failedAt() != "tls" || !strings.Contains(c.Steps[len(c.Steps)-1].Detail, "tls_trust is pinned") {
+		t.Fatalf("wrong pin: %+v, want a failed tls step naming the pin", c)
+	}
+	setProfile(map[string]any{"tls_trust": "profile", "tls_pinned_sha256": "", "tls_trust_certificate_ids": []int64{trust}})
 
 	var m struct {
 		ID         int64  `json:"id"`

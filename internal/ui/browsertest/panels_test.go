@@ -19,7 +19,7 @@ func remoteForm(endpoint string) url.Values {
 		"mdn_mode": {"none"}, "mdn_mic_algorithm": {"sha256"}, "mic_preference": {"requested"},
 		"duplicate_filename": {"accept"}, "duplicate_filename_window_hours": {"24"},
 		"connect_timeout_seconds": {"5"}, "request_timeout_seconds": {"60"}, "receipt_timeout_minutes": {"60"},
-		"max_message_size_mib": {"100"}, "compress": {"true"}, "compression_order": {"after_signing"},
+		"max_message_size_mib": {"100"}, "compress": {"true"}, "compression_order": {"after_signing"}, "tls_trust": {"system"},
 	}
 }
 

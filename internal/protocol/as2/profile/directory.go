@@ -146,12 +146,12 @@ func (d *Dir) openInbound(ctx context.Context, l Local, r Remote) (Inbound, erro
 	if in.PartnerCertificates, err = d.parse(ctx, r.PartnerCertificateIDs); err != nil {
 		return Inbound{}, fmt.Errorf("partner %q: %w", r.Partner, err)
 	}
-	if id := signingID(l, r); id != 0 {
+	if id := mdnSigningID(l, r); id != 0 {
 		digest := r.SigningAlgorithm.Digest()
 		if digest == "" {
 			digest = cms.SHA256
 		}
-		if in.Signer, err = d.signer(ctx, id, digest); err != nil {
+		if in.Signer, err = d.signer(ctx, id, digest, l.IncludeChain); err != nil {
 			return Inbound{}, fmt.Errorf("open signing certificate %d of %q: %w", id, l.Organization, err)
 		}
 		in.Signer.AlgorithmProtection = r.AlgorithmProtection
@@ -168,7 +168,7 @@ func (d *Dir) openOutbound(ctx context.Context, l Local, r Remote) (Outbound, er
 			return Outbound{}, fmt.Errorf("messages to %q are signed, but organization %q has no signing certificate (signing_certificate_id of its local profile or our_signing_certificate_id of the partner's)",
 				r.Partner, l.Organization)
 		}
-		if out.Signer, err = d.signer(ctx, id, r.SigningAlgorithm.Digest()); err != nil {
+		if out.Signer, err = d.signer(ctx, id, r.SigningAlgorithm.Digest(), l.IncludeChain); err != nil {
 			return Outbound{}, fmt.Errorf("open signing certificate %d of %q: %w", id, l.Organization, err)
 		}
 		out.Signer.AlgorithmProtection = r.AlgorithmProtection
@@ -186,8 +186,12 @@ func (d *Dir) openOutbound(ctx context.Context, l Local, r Remote) (Outbound, er
 		if err != nil {
 			return Outbound{}, fmt.Errorf("TLS trust of partner %q: %w", r.Partner, err)
 		}
-		if out.Roots, err = x509.SystemCertPool(); err != nil {
-			out.Roots = x509.NewCertPool()
+		// tls_trust profile trusts the listed roots alone.
+		out.Roots = x509.NewCertPool()
+		if r.TLSTrust != TLSTrustProfile {
+			if sys, err := x509.SystemCertPool(); err == nil {
+				out.Roots = sys
+			}
 		}
 		for _, c := range extra {
 			out.Roots.AddCert(c)
@@ -196,12 +200,20 @@ func (d *Dir) openOutbound(ctx context.Context, l Local, r Remote) (Outbound, er
 	return out, nil
 }
 
-func (d *Dir) signer(ctx context.Context, id int64, digest cms.DigestAlgorithm) (*mime.Signer, error) {
+// signer opens a signing key; with chain, the signature carries the intermediates the
+// certificate store holds above it.
+func (d *Dir) signer(ctx context.Context, id int64, digest cms.DigestAlgorithm, chain bool) (*mime.Signer, error) {
 	cert, key, err := d.certs.Signer(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return &mime.Signer{Certificate: cert, Key: key, Digest: digest}, nil
+	s := &mime.Signer{Certificate: cert, Key: key, Digest: digest}
+	if chain {
+		if s.Chain, err = issuerChain(ctx, d.core, cert); err != nil {
+			return nil, fmt.Errorf("include_chain: %w", err)
+		}
+	}
+	return s, nil
 }
 
 // parse reads certificates without keys.
@@ -228,6 +240,15 @@ func signingID(l Local, r Remote) int64 {
 		return *r.OurSigningCertificateID
 	}
 	return l.SigningCertificateID
+}
+
+// mdnSigningID is the certificate that signs our MDNs to the partner, or 0 for none: the
+// organization's MDN signing certificate, else the one that signs its messages.
+func mdnSigningID(l Local, r Remote) int64 {
+	if l.MDNSigningCertificateID != nil {
+		return *l.MDNSigningCertificateID
+	}
+	return signingID(l, r)
 }
 
 // decryptionIDs lists the keys that may open what the partner sends, the one the partner

@@ -52,6 +52,8 @@ var localForm = []formField{
 	{name: "previous_decryption_certificate_id", label: "Previous decryption certificate id", hint: "Also tried during a key rollover; empty for none.", kind: module.FieldNumber, enc: encOptionalInt},
 	{name: "mdn_notification_to", label: "MDN notification to", hint: "The Disposition-Notification-To value sent.", kind: module.FieldText},
 	{name: "max_message_size_mib", label: "Largest inbound message (MiB)", kind: module.FieldNumber, enc: encInt},
+	{name: "mdn_signing_certificate_id", label: "MDN signing certificate id", hint: "Signs our MDNs; empty for the signing certificate.", kind: module.FieldNumber, enc: encOptionalInt},
+	{name: "include_chain", label: "Send the certificate chain in signatures", hint: "The intermediates above our certificates, from the certificate store.", kind: module.FieldCheckbox, enc: encBool},
 }
 
 var remoteForm = []formField{
@@ -79,7 +81,9 @@ var remoteForm = []formField{
 	{name: "connect_timeout_seconds", label: "Connect timeout (s)", kind: module.FieldNumber, enc: encInt},
 	{name: "request_timeout_seconds", label: "Request timeout (s)", kind: module.FieldNumber, enc: encInt},
 	{name: "receipt_timeout_minutes", label: "Receipt timeout (min)", kind: module.FieldNumber, enc: encInt},
-	{name: "tls_trust_certificate_ids", label: "Extra TLS roots (certificate ids)", hint: "Separated by commas.", kind: module.FieldText, enc: encIDs},
+	{name: "tls_trust", label: "TLS trust", hint: "system roots (plus the roots below), the profile's roots alone, or a pinned certificate.", kind: module.FieldSelect, options: names(AllTLSTrusts)},
+	{name: "tls_trust_certificate_ids", label: "TLS roots (certificate ids)", hint: "Separated by commas.", kind: module.FieldText, enc: encIDs},
+	{name: "tls_pinned_sha256", label: "Pinned server certificate (SHA-256)", hint: "With pinned trust: the fingerprint of the partner's server certificate.", kind: module.FieldText},
 	{name: "max_message_size_mib", label: "Largest message (MiB)", kind: module.FieldNumber, enc: encInt},
 	{name: "algorithm_protection", label: "CMS algorithm protection (RFC 6211)", hint: "Adds the attribute to our signatures; some IBM products require it.", kind: module.FieldCheckbox, enc: encBool},
 }

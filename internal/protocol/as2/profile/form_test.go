@@ -54,7 +54,7 @@ func TestFormJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"as2_id":"A","decryption_certificate_id":0,"max_message_size_mib":8,"mdn_notification_to":"ops@example.com","previous_decryption_certificate_id":null,"signing_certificate_id":2}`
+	want := `{"as2_id":"A","decryption_certificate_id":0,"include_chain":false,"max_message_size_mib":8,"mdn_notification_to":"ops@example.com","mdn_signing_certificate_id":null,"previous_decryption_certificate_id":null,"signing_certificate_id":2}`
 	if string(got) != want {
 		t.Errorf("formJSON = %s\nwant %s", got, want)
 	}

@@ -139,15 +139,7 @@ func (e *env) cert(name string, key crypto.Signer, notBefore, notAfter time.Time
 // storeCA stores a certificate without its key.
 func (e *env) storeCA(p certstest.Pair) int64 {
 	e.t.Helper()
-	recs, err := certs.Records([]certs.Parsed{{Cert: p.Cert}}, "CA", e.box)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	stored, err := e.core.CreateCertificates(e.ctx, recs)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return stored[0].ID
+	return e.storePair(p, false)
 }
 
 // validCert stores a certificate valid from a day ago for a year.

@@ -11,15 +11,19 @@ import (
 )
 
 const localCols = `organization, as2_id, signing_certificate_id, decryption_certificate_id,
-	previous_decryption_certificate_id, mdn_notification_to, max_message_size_mib, created_at, updated_at`
+	previous_decryption_certificate_id, mdn_notification_to, max_message_size_mib, mdn_signing_certificate_id,
+	include_chain, created_at, updated_at`
 
 func scanLocal(tx module.Tx, row module.Row) (Local, error) {
 	var l Local
-	var prev sql.NullInt64
+	var prev, mdn sql.NullInt64
 	err := row.Scan(&l.Organization, &l.AS2ID, &l.SigningCertificateID, &l.DecryptionCertificateID,
-		&prev, &l.MDNNotificationTo, &l.MaxMessageSizeMiB, tx.ScanTime(&l.CreatedAt), tx.ScanTime(&l.UpdatedAt))
+		&prev, &l.MDNNotificationTo, &l.MaxMessageSizeMiB, &mdn, &l.IncludeChain, tx.ScanTime(&l.CreatedAt), tx.ScanTime(&l.UpdatedAt))
 	if prev.Valid {
 		l.PreviousDecryptionCertificateID = &prev.Int64
+	}
+	if mdn.Valid {
+		l.MDNSigningCertificateID = &mdn.Int64
 	}
 	return l, err
 }
@@ -36,8 +40,24 @@ func (s *Store) prepareLocal(ctx context.Context, l Local) error {
 	if err := s.checkParty(ctx, persistence.PartyOrganization, l.Organization); err != nil {
 		return err
 	}
-	_, err := s.checkCertificates(ctx, l.certRefs())
-	return err
+	parsed, err := s.checkCertificates(ctx, l.certRefs())
+	if err != nil || !l.IncludeChain {
+		return err
+	}
+	// The chain must be found for each certificate that signs for the organization.
+	ids := []int64{l.SigningCertificateID}
+	if l.MDNSigningCertificateID != nil {
+		ids = append(ids, *l.MDNSigningCertificateID)
+	}
+	for _, id := range ids {
+		if id == 0 {
+			continue
+		}
+		if _, err := issuerChain(ctx, s.core, parsed[id]); err != nil {
+			return fieldErr("include_chain", err.Error())
+		}
+	}
+	return nil
 }
 
 // checkLocalConflicts refuses a second profile for the organization (on create) and an
@@ -87,9 +107,10 @@ func (s *Store) CreateLocal(ctx context.Context, l Local) (Local, error) {
 		now := tx.Now()
 		var err error
 		out, err = scanLocal(tx, tx.QueryRow(ctx, `INSERT INTO as2_local_profiles (`+localCols+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+localCols,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+localCols,
 			l.Organization, l.AS2ID, l.SigningCertificateID, l.DecryptionCertificateID,
-			nullID(l.PreviousDecryptionCertificateID), l.MDNNotificationTo, l.MaxMessageSizeMiB, tx.Time(now), tx.Time(now)))
+			nullID(l.PreviousDecryptionCertificateID), l.MDNNotificationTo, l.MaxMessageSizeMiB, nullID(l.MDNSigningCertificateID),
+			l.IncludeChain, tx.Time(now), tx.Time(now)))
 		if tx.IsUniqueViolation(err) {
 			return fmt.Errorf("organization %q or AS2 id %q was taken meanwhile: %w", l.Organization, l.AS2ID, persistence.ErrConflict)
 		}
@@ -203,9 +224,11 @@ func (s *Store) UpdateLocal(ctx context.Context, l Local) (Local, error) {
 		}
 		out, err = scanLocal(tx, tx.QueryRow(ctx, `UPDATE as2_local_profiles SET as2_id = ?, signing_certificate_id = ?,
 			decryption_certificate_id = ?, previous_decryption_certificate_id = ?, mdn_notification_to = ?,
-			max_message_size_mib = ?, updated_at = ? WHERE organization = ? RETURNING `+localCols,
+			max_message_size_mib = ?, mdn_signing_certificate_id = ?, include_chain = ?, updated_at = ?
+			WHERE organization = ? RETURNING `+localCols,
 			l.AS2ID, l.SigningCertificateID, l.DecryptionCertificateID, nullID(l.PreviousDecryptionCertificateID),
-			l.MDNNotificationTo, l.MaxMessageSizeMiB, tx.Time(tx.Now()), l.Organization))
+			l.MDNNotificationTo, l.MaxMessageSizeMiB, nullID(l.MDNSigningCertificateID), l.IncludeChain, tx.Time(tx.Now()),
+			l.Organization))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return notFoundParty(persistence.PartyOrganization, l.Organization, "local")

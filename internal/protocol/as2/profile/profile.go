@@ -100,9 +100,15 @@ type Local struct {
 	// MDNNotificationTo is the Disposition-Notification-To value we send.
 	MDNNotificationTo string `json:"mdn_notification_to"`
 	// MaxMessageSizeMiB bounds an inbound request body.
-	MaxMessageSizeMiB int       `json:"max_message_size_mib"`
-	CreatedAt         time.Time `json:"created_at"`
-	UpdatedAt         time.Time `json:"updated_at"`
+	MaxMessageSizeMiB int `json:"max_message_size_mib"`
+	// MDNSigningCertificateID, when set, signs our MDNs instead of the signing
+	// certificate (it has a private key).
+	MDNSigningCertificateID *int64 `json:"mdn_signing_certificate_id"`
+	// IncludeChain puts the intermediate certificates that chain our signing (and MDN
+	// signing) certificate to a root, found in the certificate store, into each signature.
+	IncludeChain bool      `json:"include_chain"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 // Remote is a partner's AS2 profile.
@@ -150,8 +156,12 @@ type Remote struct {
 	// ReceiptTimeoutMinutes bounds the wait for an async MDN.
 	ReceiptTimeoutMinutes int                  `json:"receipt_timeout_minutes"`
 	Retry                 delivery.RetryPolicy `json:"retry"`
-	// TLSTrustCertificateIDs are extra roots trusted for the endpoint's TLS.
+	// TLSTrustCertificateIDs are roots trusted for the endpoint's TLS: besides the
+	// system's with TLSTrust system, alone with TLSTrust profile.
 	TLSTrustCertificateIDs []int64 `json:"tls_trust_certificate_ids"`
+	// TLS trust of the endpoint (see tls.go).
+	TLSTrust        TLSTrust `json:"tls_trust"`
+	TLSPinnedSHA256 string   `json:"tls_pinned_sha256"`
 	// MaxMessageSizeMiB bounds what we accept from and send to the partner.
 	MaxMessageSizeMiB int `json:"max_message_size_mib"`
 
@@ -190,6 +200,7 @@ func NewRemote() Remote {
 		PartnerCertificateIDs:    []int64{},
 		AsyncMDNHosts:            []string{},
 		TLSTrustCertificateIDs:   []int64{},
+		TLSTrust:                 TLSTrustSystem,
 	}
 }
 

@@ -16,7 +16,7 @@ const remoteCols = `partner, as2_id, endpoint_url, partner_certificate_ids, our_
 	signed_mdn, mdn_mic_algorithm, async_mdn_url, require_signed, require_encrypted, allow_sha1, mic_preference,
 	async_mdn_hosts, duplicate_filename, duplicate_filename_window_hours, connect_timeout_seconds,
 	request_timeout_seconds, receipt_timeout_minutes, retry, tls_trust_certificate_ids, max_message_size_mib,
-	compression_order, algorithm_protection, created_at, updated_at`
+	compression_order, algorithm_protection, tls_trust, tls_pinned_sha256, created_at, updated_at`
 
 // remoteRow is a remote profile as its columns hold it.
 type remoteRow struct {
@@ -32,7 +32,7 @@ func scanRemote(tx module.Tx, row module.Row) (Remote, error) {
 		&r.MDNMICAlgorithm, &r.AsyncMDNURL, &r.RequireSigned, &r.RequireEncrypted, &r.AllowSHA1, &r.MICPreference,
 		&c.hosts, &r.DuplicateFilename, &r.DuplicateFilenameWindowH, &r.ConnectTimeoutSeconds,
 		&r.RequestTimeoutSeconds, &r.ReceiptTimeoutMinutes, &c.retry, &c.trustIDs, &r.MaxMessageSizeMiB,
-		&r.CompressionOrder, &r.AlgorithmProtection, tx.ScanTime(&r.CreatedAt), tx.ScanTime(&r.UpdatedAt))
+		&r.CompressionOrder, &r.AlgorithmProtection, &r.TLSTrust, &r.TLSPinnedSHA256, tx.ScanTime(&r.CreatedAt), tx.ScanTime(&r.UpdatedAt))
 	if err != nil {
 		return Remote{}, err
 	}
@@ -70,6 +70,7 @@ func (r Remote) normalized() Remote {
 	if r.TLSTrustCertificateIDs == nil {
 		r.TLSTrustCertificateIDs = []int64{}
 	}
+	r.TLSPinnedSHA256 = NormalizeFingerprint(r.TLSPinnedSHA256)
 	return r
 }
 
@@ -169,14 +170,14 @@ func (s *Store) CreateRemote(ctx context.Context, r Remote) (Remote, error) {
 		now := tx.Now()
 		var err error
 		out, err = scanRemote(tx, tx.QueryRow(ctx, `INSERT INTO as2_remote_profiles (`+remoteCols+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			RETURNING `+remoteCols,
 			r.Partner, r.AS2ID, r.EndpointURL, c.partnerIDs, nullID(r.OurSigningCertificateID),
 			nullID(r.OurDecryptionCertificateID), r.Compress, r.SigningAlgorithm, r.EncryptionAlgorithm,
 			r.KeyTransport, r.MDNMode, r.SignedMDN, r.MDNMICAlgorithm, r.AsyncMDNURL, r.RequireSigned,
 			r.RequireEncrypted, r.AllowSHA1, r.MICPreference, c.hosts, r.DuplicateFilename,
 			r.DuplicateFilenameWindowH, r.ConnectTimeoutSeconds, r.RequestTimeoutSeconds,
-			r.ReceiptTimeoutMinutes, c.retry, c.trustIDs, r.MaxMessageSizeMiB, r.CompressionOrder, r.AlgorithmProtection, tx.Time(now), tx.Time(now)))
+			r.ReceiptTimeoutMinutes, c.retry, c.trustIDs, r.MaxMessageSizeMiB, r.CompressionOrder, r.AlgorithmProtection, r.TLSTrust, r.TLSPinnedSHA256, tx.Time(now), tx.Time(now)))
 		if tx.IsUniqueViolation(err) {
 			return fmt.Errorf("partner %q or AS2 id %q was taken meanwhile: %w", r.Partner, r.AS2ID, persistence.ErrConflict)
 		}
@@ -300,13 +301,13 @@ func (s *Store) UpdateRemote(ctx context.Context, r Remote) (Remote, error) {
 			allow_sha1 = ?, mic_preference = ?, async_mdn_hosts = ?, duplicate_filename = ?,
 			duplicate_filename_window_hours = ?, connect_timeout_seconds = ?, request_timeout_seconds = ?,
 			receipt_timeout_minutes = ?, retry = ?, tls_trust_certificate_ids = ?, max_message_size_mib = ?,
-			compression_order = ?, algorithm_protection = ?, updated_at = ? WHERE partner = ? RETURNING `+remoteCols,
+			compression_order = ?, algorithm_protection = ?, tls_trust = ?, tls_pinned_sha256 = ?, updated_at = ? WHERE partner = ? RETURNING `+remoteCols,
 			r.AS2ID, r.EndpointURL, c.partnerIDs, nullID(r.OurSigningCertificateID),
 			nullID(r.OurDecryptionCertificateID), r.Compress, r.SigningAlgorithm, r.EncryptionAlgorithm,
 			r.KeyTransport, r.MDNMode, r.SignedMDN, r.MDNMICAlgorithm, r.AsyncMDNURL, r.RequireSigned,
 			r.RequireEncrypted, r.AllowSHA1, r.MICPreference, c.hosts, r.DuplicateFilename,
 			r.DuplicateFilenameWindowH, r.ConnectTimeoutSeconds, r.RequestTimeoutSeconds,
-			r.ReceiptTimeoutMinutes, c.retry, c.trustIDs, r.MaxMessageSizeMiB, r.CompressionOrder, r.AlgorithmProtection, tx.Time(tx.Now()), r.Partner))
+			r.ReceiptTimeoutMinutes, c.retry, c.trustIDs, r.MaxMessageSizeMiB, r.CompressionOrder, r.AlgorithmProtection, r.TLSTrust, r.TLSPinnedSHA256, tx.Time(tx.Now()), r.Partner))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return notFoundParty(persistence.PartyPartner, r.Partner, "remote")

@@ -34,8 +34,8 @@ type Outbound struct {
 	EncryptTo *x509.Certificate
 	// PartnerCertificates verify the partner's MDN signatures.
 	PartnerCertificates []*x509.Certificate
-	// Roots adds the profile's extra TLS trust to the system roots; nil means the
-	// system roots alone.
+	// Roots are the roots trusted for the endpoint's TLS per the profile's tls_trust;
+	// nil means the system roots alone (TLSConfig applies a pin instead).
 	Roots *x509.CertPool
 }
 

@@ -100,6 +100,9 @@ func (l Local) certRefs() []certRef {
 	if p := l.PreviousDecryptionCertificateID; p != nil {
 		out = append(out, certRef{field: "previous_decryption_certificate_id", id: *p, key: true, decrypt: true})
 	}
+	if p := l.MDNSigningCertificateID; p != nil {
+		out = append(out, certRef{field: "mdn_signing_certificate_id", id: *p, key: true})
+	}
 	return out
 }
 

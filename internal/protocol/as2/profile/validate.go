@@ -57,6 +57,9 @@ func (l Local) Validate() error {
 	if err := checkRange(l.MaxMessageSizeMiB, 1, MaxMessageSizeMiB); err != nil {
 		return fieldErr("max_message_size_mib", err.Error())
 	}
+	if err := checkOptionalID(l.MDNSigningCertificateID); err != nil {
+		return fieldErr("mdn_signing_certificate_id", err.Error()+" for the signing certificate")
+	}
 	return nil
 }
 
@@ -131,6 +134,9 @@ func (r Remote) Validate() error {
 	}
 	if err := checkIDs(r.TLSTrustCertificateIDs); err != nil {
 		return fieldErr("tls_trust_certificate_ids", err.Error())
+	}
+	if err := r.checkTLSTrust(); err != nil {
+		return err
 	}
 	// Each of these needs something to check the partner's signatures or to encrypt to.
 	if len(r.PartnerCertificateIDs) == 0 {

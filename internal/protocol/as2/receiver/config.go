@@ -23,8 +23,13 @@ type Config struct {
 	Path string `json:"path"`
 	// MDNPath receives the asynchronous MDNs partners send for our messages.
 	MDNPath string `json:"mdn_path"`
-	// TLSCertificateID, when set, serves HTTPS with that stored certificate and its key.
+	// TLSCertificateID, when set, serves HTTPS with that stored certificate and its key:
+	// on Port, or on TLSPort when that is set.
 	TLSCertificateID *int64 `json:"tls_certificate_id,omitempty" wharf:"certificate"`
+	// TLSPort, when set, opens a second listener on Bind for HTTPS, so Port keeps
+	// serving plain HTTP: partners of either kind reach one instance. 0 lets the system
+	// choose (tests).
+	TLSPort *int `json:"tls_port,omitempty"`
 	// MaxConcurrentRequests bounds the requests handled at once; beyond it as many more
 	// wait briefly for a turn, and a request that gets none is answered 503 without its
 	// body being read.
@@ -132,6 +137,16 @@ func (c *Config) Validate() error {
 	if c.TLSCertificateID != nil && *c.TLSCertificateID <= 0 {
 		return &persistence.FieldError{Field: "tls_certificate_id", Message: "must be a certificate id"}
 	}
+	if p := c.TLSPort; p != nil {
+		switch {
+		case *p < 0 || *p > 65535:
+			return &persistence.FieldError{Field: "tls_port", Message: "must be between 0 and 65535"}
+		case *p != 0 && *p == c.Port:
+			return &persistence.FieldError{Field: "tls_port", Message: "must differ from port, which serves plain HTTP when tls_port is set"}
+		case c.TLSCertificateID == nil:
+			return &persistence.FieldError{Field: "tls_port", Message: "serves HTTPS with tls_certificate_id; set that as well"}
+		}
+	}
 	if c.MaxConcurrentRequests < 1 || c.MaxConcurrentRequests > MaxConcurrentRequestsLimit {
 		return &persistence.FieldError{Field: "max_concurrent_requests",
 			Message: fmt.Sprintf("must be between 1 and %d", MaxConcurrentRequestsLimit)}
@@ -227,3 +242,30 @@ func validHostname(h string) bool {
 
 // addr is the listener address.
 func (c *Config) addr() string { return net.JoinHostPort(c.Bind, fmt.Sprint(c.Port)) }
+
+// Listeners are the receiver's listeners: the address and whether it serves HTTPS. Port
+// serves HTTPS when a certificate is set and no TLSPort is; with TLSPort, Port serves
+// plain HTTP and TLSPort HTTPS.
+func (c *Config) Listeners() []ListenerSpec {
+	if c.TLSPort == nil {
+		return []ListenerSpec{{Addr: c.addr(), TLS: c.TLSCertificateID != nil}}
+	}
+	return []ListenerSpec{
+		{Addr: c.addr()},
+		{Addr: net.JoinHostPort(c.Bind, fmt.Sprint(*c.TLSPort)), TLS: true},
+	}
+}
+
+// ListenerSpec is one listener of the receiver.
+type ListenerSpec struct {
+	Addr string
+	TLS  bool
+}
+
+// Scheme is the listener's URL scheme.
+func (l ListenerSpec) Scheme() string {
+	if l.TLS {
+		return "https"
+	}
+	return "http"
+}

@@ -7,12 +7,10 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -359,8 +357,9 @@ func (c certs) Decrypter(context.Context, int64) (*x509.Certificate, crypto.Decr
 	return nil, nil, errors.ErrUnsupported
 }
 
-// With tls_certificate_id the receiver serves HTTPS with that certificate.
-func TestTLS(t *testing.T) {
+// serverCert makes a self-signed server certificate for 127.0.0.1.
+func serverCert(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -379,43 +378,7 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	org, partner := testParty(t, "wharf"), testParty(t, "acme")
-	forEachDB(t, func(t *testing.T, s *db.Store) {
-		b := newBench(t, s, []party{org}, []party{partner})
-		dir := newDirectory()
-		dir.add(inbound(org, partner, nil))
-		rc := b.start("as2_tls", dir, func(c *Config, d *Deps) {
-			id := int64(7)
-			c.TLSCertificateID = &id
-			d.Certs = certs{cert: cert, key: key}
-		})
-		pool := x509.NewCertPool()
-		pool.AddCert(cert)
-		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-		defer client.CloseIdleConnections()
-		r := build(t, partner, org, []byte("over TLS\r\n"), "tls.txt", secureOpts(partner, org))
-		req, err := http.NewRequest(http.MethodPost, "https://"+rc.Addr().String()+"/as2", bytes.NewReader(r.body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header = r.header.Clone()
-		req.Header.Set("Content-Type", r.contentType)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if m := parseMDN(t, reply{status: resp.StatusCode, header: resp.Header, body: body}, org.cert); !m.Disposition.Successful() {
-			t.Errorf("MDN %s", m.Disposition)
-		}
-		if resp, err := http.Get("http://" + rc.Addr().String() + "/as2"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusBadRequest {
-				t.Errorf("plain HTTP on the TLS listener: HTTP %d", resp.StatusCode)
-			}
-		}
-	})
+	return cert, key
 }
 
 // A size limit of the profile bounds the body; without one the config's applies.

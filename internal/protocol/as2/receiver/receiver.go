@@ -109,6 +109,9 @@ type Receiver struct {
 	started bool
 	srv     *http.Server
 	ln      net.Listener
+	// lns are all listeners, ln first, with their schemes.
+	lns     []net.Listener
+	schemes []string
 	stop    context.CancelFunc // ends the background loop
 	loop    sync.WaitGroup
 }
@@ -288,12 +291,20 @@ func (rc *Receiver) Start(ctx context.Context) error {
 			Certificates: []tls.Certificate{{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}},
 		}
 	}
-	ln, err := net.Listen("tcp", rc.cfg.addr())
-	if err != nil {
-		return fmt.Errorf("as2-receiver %s: listen on %s: %w", rc.name, rc.cfg.addr(), err)
-	}
-	if tlsConfig != nil {
-		ln = tls.NewListener(ln, tlsConfig)
+	var lns []net.Listener
+	var schemes []string
+	for _, spec := range rc.cfg.Listeners() {
+		ln, err := net.Listen("tcp", spec.Addr)
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return fmt.Errorf("as2-receiver %s: listen on %s (%s): %w", rc.name, spec.Addr, spec.Scheme(), err)
+		}
+		if spec.TLS {
+			ln = tls.NewListener(ln, tlsConfig)
+		}
+		lns, schemes = append(lns, ln), append(schemes, spec.Scheme())
 	}
 	rc.srv = &http.Server{
 		Handler:           rc.Handler(),
@@ -305,18 +316,20 @@ func (rc *Receiver) Start(ctx context.Context) error {
 		ErrorLog:          slog.NewLogLogger(rc.log.Handler(), slog.LevelWarn),
 		TLSConfig:         tlsConfig,
 	}
-	rc.ln = ln
+	rc.ln, rc.lns, rc.schemes = lns[0], lns, schemes
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	rc.stop = stop
 	rc.started = true
 	srv := rc.srv
-	rc.loop.Add(4)
-	go func() {
-		defer rc.loop.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			rc.log.Error("AS2 listener stopped", "err", err)
-		}
-	}()
+	rc.loop.Add(3 + len(lns))
+	for i, ln := range lns {
+		go func() {
+			defer rc.loop.Done()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				rc.log.Error("AS2 listener stopped", "scheme", schemes[i], "err", err)
+			}
+		}()
+	}
 	go func() {
 		defer rc.loop.Done()
 		rc.background(bg)
@@ -329,12 +342,32 @@ func (rc *Receiver) Start(ctx context.Context) error {
 		defer rc.loop.Done()
 		rc.writeUnknown(bg)
 	}()
-	scheme := "http"
-	if tlsConfig != nil {
-		scheme = "https"
+	for i, ln := range lns {
+		rc.log.Info("AS2 receiver listening", "addr", ln.Addr().String(), "scheme", schemes[i], "path", rc.cfg.Path, "mdn_path", rc.cfg.MDNPath)
 	}
-	rc.log.Info("AS2 receiver listening", "addr", ln.Addr().String(), "scheme", scheme, "path", rc.cfg.Path, "mdn_path", rc.cfg.MDNPath)
 	return nil
+}
+
+// Listening describes each listener once started, as "address (scheme)", for the
+// start-up summary and the services page.
+func (rc *Receiver) Listening() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := make([]string, len(rc.lns))
+	for i, ln := range rc.lns {
+		out[i] = ln.Addr().String() + " (" + rc.schemes[i] + ")"
+	}
+	return out
+}
+
+// TLSAddr is the HTTPS listener's address once started when tls_port opens one, else nil.
+func (rc *Receiver) TLSAddr() net.Addr {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.cfg.TLSPort == nil || len(rc.lns) < 2 {
+		return nil
+	}
+	return rc.lns[1].Addr()
 }
 
 // Addr is the listener's address once started (a chosen port is known only then).

@@ -537,7 +537,7 @@ func (s *Sender) send(ctx context.Context, rec *OutboundRecord, out profile.Outb
 	defer stop()
 	req.Header = requestHeader(msg.built, msg.header)
 	req.Header.Set("User-Agent", "Wharf")
-	client := s.clients.get(rec.Partner, rem, out.Roots)
+	client := s.clients.get(rec.Partner, out)
 	s.log.DebugContext(ctx, "sending AS2 message", "as2_message_id", rec.AS2MessageID, "attempt", rec.Attempts, "bytes", req.ContentLength)
 
 	resp, err := client.Do(req)
@@ -551,7 +551,7 @@ func (s *Sender) send(ctx context.Context, rec *OutboundRecord, out profile.Outb
 			return s.retry(ctx, rec, rem.Retry, delivery.ClassTimeout,
 				fmt.Errorf("no response within %s", client.Timeout), time.Time{}, 0, "")
 		}
-		return s.retry(ctx, rec, rem.Retry, delivery.ClassTransport, errors.New(transportReason(err, msg.endpoint)), time.Time{}, 0, "")
+		return s.retry(ctx, rec, rem.Retry, delivery.ClassTransport, errors.New(transportReason(err, rem)), time.Time{}, 0, "")
 	}
 	defer func() {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

@@ -3,9 +3,13 @@ package sender
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -14,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"wharf/internal/certs/certstest"
 	"wharf/internal/delivery"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
@@ -384,36 +389,61 @@ func TestAcceptMDNRefusals(t *testing.T) {
 	})
 }
 
-// The endpoint's TLS certificate is trusted only through the profile's roots.
+// The endpoint's TLS certificate is trusted as the profile's tls_trust says: a server
+// with a certificate of our own test CA is reached through the profile's roots or a pin,
+// and refused otherwise with the setting that refused it named.
 func TestTLSTrust(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ca := certstest.CA(t, "Partner TLS CA")
+	other := certstest.CA(t, "Other CA")
+	leaf := certstest.ServerLeaf(t, ca, "partner endpoint", certstest.ECKey(t), "127.0.0.1")
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusOK)
 	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leaf.Cert.Raw, ca.Cert.Raw}, PrivateKey: leaf.Key}}}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
 	t.Cleanup(srv.Close)
+	pin := sha256.Sum256(leaf.Cert.Raw)
+	pool := func(c *x509.Certificate) *x509.CertPool {
+		p := x509.NewCertPool()
+		p.AddCert(c)
+		return p
+	}
 	tests := []struct {
-		name    string
-		trusted bool
-		kind    persistence.OutcomeKind
-		reason  string
+		name   string
+		trust  profile.TLSTrust
+		roots  *x509.CertPool
+		pin    string
+		kind   persistence.OutcomeKind
+		reason []string
 	}{
-		{"trusted through the profile", true, persistence.OutcomeDelivered, ""},
-		{"not trusted", false, persistence.OutcomeRetry, "transport: TLS: certificate signed by an unknown authority"},
+		{"trusted root of the profile", profile.TLSTrustProfile, pool(ca.Cert), "", persistence.OutcomeDelivered, nil},
+		{"pinned certificate", profile.TLSTrustPinned, nil, hex.EncodeToString(pin[:]), persistence.OutcomeDelivered, nil},
+		{"wrong pin", profile.TLSTrustPinned, nil, strings.Repeat("ab", 32), persistence.OutcomeFailed,
+			[]string{"does not match tls_pinned_sha256", hex.EncodeToString(pin[:]), "tls_trust is pinned"}},
+		{"root of another CA", profile.TLSTrustProfile, pool(other.Cert), "", persistence.OutcomeFailed,
+			[]string{"unknown authority", "tls_trust is profile"}},
+		{"system roots only", profile.TLSTrustSystem, nil, "", persistence.OutcomeFailed,
+			[]string{"unknown authority", "tls_trust is system", "tls_trust_certificate_ids"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dbtest.ForEachModules(t, moduleSchemas(t), func(t *testing.T, s *db.Store) {
 				b := setup(t, s, srv.URL+"/as2", func(o *profile.Outbound) {
 					o.Remote.MDNMode = profile.MDNNone
-					if tt.trusted {
-						o.Roots = x509.NewCertPool()
-						o.Roots.AddCert(srv.Certificate())
-					}
+					o.Remote.Retry.MaxRetries = new(int)
+					o.Remote.TLSTrust, o.Remote.TLSPinnedSHA256, o.Roots = tt.trust, tt.pin, tt.roots
 				})
 				b.ingest(t, "po.edi", []byte("PO 1\r\n"))
 				_, res := b.attempt(t, time.Now())
-				if res.Kind != tt.kind || (tt.reason != "" && (res.Err == nil || res.Err.Error() != tt.reason)) {
-					t.Fatalf("result %s %v, want %s %q", res.Kind, res.Err, tt.kind, tt.reason)
+				if res.Kind != tt.kind {
+					t.Fatalf("result %s %v, want %s", res.Kind, res.Err, tt.kind)
+				}
+				for _, want := range tt.reason {
+					if res.Err == nil || !strings.Contains(res.Err.Error(), want) {
+						t.Errorf("reason %v, want it to say %q", res.Err, want)
+					}
 				}
 			})
 		})

@@ -35,10 +35,12 @@ type clientEntry struct {
 	client *http.Client
 }
 
-// get returns the client for the partner's profile. roots are the system roots plus the
-// profile's additions (nil: the system roots alone).
-func (c *clients) get(partner string, r profile.Remote, roots *x509.CertPool) *http.Client {
-	key := fmt.Sprint(r.UpdatedAt.UnixNano(), r.ConnectTimeoutSeconds, r.RequestTimeoutSeconds, r.TLSTrustCertificateIDs)
+// get returns the client for the partner's profile, trusting what it names (see
+// profile.Outbound.TLSConfig).
+func (c *clients) get(partner string, out profile.Outbound) *http.Client {
+	r := out.Remote
+	key := fmt.Sprint(r.UpdatedAt.UnixNano(), r.ConnectTimeoutSeconds, r.RequestTimeoutSeconds, r.TLSTrustCertificateIDs,
+		r.TLSTrust, r.TLSPinnedSHA256)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.m[partner]; ok {
@@ -66,7 +68,7 @@ func (c *clients) get(partner string, r profile.Remote, roots *x509.CertPool) *h
 		tr.MaxIdleConnsPerHost = c.idle
 		tr.MaxIdleConns = max(tr.MaxIdleConns, c.idle)
 	}
-	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
+	tr.TLSClientConfig = out.TLSConfig()
 	// AS2 products speak HTTP/1.1; a few misread HTTP/2.
 	tr.ForceAttemptHTTP2 = false
 	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
@@ -92,8 +94,10 @@ func (c *clients) closeAll() {
 }
 
 // transportReason words an error of Client.Do without the URL, host or address, which do
-// not belong in a delivery's history.
-func transportReason(err error, endpoint string) string {
+// not belong in a delivery's history. A refused server certificate is followed by the
+// profile's trust setting that refused it.
+func transportReason(err error, r profile.Remote) string {
+	endpoint := r.EndpointURL
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
@@ -113,8 +117,10 @@ func transportReason(err error, endpoint string) string {
 		if dnsErr.IsNotFound {
 			reason = "DNS: host not found"
 		}
+	case errors.Is(err, profile.ErrPinMismatch):
+		reason = "TLS: " + err.Error() + "; " + r.TrustHint()
 	case errors.As(err, &unknown):
-		reason = "TLS: certificate signed by an unknown authority"
+		reason = "TLS: certificate signed by an unknown authority; " + r.TrustHint()
 	case errors.As(err, &hostErr):
 		reason = "TLS: certificate not valid for the host"
 	case errors.As(err, &invalid):

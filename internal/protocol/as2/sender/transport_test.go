@@ -34,7 +34,7 @@ func TestClientsReuseConnections(t *testing.T) {
 
 	cl := clients{idle: concurrent}
 	defer cl.closeAll()
-	client := cl.get("partner", profile.Remote{}, nil)
+	client := cl.get("partner", profile.Outbound{})
 	for round := 0; round < 3; round++ {
 		// Every request of a round is in flight at once, so each needs a connection of
 		// its own; the next round finds them idle.

@@ -12,6 +12,10 @@ CREATE TABLE as2_local_profiles (
     previous_decryption_certificate_id BIGINT,
     mdn_notification_to                TEXT NOT NULL,
     max_message_size_mib               INTEGER NOT NULL,
+    -- Our signatures: a separate certificate for MDNs (NULL: the signing certificate)
+    -- and whether the intermediates chaining ours to a root go into each signature.
+    mdn_signing_certificate_id         BIGINT,
+    include_chain                      BOOLEAN NOT NULL,
     created_at                         TIMESTAMPTZ NOT NULL,
     updated_at                         TIMESTAMPTZ NOT NULL
 );
@@ -49,6 +53,10 @@ CREATE TABLE as2_remote_profiles (
     compression_order               TEXT NOT NULL,
     -- RFC 6211 algorithm protection attribute on our signatures for this partner.
     algorithm_protection            BOOLEAN NOT NULL,
+    -- How the endpoint's TLS is trusted: system, profile (tls_trust_certificate_ids
+    -- alone) or pinned (the server certificate's SHA-256, lower-case hex).
+    tls_trust                       TEXT NOT NULL,
+    tls_pinned_sha256               TEXT NOT NULL,
     created_at                      TIMESTAMPTZ NOT NULL,
     updated_at                      TIMESTAMPTZ NOT NULL
 );
