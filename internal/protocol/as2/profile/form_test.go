@@ -29,7 +29,8 @@ func TestFormFieldsShowProfiles(t *testing.T) {
 		want   map[string]string
 	}{
 		{"new remote", RemoteFields(NewRemote()), map[string]string{"as2_id": "", "connect_timeout_seconds": "10",
-			"signing_algorithm": "sha256", "compress": "true", "allow_sha1": "", "partner_certificate_ids": "", "our_signing_certificate_id": ""}},
+			"signing_algorithm": "sha256", "compress": "true", "allow_sha1": "", "partner_certificate_ids": "", "our_signing_certificate_id": "",
+			"gcm_confirmed": "", "duplicate_content": "accept", "duplicate_content_window_hours": "24"}},
 		{"stored remote", RemoteFields(stored), map[string]string{"as2_id": "PARTNER", "partner_certificate_ids": "3, 4",
 			"async_mdn_hosts": "a.example, b.example", "our_signing_certificate_id": "7"}},
 		{"new local", LocalFields(NewLocal()), map[string]string{"as2_id": "", "max_message_size_mib": "512",

@@ -73,7 +73,8 @@ const (
 )
 
 // DuplicateFilename is what happens to an inbound file whose name the partner already
-// sent within the window.
+// sent within the window; duplicate_content takes the same values for a repeated
+// document.
 type DuplicateFilename string
 
 const (
@@ -146,7 +147,19 @@ type Remote struct {
 	// TLSTrustCertificateIDs are extra roots trusted for the endpoint's TLS.
 	TLSTrustCertificateIDs []int64 `json:"tls_trust_certificate_ids"`
 	// MaxMessageSizeMiB bounds what we accept from and send to the partner.
-	MaxMessageSizeMiB int       `json:"max_message_size_mib"`
+	MaxMessageSizeMiB int `json:"max_message_size_mib"`
+
+	// GCMConfirmed records that the partner confirmed it opens AES-GCM
+	// (AuthEnvelopedData). An AES-GCM encryption_algorithm needs it: products that cannot
+	// open it store the ciphertext as the document and still answer processed.
+	GCMConfirmed bool `json:"gcm_confirmed"`
+	// DuplicateContent is what happens to a document whose SHA-256 the partner sent
+	// within DuplicateContentWindowH hours under another Message-ID (a resend after a
+	// lost MDN): accept, warn (delivered and flagged) or refuse (not delivered again);
+	// warn and refuse answer a positive MDN either way.
+	DuplicateContent        DuplicateFilename `json:"duplicate_content"`
+	DuplicateContentWindowH int               `json:"duplicate_content_window_hours"`
+
 	CreatedAt         time.Time `json:"created_at"`
 	UpdatedAt         time.Time `json:"updated_at"`
 }
@@ -168,6 +181,8 @@ func NewRemote() Remote {
 		MICPreference:            MICPreferRequested,
 		DuplicateFilename:        DuplicateAccept,
 		DuplicateFilenameWindowH: 24,
+		DuplicateContent:         DuplicateAccept,
+		DuplicateContentWindowH:  24,
 		ConnectTimeoutSeconds:    10,
 		RequestTimeoutSeconds:    120,
 		ReceiptTimeoutMinutes:    60,

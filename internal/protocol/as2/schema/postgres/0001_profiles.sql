@@ -45,6 +45,10 @@ CREATE TABLE as2_remote_profiles (
     retry                           TEXT NOT NULL,
     tls_trust_certificate_ids       TEXT NOT NULL,
     max_message_size_mib            INTEGER NOT NULL,
+    -- Issue 12, AES-GCM acknowledgement and duplicates by content (see profile.Remote).
+    gcm_confirmed                   BOOLEAN NOT NULL,
+    duplicate_content               TEXT NOT NULL,
+    duplicate_content_window_hours  INTEGER NOT NULL,
     created_at                      TIMESTAMPTZ NOT NULL,
     updated_at                      TIMESTAMPTZ NOT NULL
 );
