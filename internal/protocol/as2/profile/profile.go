@@ -160,8 +160,8 @@ type Remote struct {
 	DuplicateContent        DuplicateFilename `json:"duplicate_content"`
 	DuplicateContentWindowH int               `json:"duplicate_content_window_hours"`
 
-	CreatedAt         time.Time `json:"created_at"`
-	UpdatedAt         time.Time `json:"updated_at"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // NewRemote returns a remote profile with the secure defaults: compressed, signed with

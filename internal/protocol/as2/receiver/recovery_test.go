@@ -29,7 +29,7 @@ func reserveRow(t *testing.T, b *bench, rc *Receiver, in profile.Inbound, r requ
 		t.Fatal(err)
 	}
 	row := rc.newRow(&exchange{env: env, in: in, res: res})
-	outcome, _, err := reserve(b.ctx, rc.rows, &row, duplicateFilenameCheck{})
+	outcome, _, err := reserve(b.ctx, rc.rows, &row, duplicateFilenameCheck{}, duplicateContentCheck{})
 	if err != nil || outcome != reserved {
 		t.Fatalf("reserve: %v, %v", outcome, err)
 	}
