@@ -59,7 +59,7 @@ type inboundRow struct {
 	DuplicateContent string
 	DuplicateOf      int64
 	ReceivedAt       time.Time
-	UpdatedAt       time.Time
+	UpdatedAt        time.Time
 }
 
 const inboundCols = `id, instance, as2_from, as2_to, as2_message_id, as2_version, partner, organization,

@@ -165,3 +165,28 @@ func repeatsOf(ctx context.Context, tx module.Tx, row inboundRow, rec *InboundRe
 	}
 	return rows.Err()
 }
+
+// finishRepeat answers a refused repeat whose request was interrupted before its row was
+// answered, now taken over by a resend of the same Message-ID. When the first copy's row
+// is gone (its message was never stored), the reservation is dropped and the partner
+// asked to send again, so the next copy is taken afresh.
+func (rc *Receiver) finishRepeat(ctx context.Context, w http.ResponseWriter, x *exchange, row *inboundRow) {
+	var first inboundRow
+	err := rc.deps.DB.Read(ctx, func(tx module.Tx) error {
+		var err error
+		first, err = scanInbound(tx, tx.QueryRow(ctx, `SELECT `+inboundCols+` FROM as2_inbound WHERE id = ?`, row.DuplicateOf))
+		return err
+	})
+	if err == nil && first.State == stateAnswered && first.MessageID != 0 {
+		rc.takeRepeat(ctx, w, x, row, first)
+		return
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		rc.unavailable(ctx, w, x, "look up the first copy of the AS2 message", err)
+		return
+	}
+	if rerr := release(context.WithoutCancel(ctx), rc.deps.DB, *row); rerr != nil {
+		rc.log.ErrorContext(ctx, "release AS2 reservation", "as2_message_id", row.AS2MessageID, "err", rerr)
+	}
+	rc.busy(ctx, w, x, "the same document is being processed under another Message-ID; send it again later")
+}

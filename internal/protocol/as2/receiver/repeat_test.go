@@ -14,6 +14,7 @@ import (
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
 	"wharf/internal/protocol/as2/as2test"
+	"wharf/internal/protocol/as2/mime"
 	"wharf/internal/protocol/as2/profile"
 )
 
@@ -232,6 +233,51 @@ func TestDuplicateContentReserveRace(t *testing.T) {
 			if n != 1 {
 				t.Fatalf("round %d: outcomes %v, want exactly one reserved", round, outcomes)
 			}
+		}
+	})
+}
+
+// A refused repeat interrupted after its reservation is finished by its resend: answered
+// processed, still not delivered again.
+func TestDuplicateContentInterruptedRepeat(t *testing.T) {
+	org, partner := testParty(t, "wharf"), testParty(t, "acme")
+	forEachDB(t, func(t *testing.T, s *db.Store) {
+		b := newBench(t, s, []party{org}, []party{partner})
+		dir := newDirectory()
+		in := inbound(org, partner, func(r *profile.Remote) { r.DuplicateContent = profile.DuplicateRefuse })
+		dir.add(in)
+		rc := b.start("as2_in", dir, nil, func(rc *Receiver) { rc.tick, rc.staleAfter = time.Hour, 0 })
+		payload := []byte("the same document\r\n")
+		first := build(t, partner, org, payload, "doc.txt", secureOpts(partner, org))
+		if m := parseMDN(t, post(t, rc.url(), first.contentType, first.header, first.body), org.cert); !m.Disposition.Successful() {
+			t.Fatalf("first: %s", m.Disposition)
+		}
+		// Another file name makes another signature within the same second (else a replay).
+		second := build(t, partner, org, payload, "doc-again.txt", secureOpts(partner, org))
+		h := second.header.Clone()
+		h.Set("Content-Type", second.contentType)
+		env, err := readEnvelope(h, int64(len(second.body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := mime.Unpack(second.contentType, h, second.body, mime.UnpackOptions{Decryption: in.Decryption, PartnerCertificates: in.PartnerCertificates})
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := rc.newRow(&exchange{env: env, in: in, res: res})
+		if outcome, _, err := reserve(b.ctx, rc.rows, &row, duplicateFilenameCheck{}, contentCheck(in.Remote)); err != nil || outcome != repeat {
+			t.Fatalf("reserve: %v, %v", outcome, err)
+		}
+		m := parseMDN(t, post(t, rc.url(), second.contentType, second.header, second.body), org.cert)
+		if !m.Disposition.Successful() || m.ReceivedContentMIC == nil || m.OriginalMessageID != second.header.Get("Message-ID") {
+			t.Fatalf("resend of the interrupted repeat: %s, MIC %q", m.Disposition, m.RawMIC)
+		}
+		if n := b.messageCount(); n != 1 {
+			t.Errorf("%d messages, want 1", n)
+		}
+		msg := b.message("as2_in", first.header.Get("Message-ID"))
+		if rec, err := FindInbound(b.ctx, b.sql, msg.ID); err != nil || !slices.Equal(rec.RepeatsNotDelivered, []string{second.header.Get("Message-ID")}) {
+			t.Errorf("repeats %v, %v", rec.RepeatsNotDelivered, err)
 		}
 	})
 }
