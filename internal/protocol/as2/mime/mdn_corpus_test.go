@@ -60,6 +60,11 @@ func TestParseMDNCorpus(t *testing.T) {
 			// The MIC must match the request it answers, computed with
 			// either the requested algorithm or the signing digest.
 			signedContent := as2test.CorpusFile(t, dir, c.Files["signed_content"])
+			if c.MDN.MICCovers == "request_body" {
+				// A product that could not open the message (AES-GCM) hashed the
+				// body as it arrived, so the MIC matches nothing the sender kept.
+				signedContent = as2test.CorpusFile(t, dir, c.Files["request_body"])
+			}
 			reqHeader := as2test.CorpusHeader(t, dir, c.Files["request_headers"])
 			allowed := map[cms.DigestAlgorithm]bool{}
 			if alg, err := cms.ParseDigestAlgorithm(c.Expected.MICAlgorithm); err == nil {
@@ -77,7 +82,7 @@ func TestParseMDNCorpus(t *testing.T) {
 			}
 		})
 	}
-	if n != 18 {
-		t.Errorf("%d MDN cases, want 18", n)
+	if n != 20 {
+		t.Errorf("%d MDN cases, want 20", n)
 	}
 }

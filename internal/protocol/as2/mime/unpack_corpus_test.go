@@ -113,7 +113,7 @@ func TestUnpackCorpusInbound(t *testing.T) {
 			}
 		})
 	}
-	if n != 30 {
-		t.Errorf("%d inbound cases, want 30", n)
+	if n != 32 {
+		t.Errorf("%d inbound cases, want 32", n)
 	}
 }
