@@ -85,8 +85,10 @@ func contentLockKey(partner, digest string) int64 {
 func (rc *Receiver) takeRepeat(ctx context.Context, w http.ResponseWriter, x *exchange, row *inboundRow, first inboundRow) {
 	ctx = logging.WithMessageID(ctx, first.MessageID)
 	row.MessageID = first.MessageID
-	var mdn builtMDN
-	err := error(nil)
+	var (
+		mdn builtMDN
+		err error
+	)
 	if row.MDNMode != MDNNone {
 		mdn, err = rc.rowMDN(row, mdnSigner(row, x.in.Signer))
 	}

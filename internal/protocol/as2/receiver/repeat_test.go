@@ -14,7 +14,6 @@ import (
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
 	"wharf/internal/protocol/as2/as2test"
-	"wharf/internal/protocol/as2/mime"
 	"wharf/internal/protocol/as2/profile"
 )
 
@@ -254,17 +253,7 @@ func TestDuplicateContentInterruptedRepeat(t *testing.T) {
 		}
 		// Another file name makes another signature within the same second (else a replay).
 		second := build(t, partner, org, payload, "doc-again.txt", secureOpts(partner, org))
-		h := second.header.Clone()
-		h.Set("Content-Type", second.contentType)
-		env, err := readEnvelope(h, int64(len(second.body)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := mime.Unpack(second.contentType, h, second.body, mime.UnpackOptions{Decryption: in.Decryption, PartnerCertificates: in.PartnerCertificates})
-		if err != nil {
-			t.Fatal(err)
-		}
-		row := rc.newRow(&exchange{env: env, in: in, res: res})
+		row := unpackedRow(t, rc, in, second)
 		if outcome, _, err := reserve(b.ctx, rc.rows, &row, duplicateFilenameCheck{}, contentCheck(in.Remote)); err != nil || outcome != repeat {
 			t.Fatalf("reserve: %v, %v", outcome, err)
 		}
