@@ -416,11 +416,12 @@ func (p panelsFake) MessagePanel(_ context.Context, id int64) (any, bool, error)
 		Layers       []string `json:"layers"`
 		Signed       bool     `json:"signed"`
 		MDN          *string  `json:"mdn"`
+		DuplicateOf  int64    `json:"duplicate_of_message_id"`
 	}
 	return struct {
 		Direction string `json:"direction"`
 		Inbound   record `json:"inbound"`
-	}{"inbound", record{AS2MessageID: "<abc@partner>", Layers: []string{"encrypted", "signed"}, Signed: true}}, true, nil
+	}{"inbound", record{AS2MessageID: "<abc@partner>", Layers: []string{"encrypted", "signed"}, Signed: true, DuplicateOf: p.id}}, true, nil
 }
 
 func TestMessageDetailShowsModulePanels(t *testing.T) {
@@ -449,6 +450,7 @@ func TestMessageDetailShowsModulePanels(t *testing.T) {
 		`<li><span class="mono">encrypted</span></li>`,
 		`<dt>Signed</dt><dd><span class="mono">yes</span></dd>`,
 		`<dt>MDN</dt><dd><span class="mono">—</span></dd>`,
+		fmt.Sprintf(`<dt>Duplicate of message ID</dt><dd><a class="mono" href="/ui/messages/%d">%d</a></dd>`, ms[0].ID, ms[0].ID),
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("detail lacks %q", want)

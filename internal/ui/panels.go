@@ -22,10 +22,14 @@ type protocolPanel struct {
 }
 
 // panelValue is one JSON value: an object (Fields), an array (Items) or a scalar (Text).
+// Href links a number under a key ending in message_id to that message's page, so a
+// module can point at another message (the first copy of a repeated document).
 type panelValue struct {
 	Fields []panelField
 	Items  []panelValue
 	Text   string
+	Href   string
+	number bool
 }
 
 type panelField struct {
@@ -91,6 +95,9 @@ func decodeValue(dec *json.Decoder) (panelValue, error) {
 				if err != nil {
 					return v, err
 				}
+				if fv.number && strings.HasSuffix(key, "message_id") {
+					fv.Href = "/ui/messages/" + fv.Text
+				}
 				v.Fields = append(v.Fields, panelField{Key: panelKey(key), Value: fv})
 			}
 			_, err := dec.Token() // '}'
@@ -118,7 +125,8 @@ func decodeValue(dec *json.Decoder) (panelValue, error) {
 		}
 		return panelValue{Text: "no"}, nil
 	case json.Number:
-		return panelValue{Text: t.String()}, nil
+		_, err := t.Int64()
+		return panelValue{Text: t.String(), number: err == nil}, nil
 	case string:
 		return panelValue{Text: t}, nil
 	}

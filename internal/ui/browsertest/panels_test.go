@@ -18,6 +18,7 @@ func remoteForm(endpoint string) url.Values {
 		"signing_algorithm": {"none"}, "encryption_algorithm": {"none"}, "key_transport": {"rsa-pkcs1v15"},
 		"mdn_mode": {"none"}, "mdn_mic_algorithm": {"sha256"}, "mic_preference": {"requested"},
 		"duplicate_filename": {"accept"}, "duplicate_filename_window_hours": {"24"},
+		"duplicate_content": {"accept"}, "duplicate_content_window_hours": {"24"},
 		"connect_timeout_seconds": {"5"}, "request_timeout_seconds": {"60"}, "receipt_timeout_minutes": {"60"},
 		"max_message_size_mib": {"100"}, "compress": {"true"}, "compression_order": {"after_signing"}, "tls_trust": {"system"},
 	}
@@ -31,6 +32,7 @@ func remoteJSON(endpoint string) map[string]any {
 		"mdn_mode": "none", "signed_mdn": false, "mdn_mic_algorithm": "sha256", "mic_preference": "requested",
 		"require_signed": false, "require_encrypted": false,
 		"duplicate_filename": "accept", "duplicate_filename_window_hours": 24,
+		"duplicate_content": "accept", "duplicate_content_window_hours": 24,
 		"connect_timeout_seconds": 5, "request_timeout_seconds": 60, "receipt_timeout_minutes": 60,
 		"max_message_size_mib": 100, "compress": true, "compression_order": "after_signing",
 	}
@@ -85,6 +87,8 @@ func TestPartnerAS2PanelRefusesLikeREST(t *testing.T) {
 			func(m map[string]any) { m["compression_order"] = "never" }},
 		{"unknown certificate", "partner_certificate_ids", func(f url.Values) { f.Set("partner_certificate_ids", "424242") },
 			func(m map[string]any) { m["partner_certificate_ids"] = []int64{424242} }},
+		{"AES-GCM without the partner's confirmation", "gcm_confirmed", func(f url.Values) { f.Set("encryption_algorithm", "aes256-gcm") },
+			func(m map[string]any) { m["encryption_algorithm"] = "aes256-gcm" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			form := remoteForm("https://partner.example/as2")

@@ -47,6 +47,9 @@ type corpusCase struct {
 		Disposition              string  `json:"disposition"`
 		MIC                      *string `json:"mic"`
 		SignatureDigestAlgorithm *string `json:"signature_digest_algorithm"`
+		// MICCovers is request_body where the product could not open the message and
+		// hashed the body as it arrived (ob-11: AES-GCM).
+		MICCovers string `json:"mic_covers"`
 	} `json:"mdn"`
 }
 

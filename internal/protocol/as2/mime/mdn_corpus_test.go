@@ -65,6 +65,11 @@ func TestParseMDNCorpus(t *testing.T) {
 				micFile = c.Files["mic_input"]
 			}
 			signedContent := as2test.CorpusFile(t, dir, micFile)
+			if c.MDN.MICCovers == "request_body" {
+				// A product that could not open the message (AES-GCM) hashed the
+				// body as it arrived, so the MIC matches nothing the sender kept.
+				signedContent = as2test.CorpusFile(t, dir, c.Files["request_body"])
+			}
 			reqHeader := as2test.CorpusHeader(t, dir, c.Files["request_headers"])
 			allowed := map[cms.DigestAlgorithm]bool{}
 			if alg, err := cms.ParseDigestAlgorithm(c.Expected.MICAlgorithm); err == nil {
@@ -82,7 +87,7 @@ func TestParseMDNCorpus(t *testing.T) {
 			}
 		})
 	}
-	if n != 20 {
-		t.Errorf("%d MDN cases, want 20", n)
+	if n != 22 {
+		t.Errorf("%d MDN cases, want 22", n)
 	}
 }

@@ -119,7 +119,7 @@ func TestUnpackCorpusInbound(t *testing.T) {
 			}
 		})
 	}
-	if n != 34 {
-		t.Errorf("%d inbound cases, want 34", n)
+	if n != 36 {
+		t.Errorf("%d inbound cases, want 36", n)
 	}
 }

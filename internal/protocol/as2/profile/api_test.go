@@ -189,6 +189,7 @@ func TestAPIRemoteProfiles(t *testing.T) {
 			"partner_certificate_id": float64(w.theirCert), "our_signing_certificate_id": nil,
 			"connect_timeout_seconds": float64(10), "max_message_size_mib": float64(512),
 			"algorithm_protection": false,
+			"gcm_confirmed":        false, "duplicate_content": "accept", "duplicate_content_window_hours": float64(24),
 		} {
 			if got, ok := body[k]; !ok || fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("POST answer %s = %v, want %v", k, got, want)
@@ -217,6 +218,18 @@ func TestAPIRemoteProfiles(t *testing.T) {
 		status, body = call(t, srv, "PUT", base+"/acme", string(raw))
 		if status != 200 || body["created_at"] != got["created_at"] || body["partner_certificate_id"] != float64(next) {
 			t.Errorf("PUT of GET's object = %d %v", status, body)
+		}
+
+		// AES-GCM with the partner's confirmation, and the duplicate content policy, are
+		// stored and returned.
+		got["encryption_algorithm"], got["gcm_confirmed"] = "aes256-gcm", true
+		got["duplicate_content"], got["duplicate_content_window_hours"] = "refuse", 48
+		delete(got, "partner_certificate_id")
+		raw, _ = json.Marshal(got)
+		status, body = call(t, srv, "PUT", base+"/acme", string(raw))
+		if status != 200 || body["encryption_algorithm"] != "aes256-gcm" || body["gcm_confirmed"] != true ||
+			body["duplicate_content"] != "refuse" || body["duplicate_content_window_hours"] != float64(48) {
+			t.Errorf("PUT with GCM and duplicate_content = %d %v", status, body)
 		}
 
 		status, body = call(t, srv, "GET", base+"?limit=1&offset=0", "")
@@ -252,6 +265,10 @@ func TestAPIRefusesBadInput(t *testing.T) {
 		}{
 			{"bad algorithm", "POST", base, `{` + good + `,"signing_algorithm":"md5"}`, "signing_algorithm"},
 			{"sha1", "POST", base, `{` + good + `,"signing_algorithm":"sha1"}`, "signing_algorithm"},
+			{"gcm unconfirmed", "POST", base, `{` + good + `,"encryption_algorithm":"aes256-gcm"}`, "gcm_confirmed"},
+			{"gcm not confirmed", "POST", base, `{` + good + `,"encryption_algorithm":"aes128-gcm","gcm_confirmed":false}`, "gcm_confirmed"},
+			{"bad duplicate content", "POST", base, `{` + good + `,"duplicate_content":"drop"}`, "duplicate_content"},
+			{"bad content window", "POST", base, `{` + good + `,"duplicate_content_window_hours":0}`, "duplicate_content_window_hours"},
 			{"bad AS2 id", "POST", base, `{"partner":"acme","as2_id":" ACME"}`, "as2_id"},
 			{"wrong type", "POST", base, `{` + good + `,"compress":"yes"}`, "compress"},
 			{"algorithm protection not a boolean", "POST", base, `{` + good + `,"algorithm_protection":"on"}`, "algorithm_protection"},

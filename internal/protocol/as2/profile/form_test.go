@@ -31,7 +31,7 @@ func TestFormFieldsShowProfiles(t *testing.T) {
 	}{
 		{"new remote", RemoteFields(NewRemote()), map[string]string{"as2_id": "", "connect_timeout_seconds": "10",
 			"signing_algorithm": "sha256", "compress": "true", "allow_sha1": "", "partner_certificate_ids": "", "our_signing_certificate_id": "",
-			"algorithm_protection": ""}},
+			"algorithm_protection": "", "gcm_confirmed": "", "duplicate_content": "accept", "duplicate_content_window_hours": "24"}},
 		{"stored remote", RemoteFields(stored), map[string]string{"as2_id": "PARTNER", "partner_certificate_ids": "3, 4",
 			"async_mdn_hosts": "a.example, b.example", "our_signing_certificate_id": "7", "algorithm_protection": "true"}},
 		{"new local", LocalFields(NewLocal()), map[string]string{"as2_id": "", "max_message_size_mib": "512",
@@ -62,4 +62,36 @@ func TestFormJSON(t *testing.T) {
 	if err == nil || err.Error() != "signing_certificate_id: must be a whole number" {
 		t.Errorf("a word for a number: %v", err)
 	}
+}
+
+// The partner form takes the AES-GCM acknowledgement beside the cipher, by the REST rule,
+// and the duplicate content policy.
+func TestRemoteFormGCMAndDuplicateContent(t *testing.T) {
+	forEachDB(t, func(t *testing.T, e *env) {
+		w := e.world()
+		e.mustCreate(w)
+		form := url.Values{}
+		for _, f := range RemoteFields(w.remote) {
+			if f.Value != "" {
+				form.Set(f.Name, f.Value)
+			}
+		}
+		form.Set("encryption_algorithm", "aes256-gcm")
+		if _, err := e.store.SaveRemoteForm(e.ctx, "acme", form); fieldOf(err) != "gcm_confirmed" {
+			t.Fatalf("GCM without the acknowledgement: %v", err)
+		}
+		form.Set("gcm_confirmed", "on")
+		form.Set("duplicate_content", "refuse")
+		form.Set("duplicate_content_window_hours", "36")
+		r, err := e.store.SaveRemoteForm(e.ctx, "acme", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.EncryptionAlgorithm != EncryptAES256GCM || !r.GCMConfirmed || r.DuplicateContent != DuplicateRefuse || r.DuplicateContentWindowH != 36 {
+			t.Errorf("saved %s, confirmed %v, duplicate content %s within %d h", r.EncryptionAlgorithm, r.GCMConfirmed, r.DuplicateContent, r.DuplicateContentWindowH)
+		}
+		if got := valueOf(RemoteFields(r), "gcm_confirmed"); got != "true" {
+			t.Errorf("the form shows gcm_confirmed %q", got)
+		}
+	})
 }

@@ -103,6 +103,10 @@ func (v EncryptionAlgorithm) Value() (driver.Value, error) {
 	return persistence.DomainValue(v, ParseEncryptionAlgorithm)
 }
 
+// GCM reports an AES-GCM algorithm (AuthEnvelopedData), which many AS2 products
+// cannot open.
+func (v EncryptionAlgorithm) GCM() bool { return v == EncryptAES128GCM || v == EncryptAES256GCM }
+
 // Cipher is the CMS content cipher, or "" for none.
 func (v EncryptionAlgorithm) Cipher() cms.ContentCipher {
 	switch v {

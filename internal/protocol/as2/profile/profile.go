@@ -77,7 +77,8 @@ const (
 )
 
 // DuplicateFilename is what happens to an inbound file whose name the partner already
-// sent within the window.
+// sent within the window; duplicate_content takes the same values for a repeated
+// document.
 type DuplicateFilename string
 
 const (
@@ -171,6 +172,17 @@ type Remote struct {
 	// have been seen to refuse it.
 	AlgorithmProtection bool `json:"algorithm_protection"`
 
+	// GCMConfirmed records that the partner confirmed it opens AES-GCM
+	// (AuthEnvelopedData). An AES-GCM encryption_algorithm needs it: products that cannot
+	// open it store the ciphertext as the document and still answer processed.
+	GCMConfirmed bool `json:"gcm_confirmed"`
+	// DuplicateContent is what happens to a document whose SHA-256 the partner sent
+	// within DuplicateContentWindowH hours under another Message-ID (a resend after a
+	// lost MDN): accept, warn (delivered and flagged) or refuse (not delivered again);
+	// warn and refuse answer a positive MDN either way.
+	DuplicateContent        DuplicateFilename `json:"duplicate_content"`
+	DuplicateContentWindowH int               `json:"duplicate_content_window_hours"`
+
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -193,6 +205,8 @@ func NewRemote() Remote {
 		MICPreference:            MICPreferAuto,
 		DuplicateFilename:        DuplicateAccept,
 		DuplicateFilenameWindowH: 24,
+		DuplicateContent:         DuplicateAccept,
+		DuplicateContentWindowH:  24,
 		ConnectTimeoutSeconds:    10,
 		RequestTimeoutSeconds:    120,
 		ReceiptTimeoutMinutes:    60,

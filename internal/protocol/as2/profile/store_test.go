@@ -104,6 +104,7 @@ func TestStoreRemoteCRUD(t *testing.T) {
 		r.AsyncMDNURL = "https://wharf.example/as2/mdn"
 		r.AsyncMDNHosts = []string{"mdn.acme.example"}
 		r.DuplicateFilename, r.DuplicateFilenameWindowH = DuplicateRefuse, 48
+		r.GCMConfirmed, r.DuplicateContent, r.DuplicateContentWindowH = true, DuplicateWarn, 12
 		r.ConnectTimeoutSeconds, r.RequestTimeoutSeconds, r.ReceiptTimeoutMinutes = 5, 60, 30
 		r.Retry = delivery.RetryPolicy{Strategy: delivery.RetryFixed, Base: delivery.Duration(time.Minute), MaxRetries: ptr(4), Jitter: ptr(0.25)}
 		r.TLSTrustCertificateIDs = []int64{trust}

@@ -96,6 +96,7 @@ func (r Remote) Validate() error {
 		{"mic_preference", validEnum(r.MICPreference, ParseMICPreference)},
 		{"duplicate_filename", validEnum(r.DuplicateFilename, ParseDuplicateFilename)},
 		{"compression_order", validEnum(r.CompressionOrder, ParseCompressionOrder)},
+		{"duplicate_content", validEnum(r.DuplicateContent, ParseDuplicateFilename)},
 	} {
 		if e.err != nil {
 			return fieldErr(e.field, e.err.Error())
@@ -103,6 +104,9 @@ func (r Remote) Validate() error {
 	}
 	if r.EncryptionAlgorithm == Encrypt3DES {
 		return fieldErr("encryption_algorithm", "3des is accepted inbound only; choose an AES cipher")
+	}
+	if r.EncryptionAlgorithm.GCM() && !r.GCMConfirmed {
+		return fieldErr("gcm_confirmed", "AES-GCM needs the partner's confirmation that it opens AES-GCM (OpenAS2 4.9.0 and pyas2-lib 1.4.4 do not); set gcm_confirmed or choose an AES-CBC cipher")
 	}
 	if r.AsyncMDNURL != "" {
 		if err := checkURL(r.AsyncMDNURL); err != nil {
@@ -117,6 +121,7 @@ func (r Remote) Validate() error {
 		v, lo, hi int
 	}{
 		{"duplicate_filename_window_hours", r.DuplicateFilenameWindowH, 1, MaxDuplicateWindowHours},
+		{"duplicate_content_window_hours", r.DuplicateContentWindowH, 1, MaxDuplicateWindowHours},
 		{"connect_timeout_seconds", r.ConnectTimeoutSeconds, 1, MaxConnectTimeoutSeconds},
 		{"request_timeout_seconds", r.RequestTimeoutSeconds, 1, MaxRequestTimeoutSeconds},
 		{"receipt_timeout_minutes", r.ReceiptTimeoutMinutes, 1, MaxReceiptTimeoutMinutes},

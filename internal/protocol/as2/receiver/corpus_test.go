@@ -371,8 +371,8 @@ func testCorpusInbound(t *testing.T, tune func(*Receiver)) {
 				}
 			})
 		}
-		if n != 34 {
-			t.Errorf("%d inbound cases, want 34", n)
+		if n != 36 {
+			t.Errorf("%d inbound cases, want 36", n)
 		}
 	})
 }

@@ -73,6 +73,14 @@
 //     (accept), taken with processed/warning: duplicate-filename (warn), or refused with
 //     processed/error: duplicate-filename (refuse). Names generated for documents sent
 //     without one never repeat.
+//   - A document whose SHA-256 the partner sent within duplicate_content_window_hours
+//     under another Message-ID (a resend after a lost MDN) is taken (accept), taken and
+//     flagged (warn: duplicate_content and duplicate_of on its row, a history line), or
+//     not stored again (refuse: its row is answered naming the first copy's message,
+//     whose history records it); both answer processed, since the partner's document
+//     is here. Reserving takes a PostgreSQL transaction lock on (partner, digest)
+//     before the lookup, so two copies are never both taken as first; a refused repeat
+//     whose first copy is still reserved is answered 503.
 //
 // # Crashes
 //

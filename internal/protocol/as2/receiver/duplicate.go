@@ -51,6 +51,10 @@ func (rc *Receiver) takeDuplicate(ctx context.Context, w http.ResponseWriter, x 
 		return
 	}
 	existing.ClaimToken = token
+	if existing.DuplicateContent == contentRefused {
+		rc.finishRepeat(ctx, w, x, &existing)
+		return
+	}
 	rc.log.InfoContext(ctx, "AS2 message resent after an interrupted attempt; finishing it",
 		"as2_message_id", existing.AS2MessageID, "as2_from", existing.AS2From)
 	rc.take(ctx, w, x, &existing, true)

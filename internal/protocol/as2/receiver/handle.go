@@ -127,7 +127,7 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 		refuse: x.in.Remote.DuplicateFilename == profile.DuplicateRefuse,
 		warn:   x.in.Remote.DuplicateFilename == profile.DuplicateWarn,
 		window: time.Duration(x.in.Remote.DuplicateFilenameWindowH) * time.Hour,
-	})
+	}, contentCheck(x.in.Remote))
 	if err != nil {
 		rc.unavailable(ctx, w, x, "reserve the AS2 message", err)
 		return
@@ -141,8 +141,13 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 	case duplicateFilename:
 		rc.refuseMessage(ctx, w, x, failureDisposition(errDuplicateFilename, nil),
 			fmt.Errorf("%w: %q within %d hours", errDuplicateFilename, row.FileName, x.in.Remote.DuplicateFilenameWindowH))
+	case repeat:
+		rc.takeRepeat(ctx, w, x, &row, existing)
+	case repeatBusy:
+		rc.busy(ctx, w, x, "the same document is being processed under another Message-ID; send it again later")
 	default:
 		rc.take(ctx, w, x, &row, false)
+		rc.noteWarnedRepeat(ctx, &row, existing)
 	}
 }
 
@@ -203,6 +208,7 @@ func (rc *Receiver) newRow(x *exchange) inboundRow {
 		MDNURL:          env.asyncURL,
 		PartnerSoftware: env.software,
 		EDIINTFeatures:  env.features,
+		ContentSHA256:   contentDigest(res.Payload),
 	}
 	if !row.FileNameSent {
 		row.FileName = string(fileNameFromMessageID(env.messageID))

@@ -55,28 +55,34 @@ type inboundRow struct {
 	PartnerSoftware string
 	EDIINTFeatures  string
 	Tolerances      string // notes, one a line
-	ReceivedAt      time.Time
-	UpdatedAt       time.Time
+	// ContentSHA256 is the document's hex SHA-256; DuplicateContent is "", warned or
+	// refused, DuplicateOf the row of the first copy (0 when none).
+	ContentSHA256    string
+	DuplicateContent string
+	DuplicateOf      int64
+	ReceivedAt       time.Time
+	UpdatedAt        time.Time
 }
 
 const inboundCols = `id, instance, as2_from, as2_to, as2_message_id, as2_version, partner, organization,
 	signature_digest, state, claim_token, message_id, file_name, file_name_sent, layers, cipher,
 	key_transport, signature_algorithm, signature_scheme, mic, mic_algorithm, disposition,
 	mdn_mode, mdn_signed, mdn_url, mdn_sign_digest, mdn_message_id, mdn_content_type, mdn_body,
-	partner_software, ediint_features, tolerances, received_at, updated_at, mic_rule`
+	partner_software, ediint_features, tolerances, content_sha256, duplicate_content, duplicate_of, received_at, updated_at, mic_rule`
 
 func scanInbound(tx module.Tx, row module.Row) (inboundRow, error) {
 	var r inboundRow
 	var sig sql.NullString
-	var msgID sql.NullInt64
+	var msgID, dupOf sql.NullInt64
 	err := row.Scan(&r.ID, &r.Instance, &r.AS2From, &r.AS2To, &r.AS2MessageID, &r.AS2Version, &r.Partner,
 		&r.Organization, &sig, &r.State, &r.ClaimToken, &msgID, &r.FileName, &r.FileNameSent, &r.Layers,
 		&r.Cipher, &r.KeyTransport, &r.SignatureAlg, &r.SignatureScheme, &r.MIC, &r.MICAlgorithm,
 		&r.Disposition, &r.MDNMode, &r.MDNSigned, &r.MDNURL, &r.MDNSignDigest, &r.MDNMessageID,
 		&r.MDNContentType, &r.MDNBody, &r.PartnerSoftware, &r.EDIINTFeatures, &r.Tolerances,
-		tx.ScanTime(&r.ReceivedAt), tx.ScanTime(&r.UpdatedAt), &r.MICRule)
+		&r.ContentSHA256, &r.DuplicateContent, &dupOf, tx.ScanTime(&r.ReceivedAt), tx.ScanTime(&r.UpdatedAt), &r.MICRule)
 	r.SignatureDigest = sig.String
 	r.MessageID = msgID.Int64
+	r.DuplicateOf = dupOf.Int64
 	return r, err
 }
 
@@ -88,6 +94,8 @@ const (
 	duplicate                               // the same (as2_from, Message-ID) is known: existing
 	replay                                  // the signature is known under another Message-ID
 	duplicateFilename                       // the file name repeats and the profile refuses it
+	repeat                                  // reserved; the content repeats and the profile refuses it: existing is the first copy
+	repeatBusy                              // the content repeats a copy still being stored: existing
 )
 
 // duplicateFilenameCheck is the profile's policy on repeated file names.
@@ -101,15 +109,16 @@ type duplicateFilenameCheck struct {
 // constraints decide races between concurrent requests: a losing insert is looked up
 // again in a fresh transaction. On a warning the row's disposition is set before the
 // insert. The transaction may be shared with other requests' writes (rowWriter).
-func reserve(ctx context.Context, rows *rowWriter, row *inboundRow, check duplicateFilenameCheck) (reserveOutcome, inboundRow, error) {
+func reserve(ctx context.Context, rows *rowWriter, row *inboundRow, check duplicateFilenameCheck, content duplicateContentCheck) (reserveOutcome, inboundRow, error) {
 	disposition := row.Disposition
+	dialect := rows.db.Dialect()
 	for attempt := 0; ; attempt++ {
 		var outcome reserveOutcome
 		var existing inboundRow
 		raced := false
 		err := rows.write(ctx, func(ctx context.Context, tx module.Tx) error {
 			outcome, existing, raced = reserved, inboundRow{}, false
-			row.Disposition = disposition
+			row.Disposition, row.DuplicateContent, row.DuplicateOf = disposition, "", 0
 			found, err := tx.Query(ctx, `SELECT `+inboundCols+` FROM as2_inbound
 				WHERE (as2_from = ? AND as2_message_id = ?) OR signature_digest = ?`,
 				row.AS2From, row.AS2MessageID, nullString(row.SignatureDigest))
@@ -140,7 +149,26 @@ func reserve(ctx context.Context, rows *rowWriter, row *inboundRow, check duplic
 				return nil
 			}
 			now := tx.Now()
-			if row.FileNameSent && (check.refuse || check.warn) && check.window > 0 {
+			first, repeated, err := content.first(ctx, tx, dialect, row, now)
+			if err != nil {
+				return err
+			}
+			if repeated {
+				switch {
+				case content.refuse && first.State == stateReserved:
+					outcome, existing = repeatBusy, first
+					return nil
+				case content.refuse:
+					outcome, existing = repeat, first
+					row.DuplicateContent = contentRefused
+				default:
+					existing = first
+					row.DuplicateContent = contentWarned
+				}
+				row.DuplicateOf = first.ID
+			}
+			// A refused repeat is answered as the first copy was; its name repeats too.
+			if outcome != repeat && row.FileNameSent && (check.refuse || check.warn) && check.window > 0 {
 				var n int
 				err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM as2_inbound
 					WHERE partner = ? AND file_name = ? AND file_name_sent = ? AND received_at >= ?`,
@@ -161,14 +189,16 @@ func reserve(ctx context.Context, rows *rowWriter, row *inboundRow, check duplic
 				partner, organization, signature_digest, state, claim_token, message_id, file_name, file_name_sent,
 				layers, cipher, key_transport, signature_algorithm, signature_scheme, mic, mic_algorithm,
 				disposition, mdn_mode, mdn_signed, mdn_url, mdn_sign_digest, mdn_message_id, mdn_content_type,
-				mdn_body, partner_software, ediint_features, tolerances, received_at, updated_at, mic_rule)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', NULL, ?, ?, ?, ?, ?, ?)
+				mdn_body, partner_software, ediint_features, tolerances, content_sha256, duplicate_content, duplicate_of,
+				received_at, updated_at, mic_rule)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 				RETURNING id`,
 				row.Instance, row.AS2From, row.AS2To, row.AS2MessageID, row.AS2Version, row.Partner, row.Organization,
 				nullString(row.SignatureDigest), row.State, row.ClaimToken, row.FileName, row.FileNameSent,
 				row.Layers, row.Cipher, row.KeyTransport, row.SignatureAlg, row.SignatureScheme, row.MIC,
 				row.MICAlgorithm, row.Disposition, row.MDNMode, row.MDNSigned, row.MDNURL, row.MDNSignDigest,
-				row.PartnerSoftware, row.EDIINTFeatures, row.Tolerances, tx.Time(now), tx.Time(now), row.MICRule).Scan(&row.ID)
+				row.PartnerSoftware, row.EDIINTFeatures, row.Tolerances, row.ContentSHA256, row.DuplicateContent, nullID(row.DuplicateOf),
+				tx.Time(now), tx.Time(now), row.MICRule).Scan(&row.ID)
 			if tx.IsUniqueViolation(err) {
 				raced = true
 				return err
@@ -176,7 +206,9 @@ func reserve(ctx context.Context, rows *rowWriter, row *inboundRow, check duplic
 			if err != nil {
 				return fmt.Errorf("reserve AS2 message %s: %w", row.AS2MessageID, err)
 			}
-			outcome = reserved
+			if outcome != repeat {
+				outcome = reserved
+			}
 			return nil
 		})
 		if raced && attempt < 3 {
@@ -337,6 +369,14 @@ type InboundRecord struct {
 	// Tolerances say how parts of the message that depart from the standard were read
 	// (for example RSASSA-PSS without parameters); absent when none did.
 	Tolerances []string `json:"tolerances,omitempty"`
+	// DuplicateContent is set on a document the partner had sent before within the
+	// profile's duplicate_content window: warned (delivered again), and
+	// DuplicateOfMessageID names the message that carried it first.
+	DuplicateContent     string `json:"duplicate_content,omitempty"`
+	DuplicateOfMessageID int64  `json:"duplicate_of_message_id,omitempty"`
+	// RepeatsNotDelivered are the AS2 Message-IDs under which the partner sent this
+	// message's document again, answered processed and not delivered again.
+	RepeatsNotDelivered []string `json:"repeats_not_delivered,omitempty"`
 }
 
 // FindInbound returns what the receiver recorded about the stored message messageID; an
@@ -353,6 +393,9 @@ func FindInbound(ctx context.Context, db module.SQL, messageID int64) (InboundRe
 			return fmt.Errorf("AS2 record of message %d: %w", messageID, err)
 		}
 		rec = row.record()
+		if err := repeatsOf(ctx, tx, row, &rec); err != nil {
+			return fmt.Errorf("AS2 record of message %d: %w", messageID, err)
+		}
 		switch {
 		case row.MDNMode == MDNNone:
 			rec.MDNStatus = "none"

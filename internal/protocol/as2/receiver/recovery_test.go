@@ -18,6 +18,17 @@ import (
 // nothing stored.
 func reserveRow(t *testing.T, b *bench, rc *Receiver, in profile.Inbound, r request) inboundRow {
 	t.Helper()
+	row := unpackedRow(t, rc, in, r)
+	outcome, _, err := reserve(b.ctx, rc.rows, &row, duplicateFilenameCheck{}, duplicateContentCheck{})
+	if err != nil || outcome != reserved {
+		t.Fatalf("reserve: %v, %v", outcome, err)
+	}
+	return row
+}
+
+// unpackedRow is the as2_inbound row rc describes r with, unpacked with in's keys.
+func unpackedRow(t *testing.T, rc *Receiver, in profile.Inbound, r request) inboundRow {
+	t.Helper()
 	h := r.header.Clone()
 	h.Set("Content-Type", r.contentType)
 	env, err := readEnvelope(h, int64(len(r.body)))
@@ -28,12 +39,7 @@ func reserveRow(t *testing.T, b *bench, rc *Receiver, in profile.Inbound, r requ
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := rc.newRow(&exchange{env: env, in: in, res: res})
-	outcome, _, err := reserve(b.ctx, rc.rows, &row, duplicateFilenameCheck{})
-	if err != nil || outcome != reserved {
-		t.Fatalf("reserve: %v, %v", outcome, err)
-	}
-	return row
+	return rc.newRow(&exchange{env: env, in: in, res: res})
 }
 
 // ingestAs stores the document of r, with the extra stages given, as the receiver would

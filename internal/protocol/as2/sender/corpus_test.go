@@ -78,8 +78,8 @@ func loadMDNCases(t testing.TB) (string, []corpusCase) {
 // over signed-content.bin for the requested algorithms and the signature's digest.
 func TestCorpusMDNs(t *testing.T) {
 	dir, cases := loadMDNCases(t)
-	if len(cases) != 20 {
-		t.Fatalf("%d MDN cases, want 20", len(cases))
+	if len(cases) != 22 {
+		t.Fatalf("%d MDN cases, want 22", len(cases))
 	}
 	dbtest.ForEachModules(t, moduleSchemas(t), func(t *testing.T, s *db.Store) {
 		b := setupCorpus(t, s)
@@ -179,10 +179,14 @@ func (b *corpusBundle) runCase(t *testing.T, dir string, c corpusCase) {
 			micAlg = a
 		}
 	}
+	encryption := profile.EncryptAES256CBC
+	if strings.HasPrefix(c.Request.Profile.Encrypt, "aes-256-gcm") {
+		encryption = profile.EncryptAES256GCM
+	}
 	rec := OutboundRecord{
 		DeliveryID: claim.Delivery.ID, MessageID: claim.Message.ID, AS2MessageID: c.MessageID,
 		Organization: c.AS2From, Partner: c.AS2To, AS2From: c.AS2From, AS2To: c.AS2To,
-		SigningAlgorithm: signing, EncryptionAlgorithm: profile.EncryptAES256CBC, KeyTransport: profile.KeyTransportRSA,
+		SigningAlgorithm: signing, EncryptionAlgorithm: encryption, KeyTransport: profile.KeyTransportRSA,
 		MDNMode: rem.MDNMode, SignedMDN: rem.SignedMDN, MICAlgorithm: micAlg,
 		ExpectedMICs: splitLines(micLines(expected)), fallbackMICs: splitLines(micLines(fallback)),
 	}
@@ -193,6 +197,10 @@ func (b *corpusBundle) runCase(t *testing.T, dir string, c corpusCase) {
 	// The judgement itself, and that it hinges on the content: the same receipt judged
 	// against other content is refused when it carries a MIC.
 	v := judge(mdnHeader.Get("Content-Type"), mdnBody, b.sender.expectation(rec, out))
+	if encryption.GCM() {
+		b.runGCMCase(t, c, &rec, out, claim, v, mdnHeader, mdnBody)
+		return
+	}
 	if !v.Definitive || !v.Accepted {
 		t.Fatalf("verdict: definitive %v, accepted %v: %s", v.Definitive, v.Accepted, v.Reason)
 	}
@@ -285,4 +293,38 @@ func micsFor(content []byte, requested []cms.DigestAlgorithm, signDigest cms.Dig
 		fallback = append(fallback, mime.ComputeMIC(content, a))
 	}
 	return expected, fallback
+}
+
+// runGCMCase checks a receipt of a product that cannot open AES-GCM (ob-11, pb-11): it
+// stored the ciphertext and answered processed, with a MIC over the undecrypted body or
+// none. The receipt is authentic but does not prove the document arrived, so the
+// delivery fails naming the likely cause.
+func (b *corpusBundle) runGCMCase(t *testing.T, c corpusCase, rec *OutboundRecord, out profile.Outbound, claim persistence.Claim,
+	v verdict, mdnHeader http.Header, mdnBody []byte) {
+	t.Helper()
+	if !v.Definitive || v.Accepted || v.MICMatched {
+		t.Fatalf("verdict: definitive %v, accepted %v, MIC matched %v: %s", v.Definitive, v.Accepted, v.MICMatched, v.Reason)
+	}
+	if v.MDN.Disposition.String() != c.Expected.Disposition {
+		t.Errorf("disposition %q", v.MDN.Disposition)
+	}
+	if !strings.HasPrefix(v.Reason, "the partner may not support AES-GCM") {
+		t.Errorf("reason %q does not name AES-GCM", v.Reason)
+	}
+	resp := &http.Response{StatusCode: http.StatusOK, Header: mdnHeader, Body: io.NopCloser(bytes.NewReader(mdnBody))}
+	res := b.sender.syncReceipt(context.Background(), rec, out, resp)
+	if res.Kind != persistence.OutcomeFailed {
+		t.Fatalf("sync MDN: %s %v, want failed", res.Kind, res.Err)
+	}
+	b.complete(t, claim, res)
+	d := b.delivery(t, claim.Delivery.ID)
+	if d.State != persistence.DeliveryFailed || !strings.Contains(d.LastError, "the partner may not support AES-GCM") {
+		t.Fatalf("delivery %s (%s)", d.State, d.LastError)
+	}
+	// The same receipt after an AES-CBC message is refused without the hint.
+	cbc := *rec
+	cbc.EncryptionAlgorithm = profile.EncryptAES256CBC
+	if cv := judge(mdnHeader.Get("Content-Type"), mdnBody, b.sender.expectation(cbc, out)); cv.Accepted || strings.Contains(cv.Reason, "AES-GCM") {
+		t.Errorf("after AES-CBC: accepted %v, reason %q", cv.Accepted, cv.Reason)
+	}
 }

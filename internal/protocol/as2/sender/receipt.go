@@ -34,6 +34,10 @@ type expectation struct {
 	// Certificates are the only ones the MDN's signature is verified against.
 	Certificates []*x509.Certificate
 	AllowSHA1    bool
+	// GCM: we encrypted with AES-GCM, which products that cannot open it store as the
+	// document while still answering processed, so a wrong or missing MIC most likely
+	// means the partner holds ciphertext.
+	GCM bool
 	// Now judges the signer certificate's validity.
 	Now time.Time
 }
@@ -65,6 +69,20 @@ type verdict struct {
 // and decides whether it proves that the partner took the message intact. The sender's
 // sync path, the MDN intake and the interop tests all judge through here.
 func judge(contentType string, body []byte, exp expectation) verdict {
+	v := judgeMDN(contentType, body, exp)
+	// An authentic positive MDN refused for its MIC, for a message encrypted with
+	// AES-GCM: the likely cause comes first, since the MIC alone does not say it.
+	if exp.GCM && v.Definitive && !v.Accepted && v.MDN.Disposition.Successful() {
+		v.Reason = gcmHint + v.Reason
+	}
+	return v
+}
+
+// gcmHint names the likely cause of a MIC failure after AES-GCM and what to do.
+const gcmHint = "the partner may not support AES-GCM (it may hold the ciphertext as the document; " +
+	"ask the partner, or choose an AES-CBC encryption algorithm in the partner profile): "
+
+func judgeMDN(contentType string, body []byte, exp expectation) verdict {
 	m, err := mime.ParseMDN(contentType, body, mime.MDNParseOptions{
 		PartnerCertificates: exp.Certificates,
 		AllowSHA1:           exp.AllowSHA1,

@@ -93,6 +93,7 @@ func (c *core) expectation(rec OutboundRecord, out profile.Outbound) expectation
 		Fallback:      parseMICs(rec.fallbackMICs),
 		Certificates:  out.PartnerCertificates,
 		AllowSHA1:     out.Remote.AllowSHA1,
+		GCM:           rec.EncryptionAlgorithm.GCM(),
 		Now:           c.now(),
 	}
 }

@@ -50,6 +50,13 @@ CREATE TABLE as2_inbound (
     ediint_features     TEXT NOT NULL,
     -- How parts outside the standard were read (cms tolerances), one note a line.
     tolerances          TEXT NOT NULL,
+    -- Duplicates by content (the partner profile's duplicate_content): the document's
+    -- hex SHA-256, and for a document the partner sent before within the window
+    -- 'warned' (delivered again, flagged) or 'refused' (not delivered again: message_id
+    -- names the first message), with duplicate_of the as2_inbound row of the first copy.
+    content_sha256      TEXT NOT NULL,
+    duplicate_content   TEXT NOT NULL,
+    duplicate_of        INTEGER,
     received_at         TIMESTAMPTZ NOT NULL,
     updated_at          TIMESTAMPTZ NOT NULL,
     -- Receipts and MICs (issue 12): how our MDN's MIC algorithm was chosen.
@@ -60,6 +67,7 @@ CREATE TABLE as2_inbound (
 CREATE INDEX as2_inbound_message ON as2_inbound (message_id);
 CREATE INDEX as2_inbound_file_name ON as2_inbound (partner, file_name, received_at);
 CREATE INDEX as2_inbound_reserved ON as2_inbound (instance, state, updated_at);
+CREATE INDEX as2_inbound_content ON as2_inbound (partner, content_sha256, received_at);
 
 -- Asynchronous MDNs to send, retried with back-off until sent or out of attempts.
 -- inbound_id is NULL for the error MDN of a message that was refused and not kept.

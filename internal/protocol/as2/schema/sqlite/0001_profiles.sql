@@ -57,6 +57,10 @@ CREATE TABLE as2_remote_profiles (
     -- alone) or pinned (the server certificate's SHA-256, lower-case hex).
     tls_trust                       TEXT NOT NULL,
     tls_pinned_sha256               TEXT NOT NULL,
+    -- Issue 12, AES-GCM acknowledgement and duplicates by content (see profile.Remote).
+    gcm_confirmed                   INTEGER NOT NULL,
+    duplicate_content               TEXT NOT NULL,
+    duplicate_content_window_hours  INTEGER NOT NULL,
     created_at                      TEXT NOT NULL,
     updated_at                      TEXT NOT NULL
 ) STRICT;
