@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 const usage = `Usage: wharf <command> [flags] [arguments]
@@ -88,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "wharf:", err)
+		fmt.Fprintln(stderr, "wharf:", oneLine(err.Error()))
 		if errors.Is(err, errAuditFailed) {
 			return 1
 		}
@@ -102,4 +103,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// oneLine folds an error that spans lines (a database driver reports each connection
+// attempt on a line of its own) into one, so a failure is one line on the terminal and
+// in a service manager's log.
+func oneLine(s string) string {
+	lines := strings.Split(s, "\n")
+	kept := lines[:0]
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			kept = append(kept, l)
+		}
+	}
+	return strings.Join(kept, " ")
 }

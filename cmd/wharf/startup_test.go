@@ -254,6 +254,14 @@ func TestStartupFailuresAreOneLine(t *testing.T) {
 				return dir, []string{"--db-url", "postgres://wharf@127.0.0.1:1/wharf?sslmode=disable&connect_timeout=5"}
 			},
 			want: []string{"open database", "127.0.0.1", "check --db-url (WHARF_DB_URL)"}},
+		// Without sslmode the driver tries twice and reports each try on a line of its own.
+		{name: "unreachable database, two attempts",
+			setup: func(t *testing.T) (string, []string) {
+				dir := t.TempDir()
+				writeKeys(t, dir)
+				return dir, []string{"--db-url", "postgres://wharf@127.0.0.1:1/wharf?connect_timeout=5"}
+			},
+			want: []string{"open database", "127.0.0.1", "check --db-url (WHARF_DB_URL)"}},
 		{name: "bad database URL",
 			setup: func(t *testing.T) (string, []string) {
 				return t.TempDir(), []string{"--db-url", "mysql://wharf:hunter2@db/wharf"}
