@@ -1,0 +1,43 @@
+package receiver
+
+import "net/http"
+
+// The fair share keeps a flood naming a few partners from taking every slot. Once the
+// receiver is crowded (three quarters of its slots in use) and more than one partner
+// has requests in progress, a partner that already holds its share (an eighth of the
+// slots, at least one) is refused; partners with fewer requests in progress are
+// admitted into the slots left. A partner alone on the receiver is never held to its
+// share, so one busy partner may use every slot its max_requests_per_partner allows.
+
+// crowded tells whether so many slots are taken that each partner is held to its share.
+// The count includes requests that took a slot and are not yet admitted, which only
+// makes the receiver look more crowded.
+func (rc *Receiver) crowded() bool {
+	n := rc.cfg.MaxConcurrentRequests
+	return len(rc.slots) >= n-n/4
+}
+
+// fairShare is how many requests in progress a partner keeps while the receiver is
+// crowded and others are in progress.
+func (rc *Receiver) fairShare() int { return max(1, rc.cfg.MaxConcurrentRequests/8) }
+
+// admitPartner counts a request naming partner, or answers it 429 when the partner has
+// max_requests_per_partner in progress or is over its fair share; it reports whether
+// the request was counted (release it with rc.perPartner.release).
+func (rc *Receiver) admitPartner(w http.ResponseWriter, r *http.Request, partner string) bool {
+	share := 0
+	if rc.crowded() {
+		share = rc.fairShare()
+	}
+	switch rc.perPartner.acquireFair(partner, share) {
+	case overMax:
+		rc.tooMany(w, r, "too many AS2 requests in progress from this partner", "partner", partner,
+			"limit", rc.cfg.MaxRequestsPerPartner)
+		return false
+	case overShare:
+		rc.tooMany(w, r, "the receiver is crowded and this partner already has its fair share of requests in progress",
+			"partner", partner, "share", share, "in_progress", len(rc.slots))
+		return false
+	}
+	return true
+}
