@@ -21,22 +21,32 @@ func (rc *Receiver) crowded() bool {
 // crowded and others are in progress.
 func (rc *Receiver) fairShare() int { return max(1, rc.cfg.MaxConcurrentRequests/8) }
 
-// admitPartner counts a request naming partner, or answers it 429 when the partner has
-// max_requests_per_partner in progress or is over its fair share; it reports whether
-// the request was counted (release it with rc.perPartner.release).
+// mdnPoster is the key under which the requests posting to mdn_path are counted, as
+// if they were one partner: an MDN names its partner only inside its body, and a flood
+// of slow MDN bodies must leave the slots to messages as a flood naming one partner
+// does. No partner name holds a NUL.
+const mdnPoster = "\x00mdn_path"
+
+// admitPartner counts a request naming partner (or mdnPoster), or answers it 429 when
+// the partner has max_requests_per_partner in progress or is over its fair share; it
+// reports whether the request was counted (release it with rc.perPartner.release).
 func (rc *Receiver) admitPartner(w http.ResponseWriter, r *http.Request, partner string) bool {
 	share := 0
 	if rc.crowded() {
 		share = rc.fairShare()
 	}
+	who, has, attrs := "this partner", "this partner already has its", []any{"partner", partner}
+	if partner == mdnPoster {
+		who, has, attrs = "asynchronous MDNs", "asynchronous MDNs already have their", []any{"path", rc.cfg.MDNPath}
+	}
 	switch rc.perPartner.acquireFair(partner, share) {
 	case overMax:
-		rc.tooMany(w, r, "too many AS2 requests in progress from this partner", "partner", partner,
-			"limit", rc.cfg.MaxRequestsPerPartner)
+		rc.tooMany(w, r, "too many AS2 requests in progress for "+who,
+			append(attrs, "limit", rc.cfg.MaxRequestsPerPartner)...)
 		return false
 	case overShare:
-		rc.tooMany(w, r, "the receiver is crowded and this partner already has its fair share of requests in progress",
-			"partner", partner, "share", share, "in_progress", len(rc.slots))
+		rc.tooMany(w, r, "the receiver is crowded and "+has+" fair share of requests in progress",
+			append(attrs, "share", share, "in_progress", len(rc.slots))...)
 		return false
 	}
 	return true

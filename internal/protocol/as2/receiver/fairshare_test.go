@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -58,6 +59,13 @@ func holdSlot(ip, addr, path string, r request, declared, chunk int, every time.
 	}
 }
 
+// refuseMDNs is an MDN intake for which no MDN ever arrives whole.
+type refuseMDNs struct{}
+
+func (refuseMDNs) AcceptMDN(context.Context, string, http.Header, []byte) error {
+	return fmt.Errorf("an MDN of the flood arrived whole")
+}
+
 // flood is a set of connections holding slots with slow bodies that keep above the
 // minimum rate.
 type flood struct {
@@ -68,17 +76,17 @@ type flood struct {
 	statuses map[int]int
 }
 
-// startFlood opens n connections to rc, the i-th from ips[i%len(ips)] naming
-// from[i%len(from)], each declaring a 100 MB body and sending 4 KiB a second of it (the
-// receiver under test asks for 1 KiB a second).
-func startFlood(t *testing.T, rc *Receiver, org party, from []party, ips []string, n int) *flood {
+// startFlood opens n connections to rc's path, the i-th from ips[i%len(ips)] naming
+// from[i%len(from)], each declaring a body of declared bytes and sending 4 KiB a second
+// of it (the receiver under test asks for 1 KiB a second).
+func startFlood(t *testing.T, rc *Receiver, path string, declared int, org party, from []party, ips []string, n int) *flood {
 	t.Helper()
 	f := &flood{stop: make(chan struct{}), statuses: map[int]int{}}
 	for i := range n {
 		r := build(t, from[i%len(from)], org, []byte("x"), "slow.edi", secureOpts(from[i%len(from)], org))
 		ip := ips[i%len(ips)]
 		f.wg.Go(func() {
-			status, err := holdSlot(ip, rc.Addr().String(), rc.cfg.Path, r, 100<<20, 2<<10, 500*time.Millisecond, f.stop)
+			status, err := holdSlot(ip, rc.Addr().String(), path, r, declared, 2<<10, 500*time.Millisecond, f.stop)
 			if err != nil {
 				t.Error(err)
 			}
@@ -105,8 +113,8 @@ func (f *flood) end() {
 
 // Fair share: 32 slow bodies naming two partners from four addresses, each body above
 // the minimum rate, cannot take every slot; a third partner's message is served with
-// its MDN while they hold theirs. A single partner alone, with its caps raised, still
-// gets every slot.
+// its MDN while they hold theirs. Slow bodies posted to mdn_path are held to a share
+// the same way. A single partner alone, with its caps raised, still gets every slot.
 func TestFairShare(t *testing.T) {
 	org := testParty(t, "wharf")
 	acme, beta, gamma := testParty(t, "acme"), testParty(t, "beta"), testParty(t, "gamma")
@@ -125,7 +133,7 @@ func TestFairShare(t *testing.T) {
 		t.Run("two partners flood, a third is served", func(t *testing.T) {
 			rc := b.start("as2_fair_flood", dir, func(c *Config, _ *Deps) { pace(c) })
 			slots := rc.cfg.MaxConcurrentRequests
-			f := startFlood(t, rc, org, []party{acme, beta}, flooders, slots)
+			f := startFlood(t, rc, rc.cfg.Path, 100<<20, org, []party{acme, beta}, flooders, slots)
 			defer f.end()
 			held := func() int { return rc.perPartner.count(string(acme.name)) + rc.perPartner.count(string(beta.name)) }
 			eventually(t, "every flood request admitted or refused", func() bool {
@@ -163,13 +171,42 @@ func TestFairShare(t *testing.T) {
 			nothingHalfStored(t, b)
 		})
 
+		t.Run("slow MDN bodies flood, a message is served", func(t *testing.T) {
+			rc := b.start("as2_fair_mdn", dir, func(c *Config, d *Deps) {
+				pace(c)
+				d.MDNIntake = refuseMDNs{}
+			})
+			slots := rc.cfg.MaxConcurrentRequests
+			f := startFlood(t, rc, rc.cfg.MDNPath, maxMDNBody, org, []party{acme, beta}, flooders, slots)
+			defer f.end()
+			eventually(t, "every flood request admitted or refused", func() bool {
+				return len(rc.slots)+f.answered(http.StatusTooManyRequests) == slots
+			})
+			if n := len(rc.slots); n >= slots {
+				t.Errorf("the MDN flood holds %d of %d slots", n, slots)
+			}
+			r := build(t, gamma, org, []byte("order during the MDN flood\r\n"), "good.edi", secureOpts(gamma, org))
+			a, err := sendFrom("127.0.0.1", rc.url(), r)
+			if err != nil {
+				t.Fatalf("message during the MDN flood: %v", err)
+			}
+			if a.status != http.StatusOK {
+				t.Fatalf("message during the MDN flood: HTTP %d: %s", a.status, a.body)
+			}
+			if m := parseMDN(t, a, org.cert); !m.Disposition.Successful() {
+				t.Errorf("message during the MDN flood: %s", m.Disposition)
+			}
+			f.end()
+			eventually(t, "every slot free", func() bool { return len(rc.slots) == 0 && rc.perPartner.count(mdnPoster) == 0 })
+		})
+
 		t.Run("one partner alone takes every slot", func(t *testing.T) {
 			rc := b.start("as2_fair_alone", dir, func(c *Config, _ *Deps) {
 				pace(c)
 				c.MaxRequestsPerPartner, c.MaxRequestsPerAddress = c.MaxConcurrentRequests, c.MaxConcurrentRequests
 			})
 			slots := rc.cfg.MaxConcurrentRequests
-			f := startFlood(t, rc, org, []party{acme}, flooders, slots)
+			f := startFlood(t, rc, rc.cfg.Path, 100<<20, org, []party{acme}, flooders, slots)
 			defer f.end()
 			eventually(t, "the partner holding every slot", func() bool {
 				return rc.perPartner.count(string(acme.name)) == slots || f.answered(http.StatusTooManyRequests) > 0
