@@ -113,17 +113,17 @@ func nothingHalfStored(t *testing.T, b *bench) {
 	}
 }
 
-// trickle connects from ip, sends r's header section and then one byte of its body
-// every interval until an answer comes, and returns the answer's status.
-func trickle(ip, addr, path string, r request, every time.Duration) (int, error) {
+// openRequest connects from ip to addr and writes the start of a request with head; the
+// channel gets the status of the answer once it comes (0 when none could be read).
+func openRequest(ip, addr string, head func(io.Writer) error) (net.Conn, <-chan int, error) {
 	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
 	conn, err := dialer.Dial("tcp", addr)
 	if err != nil {
-		return 0, err
+		return nil, nil, err
 	}
-	defer conn.Close()
-	if err := writeHead(conn, path, r, 0); err != nil {
-		return 0, err
+	if err := head(conn); err != nil {
+		conn.Close()
+		return nil, nil, err
 	}
 	answer := make(chan int, 1)
 	go func() {
@@ -135,6 +135,17 @@ func trickle(ip, addr, path string, r request, every time.Duration) (int, error)
 		resp.Body.Close()
 		answer <- resp.StatusCode
 	}()
+	return conn, answer, nil
+}
+
+// trickle connects from ip, sends r's header section and then one byte of its body
+// every interval until an answer comes, and returns the answer's status.
+func trickle(ip, addr, path string, r request, every time.Duration) (int, error) {
+	conn, answer, err := openRequest(ip, addr, func(w io.Writer) error { return writeHead(w, path, r, 0) })
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for i := 0; ; i++ {

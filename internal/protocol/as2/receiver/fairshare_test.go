@@ -1,10 +1,9 @@
 package receiver
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
+	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -19,30 +18,18 @@ import (
 // cuts it off) until stop closes or an answer comes. It returns the answer's status,
 // or 0 when stop came first.
 func holdSlot(ip, addr, path string, r request, declared, chunk int, every time.Duration, stop <-chan struct{}) (int, error) {
-	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
-	conn, err := dialer.Dial("tcp", addr)
+	conn, answer, err := openRequest(ip, addr, func(w io.Writer) error {
+		head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\n", path)
+		for _, f := range fieldsOf(r) {
+			head += fmt.Sprintf("%s: %s\r\n", f[0], f[1])
+		}
+		_, err := io.WriteString(w, head+fmt.Sprintf("Content-Length: %d\r\n\r\n", declared))
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Close()
-	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\n", path)
-	for _, f := range fieldsOf(r) {
-		head += fmt.Sprintf("%s: %s\r\n", f[0], f[1])
-	}
-	head += fmt.Sprintf("Content-Length: %d\r\n\r\n", declared)
-	if _, err := conn.Write([]byte(head)); err != nil {
-		return 0, err
-	}
-	answer := make(chan int, 1)
-	go func() {
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			answer <- 0
-			return
-		}
-		resp.Body.Close()
-		answer <- resp.StatusCode
-	}()
 	piece := make([]byte, chunk)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
