@@ -113,17 +113,17 @@ func nothingHalfStored(t *testing.T, b *bench) {
 	}
 }
 
-// trickle connects from ip, sends r's header section and then one byte of its body
-// every interval until an answer comes, and returns the answer's status.
-func trickle(ip, addr, path string, r request, every time.Duration) (int, error) {
+// openRequest connects from ip to addr and writes the start of a request with head; the
+// channel gets the status of the answer once it comes (0 when none could be read).
+func openRequest(ip, addr string, head func(io.Writer) error) (net.Conn, <-chan int, error) {
 	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
 	conn, err := dialer.Dial("tcp", addr)
 	if err != nil {
-		return 0, err
+		return nil, nil, err
 	}
-	defer conn.Close()
-	if err := writeHead(conn, path, r, 0); err != nil {
-		return 0, err
+	if err := head(conn); err != nil {
+		conn.Close()
+		return nil, nil, err
 	}
 	answer := make(chan int, 1)
 	go func() {
@@ -135,6 +135,17 @@ func trickle(ip, addr, path string, r request, every time.Duration) (int, error)
 		resp.Body.Close()
 		answer <- resp.StatusCode
 	}()
+	return conn, answer, nil
+}
+
+// trickle connects from ip, sends r's header section and then one byte of its body
+// every interval until an answer comes, and returns the answer's status.
+func trickle(ip, addr, path string, r request, every time.Duration) (int, error) {
+	conn, answer, err := openRequest(ip, addr, func(w io.Writer) error { return writeHead(w, path, r, 0) })
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for i := 0; ; i++ {
@@ -158,14 +169,18 @@ func TestSlowBodies(t *testing.T) {
 	forEachDB(t, func(t *testing.T, s *db.Store) {
 		b, dir := twoPartners(t, s, org, partner, attacker)
 		tests := []struct {
-			name    string
-			change  func(*Config)
-			limited int // attackers answered 429 at once
+			name   string
+			change func(*Config)
+			// attackers answered 429 at once: at least lo, at most hi
+			lo, hi int
 		}{
 			// The address's share keeps slots free for everyone else.
-			{"per-address limit", func(*Config) {}, 40 - DefaultMaxRequestsPerAddress},
-			// The minimum rate alone frees the slots within the body idle time-out.
-			{"minimum rate alone", func(c *Config) { c.MaxRequestsPerAddress, c.MaxRequestsPerPartner = 64, 64 }, 0},
+			{"per-address limit", func(*Config) {}, 40 - DefaultMaxRequestsPerAddress, 40 - DefaultMaxRequestsPerAddress},
+			// The minimum rate alone frees the slots within the body idle time-out. The
+			// attacker alone takes every slot; those of its waiting requests that get one
+			// while the good partner's message is in progress are over its fair share.
+			{"minimum rate alone", func(c *Config) { c.MaxRequestsPerAddress, c.MaxRequestsPerPartner = 64, 64 },
+				0, 40 - DefaultMaxConcurrentRequests},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -200,8 +215,8 @@ func TestSlowBodies(t *testing.T) {
 				for s := range statuses {
 					counts[s]++
 				}
-				if counts[http.StatusTooManyRequests] != tt.limited || counts[http.StatusRequestTimeout] != 40-tt.limited {
-					t.Errorf("attackers answered %v, want %d × 429 and the rest 408", counts, tt.limited)
+				if n := counts[http.StatusTooManyRequests]; n < tt.lo || n > tt.hi || counts[http.StatusRequestTimeout] != 40-n {
+					t.Errorf("attackers answered %v, want %d to %d × 429 and the rest 408", counts, tt.lo, tt.hi)
 				}
 				if stored := b.messageCount() - before; stored != 3 {
 					t.Errorf("%d messages stored, want the good partner's 3", stored)

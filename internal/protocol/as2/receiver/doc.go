@@ -132,7 +132,9 @@
 // has at most max_requests_per_address requests in progress or waiting, and one partner
 // (by AS2-From, once the profiles resolve) at most max_requests_per_partner in
 // progress; past either a request is answered 429 with Retry-After before its body is
-// read. A compressed layer inflates to at most max_decompression_ratio times its size
+// read. Once three quarters of the slots are taken, a partner that holds an eighth of
+// them while others have requests in progress is refused the same way (fairshare.go),
+// so a flood naming a few partners leaves slots for the rest. A compressed layer inflates to at most max_decompression_ratio times its size
 // past its first mebibyte, and never past the size limit; and while the profile demands
 // a signature or encryption that no layer outside it supplied, a compressed layer whose
 // content turns out to be the document is refused as soon as that content's header

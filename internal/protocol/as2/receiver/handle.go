@@ -54,9 +54,7 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	partner := string(x.in.Remote.Partner)
-	if !rc.perPartner.acquire(partner) {
-		rc.tooMany(w, r, "too many AS2 requests in progress from this partner", "partner", partner,
-			"limit", rc.cfg.MaxRequestsPerPartner)
+	if !rc.admitPartner(w, r, partner) {
 		return
 	}
 	defer rc.perPartner.release(partner)

@@ -20,14 +20,32 @@ type keyedLimit struct {
 func newKeyedLimit(max int) *keyedLimit { return &keyedLimit{max: max, n: map[string]int{}} }
 
 // acquire counts a request for key unless max are counted already.
-func (l *keyedLimit) acquire(key string) bool {
+func (l *keyedLimit) acquire(key string) bool { return l.acquireFair(key, 0) == admitted }
+
+// admission is acquireFair's verdict.
+type admission int
+
+const (
+	admitted admission = iota
+	overMax
+	overShare
+)
+
+// acquireFair counts a request for key unless max are counted already or, when share
+// is positive, key has share counted while other keys have requests too. Checking and
+// counting under one lock keeps concurrent requests from all passing the check.
+func (l *keyedLimit) acquireFair(key string, share int) admission {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.n[key] >= l.max {
-		return false
+	held := l.n[key]
+	switch {
+	case held >= l.max:
+		return overMax
+	case share > 0 && held >= share && len(l.n) > 1:
+		return overShare
 	}
 	l.n[key]++
-	return true
+	return admitted
 }
 
 // release ends a request acquire counted.

@@ -25,6 +25,10 @@ func (rc *Receiver) handleMDN(w http.ResponseWriter, r *http.Request) {
 		textAnswer(w, http.StatusNotFound, "This gateway takes no asynchronous MDNs here.")
 		return
 	}
+	if !rc.admitPartner(w, r, mdnPoster) {
+		return
+	}
+	defer rc.perPartner.release(mdnPoster)
 	if r.ContentLength > maxMDNBody {
 		w.Header().Set("Connection", "close")
 		textAnswer(w, http.StatusRequestEntityTooLarge, "The MDN is larger than an MDN can be.")
