@@ -27,6 +27,7 @@ const (
 	DisplayTimezone      = "display_timezone"
 	CertificateWarning   = "certificate_warning_days"
 	RefusedBodyMaxMiB    = "refused_body_max_mib"
+	RefusedBodyBudgetMiB = "refused_body_budget_mib"
 	HealthCheckInterval  = "health_check_interval"
 )
 
@@ -89,6 +90,11 @@ var catalogue = []Setting{
 		check:       intBetween(0, 1024),
 	},
 	{
+		Key: RefusedBodyBudgetMiB, Default: "100",
+		Description: "Most raw body of refused inbound messages kept per partner over 24 hours, in MiB; once used up, refusals are kept without their body (0 to 102400, 0 keeps none).",
+		check:       intBetween(0, 102400),
+	},
+	{
 		Key: HealthCheckInterval, Default: "10s",
 		Description: "Time between two checks that the database and the bus answer (1s to 5m).",
 		check:       durationBetween(time.Second, 5*time.Minute),
@@ -142,6 +148,9 @@ type Values struct {
 	CertificateWarning time.Duration
 	// RefusedBodyMaxMiB bounds the raw body kept of a refused inbound message.
 	RefusedBodyMaxMiB int
+	// RefusedBodyBudgetMiB bounds the raw bodies of refused messages kept per partner
+	// over RefusedBodyBudgetWindow.
+	RefusedBodyBudgetMiB int
 	// HealthCheckInterval is the time between two checks of the database and the bus.
 	HealthCheckInterval time.Duration
 }
@@ -182,6 +191,7 @@ func Parse(m map[string]string) (Values, error) {
 	days, _ := strconv.Atoi(get(CertificateWarning))
 	v.CertificateWarning = time.Duration(days) * 24 * time.Hour
 	v.RefusedBodyMaxMiB, _ = strconv.Atoi(get(RefusedBodyMaxMiB))
+	v.RefusedBodyBudgetMiB, _ = strconv.Atoi(get(RefusedBodyBudgetMiB))
 	v.HealthCheckInterval, _ = time.ParseDuration(get(HealthCheckInterval))
 	return v, nil
 }
@@ -191,6 +201,13 @@ func (v Values) MaxUploadBytes() int64 { return int64(v.MaxUploadMiB) << 20 }
 
 // RefusedBodyMaxBytes is the most of a refused message's raw body kept, in bytes.
 func (v Values) RefusedBodyMaxBytes() int64 { return int64(v.RefusedBodyMaxMiB) << 20 }
+
+// RefusedBodyBudgetWindow is the rolling window of the refused-body budget.
+const RefusedBodyBudgetWindow = 24 * time.Hour
+
+// RefusedBodyBudgetBytes is the most raw body of refused messages kept per partner over
+// RefusedBodyBudgetWindow, in bytes.
+func (v Values) RefusedBodyBudgetBytes() int64 { return int64(v.RefusedBodyBudgetMiB) << 20 }
 
 // Backoff is the delay after the n-th unanswered wake-up (n from 1): WakeupBackoff, doubled
 // for each further one, capped at MaxWakeupBackoff.

@@ -56,6 +56,13 @@ func TestValidate(t *testing.T) {
 		{DisplayTimezone, "", false},
 		{DisplayTimezone, "Local", false},
 		{DisplayTimezone, "../../etc/passwd", false},
+		{RefusedBodyBudgetMiB, "0", true},
+		{RefusedBodyBudgetMiB, "100", true},
+		{RefusedBodyBudgetMiB, "102400", true},
+		{RefusedBodyBudgetMiB, "102401", false},
+		{RefusedBodyBudgetMiB, "-1", false},
+		{RefusedBodyBudgetMiB, "1.5", false},
+		{RefusedBodyBudgetMiB, "", false},
 		{"no_such_setting", "1", false},
 	}
 	for _, tt := range tests {
@@ -92,9 +99,16 @@ func TestParse(t *testing.T) {
 				return v.MaxDispatches == 5 && v.WakeupBackoff == 10*time.Second &&
 					v.LeaseDuration == 60*time.Second && v.SweepInterval == 5*time.Second &&
 					v.ShutdownDrainTimeout == 30*time.Second && v.MaxUploadMiB == 100 &&
-					v.DisplayTimezone.String() == "UTC"
+					v.DisplayTimezone.String() == "UTC" && v.RefusedBodyBudgetMiB == 100 &&
+					v.RefusedBodyBudgetBytes() == 100<<20
 			},
 		},
+		{
+			name: "refused-body budget",
+			in:   map[string]string{RefusedBodyBudgetMiB: "3"},
+			want: func(v Values) bool { return v.RefusedBodyBudgetBytes() == 3<<20 },
+		},
+		{name: "bad refused-body budget", in: map[string]string{RefusedBodyBudgetMiB: "lots"}, wantErr: RefusedBodyBudgetMiB},
 		{
 			name: "stored values win",
 			in:   map[string]string{MaxDispatches: "7", MaxUploadMiB: "2", DisplayTimezone: "Europe/Paris", LeaseDuration: "2m"},

@@ -14,7 +14,6 @@ import (
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/protocol/as2/mime"
-	"wharf/internal/settings"
 )
 
 // keepTimeout bounds keeping a refusal, which goes on when the partner hangs up.
@@ -30,7 +29,8 @@ type refusal struct {
 }
 
 // keepRefusal records a refused message: a gateway message with status refused, the
-// request's headers, its raw body (up to the refused_body_max_mib setting) and the MDN
+// request's headers, its raw body (up to the refused_body_max_mib setting, within the
+// partner's refused_body_budget_mib, refusal_budget.go) and the MDN
 // as stages, the reason on its history, and a row in as2_refusals. A resend of the same
 // Message-ID that is refused again is counted on that row and noted in that message's
 // history instead. It returns once the record is durable; a failure is logged and
@@ -55,10 +55,6 @@ func (rc *Receiver) keepRefusalErr(ctx context.Context, x *exchange, ref refusal
 	if err != nil || counted {
 		return err
 	}
-	limit, err := rc.refusedBodyLimit(ctx)
-	if err != nil {
-		return err
-	}
 	row := refusalRow{
 		Instance:     rc.name,
 		AS2From:      string(x.env.from),
@@ -78,7 +74,9 @@ func (rc *Receiver) keepRefusalErr(ctx context.Context, x *exchange, ref refusal
 	extra := []module.ExtraPayload{{Stage: persistence.PayloadHeaders, Body: bytes.NewReader(headers)}}
 	if x.body != nil {
 		row.BodySize = x.body.size
-		row.BodyKept = min(x.body.size, limit)
+		if row.BodyKept, row.BodyWithheld, err = rc.refusedBodyKept(ctx, row.Partner, x.body.size); err != nil {
+			return err
+		}
 		if row.BodyKept > 0 {
 			var body io.Reader = x.body.reader()
 			if row.BodyKept < row.BodySize {
@@ -155,23 +153,6 @@ func (rc *Receiver) countRefusal(ctx context.Context, x *exchange, ref refusal) 
 		return true, fmt.Errorf("note the repeated refusal: %w", err)
 	}
 	return true, nil
-}
-
-// refusedBodyLimit reads the refused_body_max_mib setting (its default when unset).
-func (rc *Receiver) refusedBodyLimit(ctx context.Context) (int64, error) {
-	m := map[string]string{}
-	v, err := rc.deps.Store.GetSetting(ctx, settings.RefusedBodyMaxMiB)
-	switch {
-	case err == nil:
-		m[settings.RefusedBodyMaxMiB] = v
-	case !errors.Is(err, persistence.ErrNotFound):
-		return 0, fmt.Errorf("read setting %s: %w", settings.RefusedBodyMaxMiB, err)
-	}
-	values, err := settings.Parse(m)
-	if err != nil {
-		return 0, err
-	}
-	return values.RefusedBodyMaxBytes(), nil
 }
 
 // maxOriginID is the longest correlation or origin event id a message takes; a longer

@@ -26,6 +26,7 @@ type refusalRow struct {
 	MDNMessageID string
 	BodySize     int64 // -1 when the body was not read
 	BodyKept     int64
+	BodyWithheld string // why no body was kept, "" when it was
 }
 
 // insertRefusal records the first refusal of a (AS2-From, Message-ID). Another copy
@@ -34,11 +35,11 @@ type refusalRow struct {
 func insertRefusal(ctx context.Context, tx module.Tx, r *refusalRow) error {
 	now := tx.Time(tx.Now())
 	_, err := tx.Exec(ctx, `INSERT INTO as2_refusals (instance, as2_from, as2_to, as2_message_id, partner, organization,
-		message_id, disposition, reason, mdn_mode, mdn_message_id, body_size, body_kept, count, first_at, last_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
+		message_id, disposition, reason, mdn_mode, mdn_message_id, body_size, body_kept, body_withheld, count, first_at, last_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
 		ON CONFLICT (as2_from, as2_message_id) DO UPDATE SET count = as2_refusals.count + 1, last_at = excluded.last_at`,
 		r.Instance, r.AS2From, r.AS2To, r.AS2MessageID, r.Partner, r.Organization, r.MessageID, r.Disposition, r.Reason,
-		string(r.MDNMode), r.MDNMessageID, r.BodySize, r.BodyKept, now, now)
+		string(r.MDNMode), r.MDNMessageID, r.BodySize, r.BodyKept, r.BodyWithheld, now, now)
 	if err != nil {
 		return fmt.Errorf("insert AS2 refusal %s: %w", r.AS2MessageID, err)
 	}
@@ -63,6 +64,9 @@ type RefusalRecord struct {
 	BodySize     int64 `json:"body_size"`
 	BodyKept     int64 `json:"body_kept"`
 	BodyCutShort bool  `json:"body_cut_short"`
+	// BodyWithheld says why no raw body was kept (the partner's refused-body budget was
+	// used up); empty when it was kept.
+	BodyWithheld string `json:"body_withheld,omitempty"`
 	// Count is how many times this Message-ID was refused; the last time and reason are
 	// LastAt and Reason.
 	Count   int64     `json:"count"`
@@ -76,9 +80,9 @@ func FindRefusal(ctx context.Context, db module.SQL, messageID int64) (RefusalRe
 	var rec RefusalRecord
 	err := db.Read(ctx, func(tx module.Tx) error {
 		err := tx.QueryRow(ctx, `SELECT as2_message_id, as2_from, as2_to, instance, disposition, reason, mdn_mode,
-			mdn_message_id, body_size, body_kept, count, first_at, last_at FROM as2_refusals WHERE message_id = ?
+			mdn_message_id, body_size, body_kept, body_withheld, count, first_at, last_at FROM as2_refusals WHERE message_id = ?
 			ORDER BY id LIMIT 1`, messageID).Scan(&rec.AS2MessageID, &rec.AS2From, &rec.AS2To, &rec.Instance,
-			&rec.Disposition, &rec.Reason, &rec.MDNMode, &rec.MDNMessageID, &rec.BodySize, &rec.BodyKept, &rec.Count,
+			&rec.Disposition, &rec.Reason, &rec.MDNMode, &rec.MDNMessageID, &rec.BodySize, &rec.BodyKept, &rec.BodyWithheld, &rec.Count,
 			tx.ScanTime(&rec.FirstAt), tx.ScanTime(&rec.LastAt))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("AS2 refusal of message %d: %w", messageID, persistence.ErrNotFound)
@@ -86,7 +90,7 @@ func FindRefusal(ctx context.Context, db module.SQL, messageID int64) (RefusalRe
 		if err != nil {
 			return fmt.Errorf("AS2 refusal of message %d: %w", messageID, err)
 		}
-		rec.BodyCutShort = rec.BodySize > rec.BodyKept
+		rec.BodyCutShort = rec.BodySize > rec.BodyKept && rec.BodyWithheld == ""
 		return nil
 	})
 	return rec, err

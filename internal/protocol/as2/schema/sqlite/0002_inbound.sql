@@ -121,3 +121,8 @@ CREATE TABLE as2_refusals (
 ) STRICT;
 
 CREATE INDEX as2_refusals_message ON as2_refusals (message_id);
+
+-- The refused-body budget: body_withheld says why a refusal's raw body was not kept ('' when
+-- it was); the index serves the sum of a partner's kept bodies over the last 24 hours.
+ALTER TABLE as2_refusals ADD COLUMN body_withheld TEXT NOT NULL DEFAULT '';
+CREATE INDEX as2_refusals_partner_recent ON as2_refusals (partner, first_at);
