@@ -30,7 +30,8 @@
 //     request gets it queued; a request without an MDN gets a 400 naming the
 //     disposition. The document is not stored; the refusal is kept as a message with
 //     status refused, the request's headers, its raw body (bounded by the
-//     refused_body_max_mib setting) and the MDN as stages (refusal.go), before the
+//     refused_body_max_mib setting and the partner's refused_body_budget_mib over 24
+//     hours, refusal_budget.go) and the MDN as stages (refusal.go), before the
 //     answer. One line is logged.
 //  5. The message is reserved in as2_inbound (see below) and its MDN written: signed
 //     when the partner asked for a signed receipt and the organization has a signing
