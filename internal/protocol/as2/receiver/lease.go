@@ -24,11 +24,22 @@ const (
 // holdReservation renews the row's reservation until the returned stop is called; stop
 // waits until no renewal runs, and may be called again.
 func (rc *Receiver) holdReservation(ctx context.Context, row *inboundRow) (stop func()) {
+	id, token := row.ID, row.ClaimToken
+	return rc.renewUntilStopped(ctx, rc.renewEvery, func(ctx context.Context) {
+		if err := renewReservation(ctx, rc.deps.DB, id, token); err != nil && ctx.Err() == nil {
+			rc.log.WarnContext(ctx, "renew the AS2 message's reservation", "as2_message_id", row.AS2MessageID, "err", err)
+		}
+	})
+}
+
+// renewUntilStopped calls renew every period until the returned stop is called, also
+// after ctx ends (the work it holds a lease for finishes first); stop waits until no
+// renewal runs, and may be called again.
+func (rc *Receiver) renewUntilStopped(ctx context.Context, every time.Duration, renew func(context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	id, token := row.ID, row.ClaimToken
 	wg.Go(func() {
-		t := time.NewTicker(rc.renewEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
@@ -36,9 +47,7 @@ func (rc *Receiver) holdReservation(ctx context.Context, row *inboundRow) (stop 
 				return
 			case <-t.C:
 			}
-			if err := renewReservation(ctx, rc.deps.DB, id, token); err != nil && ctx.Err() == nil {
-				rc.log.WarnContext(ctx, "renew the AS2 message's reservation", "as2_message_id", row.AS2MessageID, "err", err)
-			}
+			renew(ctx)
 		}
 	})
 	var once sync.Once
