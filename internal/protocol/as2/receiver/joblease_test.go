@@ -18,7 +18,7 @@ import (
 // claimed or last renewed.
 func ageJob(t *testing.T, b *bench, id int64, age time.Duration) {
 	t.Helper()
-	err := b.sql.Write(b.ctx, func(tx module.Tx) error {
+	writeTx(t, b, func(tx module.Tx) error {
 		var at time.Time
 		if err := tx.QueryRow(b.ctx, `SELECT next_attempt_at FROM as2_mdn_jobs WHERE id = ?`, id).Scan(tx.ScanTime(&at)); err != nil {
 			return err
@@ -26,20 +26,14 @@ func ageJob(t *testing.T, b *bench, id int64, age time.Duration) {
 		_, err := tx.Exec(b.ctx, `UPDATE as2_mdn_jobs SET next_attempt_at = ? WHERE id = ?`, tx.Time(at.Add(-age)), id)
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func setJobState(t *testing.T, b *bench, id int64, state string) {
 	t.Helper()
-	err := b.sql.Write(b.ctx, func(tx module.Tx) error {
+	writeTx(t, b, func(tx module.Tx) error {
 		_, err := tx.Exec(b.ctx, `UPDATE as2_mdn_jobs SET state = ? WHERE id = ?`, state, id)
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // A job claimed by a worker that then died (claimed with the receiver's lease, never
@@ -185,7 +179,7 @@ func TestJobSlowPostRenewed(t *testing.T) {
 		after := queueTestJob(t, b, listener.srv.URL+"/after", "<after@wharf>")
 		const lease = 150 * time.Millisecond
 		tune := func(rc *Receiver) {
-			rc.tick, rc.jobLease, rc.jobRenewEvery = 10*time.Millisecond, lease, lease/5
+			rc.tick, rc.jobLease, rc.jobRenew = 10*time.Millisecond, lease, lease/5
 		}
 		b.start("as2_in", newDirectory(), nil, tune)
 		b.start("as2_in", newDirectory(), nil, tune) // a second process on the same database

@@ -86,9 +86,9 @@ type Receiver struct {
 	// transactions.
 	rows *rowWriter
 	// jobLease is how long a claimed asynchronous MDN job may stay unrenewed before any
-	// process's background loop takes it again; jobRenewEvery is how often the worker
+	// process's background loop takes it again; jobRenew is how often the worker
 	// posting it renews it (see sendLease).
-	jobLease, jobRenewEvery time.Duration
+	jobLease, jobRenew time.Duration
 	// backoff is the delay after the n-th failed attempt to send an asynchronous MDN.
 	backoff     func(attempt int) time.Duration
 	maxAttempts int
@@ -171,31 +171,31 @@ func newReceiver(deps Deps, name persistence.InstanceName, cfg *Config) (*Receiv
 		tempDir = os.TempDir()
 	}
 	return &Receiver{
-		host:          host,
-		tempDir:       tempDir,
-		spoolAbove:    defaultSpoolAbove,
-		name:          name,
-		cfg:           *cfg,
-		deps:          deps,
-		log:           log.With("plugin", string(persistence.PluginAS2Receiver)),
-		now:           now,
-		slots:         make(chan struct{}, cfg.MaxConcurrentRequests),
-		waiters:       make(chan struct{}, cfg.MaxConcurrentRequests),
-		queueWait:     defaultQueueWait,
-		perAddress:    newKeyedLimit(cfg.MaxRequestsPerAddress),
-		perPartner:    newKeyedLimit(cfg.MaxRequestsPerPartner),
-		rows:          newRowWriter(deps.DB),
-		client:        client,
-		staleAfter:    reservationLease,
-		renewEvery:    reservationRenew,
-		jobLease:      sendLease,
-		jobRenewEvery: sendRenew,
-		backoff:       defaultBackoff,
-		maxAttempts:   defaultMaxAttempts,
-		tick:          5 * time.Second,
-		wake:          make(chan struct{}, 1),
-		large:         make(chan struct{}, 1),
-		unknownWake:   make(chan struct{}, 1),
+		host:        host,
+		tempDir:     tempDir,
+		spoolAbove:  defaultSpoolAbove,
+		name:        name,
+		cfg:         *cfg,
+		deps:        deps,
+		log:         log.With("plugin", string(persistence.PluginAS2Receiver)),
+		now:         now,
+		slots:       make(chan struct{}, cfg.MaxConcurrentRequests),
+		waiters:     make(chan struct{}, cfg.MaxConcurrentRequests),
+		queueWait:   defaultQueueWait,
+		perAddress:  newKeyedLimit(cfg.MaxRequestsPerAddress),
+		perPartner:  newKeyedLimit(cfg.MaxRequestsPerPartner),
+		rows:        newRowWriter(deps.DB),
+		client:      client,
+		staleAfter:  reservationLease,
+		renewEvery:  reservationRenew,
+		jobLease:    sendLease,
+		jobRenew:    sendRenew,
+		backoff:     defaultBackoff,
+		maxAttempts: defaultMaxAttempts,
+		tick:        5 * time.Second,
+		wake:        make(chan struct{}, 1),
+		large:       make(chan struct{}, 1),
+		unknownWake: make(chan struct{}, 1),
 	}, nil
 }
 
