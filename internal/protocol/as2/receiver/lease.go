@@ -25,7 +25,7 @@ const (
 // waits until no renewal runs, and may be called again.
 func (rc *Receiver) holdReservation(ctx context.Context, row *inboundRow) (stop func()) {
 	id, token := row.ID, row.ClaimToken
-	return rc.renewUntilStopped(ctx, rc.renewEvery, func(ctx context.Context) {
+	return renewUntilStopped(ctx, rc.renewEvery, func(ctx context.Context) {
 		if err := renewReservation(ctx, rc.deps.DB, id, token); err != nil && ctx.Err() == nil {
 			rc.log.WarnContext(ctx, "renew the AS2 message's reservation", "as2_message_id", row.AS2MessageID, "err", err)
 		}
@@ -35,7 +35,7 @@ func (rc *Receiver) holdReservation(ctx context.Context, row *inboundRow) (stop 
 // renewUntilStopped calls renew every period until the returned stop is called, also
 // after ctx ends (the work it holds a lease for finishes first); stop waits until no
 // renewal runs, and may be called again.
-func (rc *Receiver) renewUntilStopped(ctx context.Context, every time.Duration, renew func(context.Context)) (stop func()) {
+func renewUntilStopped(ctx context.Context, every time.Duration, renew func(context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -95,7 +95,7 @@ func (rc *Receiver) holdJobs(ctx context.Context, jobs []mdnJob) *heldJobs {
 	for _, j := range jobs {
 		h.jobs[j.ID] = j.ClaimToken
 	}
-	h.stop = rc.renewUntilStopped(ctx, rc.jobRenew, func(ctx context.Context) {
+	h.stop = renewUntilStopped(ctx, rc.jobRenew, func(ctx context.Context) {
 		h.mu.Lock()
 		claims := make(map[int64]string, len(h.jobs))
 		for id, token := range h.jobs {
