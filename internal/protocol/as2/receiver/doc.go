@@ -102,8 +102,15 @@
 // # Asynchronous MDNs
 //
 // The background loop (every few seconds, and at once when an MDN is queued) claims due
-// jobs with a conditional update that also pushes their next attempt past a lease, so
-// processes sharing the database never send the same attempt twice. A job is posted to
+// jobs, sixteen at a time, with a conditional update that gives each a claim token and
+// pushes its next attempt 30 seconds ahead, so processes sharing the database never send
+// the same attempt twice. While it works through the batch the loop renews the claims of
+// the jobs not yet finished every 10 seconds, so a slow partner (a post may take up to
+// the client's two-minute time-out) never gets an MDN from a second process as well; the
+// outcome is recorded only while the token is still the loop's own. A job whose claim
+// was not renewed for 30 seconds was left by a process that ended (a crash, a kill), and
+// any process's loop takes it again, so a restart sends the interrupted MDNs within
+// about 30 seconds as one more attempt. A job is posted to
 // the vouched-for URL without following redirects; any 2xx counts. Failed attempts are
 // retried with exponential back-off from 30 s (capped at 2 h), ten attempts in all; then
 // the job is failed and an error logged. The message panel shows the job's state.

@@ -35,6 +35,8 @@ type mdnJob struct {
 	ContentType  string
 	Body         []byte
 	Attempts     int
+	// ClaimToken names the claim of the worker sending the job (see sendLease).
+	ClaimToken string
 }
 
 func insertJob(ctx context.Context, tx module.Tx, j *mdnJob) error {
@@ -60,9 +62,10 @@ func queueJob(ctx context.Context, db module.SQL, j *mdnJob) error {
 	return db.Write(ctx, func(tx module.Tx) error { return insertJob(ctx, tx, j) })
 }
 
-// claimJobs takes up to n due jobs of the instance: each gets its attempt counted and
-// its next attempt pushed past lease, conditional on the attempt count read, so two
-// processes never send the same attempt and a crash mid-send retries after lease.
+// claimJobs takes up to n due jobs of the instance: each gets its attempt counted, a
+// fresh claim token and its next attempt pushed past lease, conditional on the attempt
+// count read, so two processes never send the same attempt and a crash mid-send retries
+// after lease.
 func claimJobs(ctx context.Context, db module.SQL, instance persistence.InstanceName, n int, lease time.Duration) ([]mdnJob, error) {
 	var out []mdnJob
 	err := db.Write(ctx, func(tx module.Tx) error {
@@ -90,8 +93,9 @@ func claimJobs(ctx context.Context, db module.SQL, instance persistence.Instance
 			return fmt.Errorf("list due asynchronous MDNs: %w", err)
 		}
 		for _, j := range due {
-			res, err := tx.Exec(ctx, `UPDATE as2_mdn_jobs SET attempts = attempts + 1, next_attempt_at = ?, updated_at = ?
-				WHERE id = ? AND state = ? AND attempts = ?`, tx.Time(now.Add(lease)), tx.Time(now), j.ID, jobPending, j.Attempts)
+			j.ClaimToken = newToken()
+			res, err := tx.Exec(ctx, `UPDATE as2_mdn_jobs SET attempts = attempts + 1, next_attempt_at = ?, claim_token = ?, updated_at = ?
+				WHERE id = ? AND state = ? AND attempts = ?`, tx.Time(now.Add(lease)), j.ClaimToken, tx.Time(now), j.ID, jobPending, j.Attempts)
 			if err != nil {
 				return fmt.Errorf("claim asynchronous MDN %d: %w", j.ID, err)
 			}
@@ -106,26 +110,34 @@ func claimJobs(ctx context.Context, db module.SQL, instance persistence.Instance
 	return out, err
 }
 
-// finishJob records an attempt's outcome: sent, retried at next, or failed for good.
+// errClaimLost is finishJob's answer when the job's claim is no longer the caller's: its
+// lease lapsed unrenewed and another worker took the job.
+var errClaimLost = errors.New("the claim lapsed and another worker took the job")
+
+// finishJob records an attempt's outcome (sent, retried at next, or failed for good)
+// while the claim is still the caller's.
 func finishJob(ctx context.Context, db module.SQL, j mdnJob, state string, next time.Time, lastError string) error {
 	return db.Write(ctx, func(tx module.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE as2_mdn_jobs SET state = ?, next_attempt_at = ?, last_error = ?, updated_at = ?
-			WHERE id = ? AND state = ? AND attempts = ?`,
-			state, tx.Time(next), persistence.SanitizeReason(lastError), tx.Time(tx.Now()), j.ID, jobPending, j.Attempts)
+		res, err := tx.Exec(ctx, `UPDATE as2_mdn_jobs SET state = ?, next_attempt_at = ?, last_error = ?, updated_at = ?
+			WHERE id = ? AND state = ? AND claim_token = ?`,
+			state, tx.Time(next), persistence.SanitizeReason(lastError), tx.Time(tx.Now()), j.ID, jobPending, j.ClaimToken)
 		if err != nil {
 			return fmt.Errorf("record asynchronous MDN %d: %w", j.ID, err)
+		}
+		if k, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("record asynchronous MDN %d: %w", j.ID, err)
+		} else if k != 1 {
+			return fmt.Errorf("record asynchronous MDN %d: %w", j.ID, errClaimLost)
 		}
 		return nil
 	})
 }
 
-// sendLease bounds one attempt; a claimed job not finished by then is due again.
-const sendLease = 5 * time.Minute
-
-// sendDue sends the instance's due asynchronous MDNs, a batch at a time.
+// sendDue sends the instance's due asynchronous MDNs, a batch at a time, holding the
+// claims of the batch's unsent jobs while it works through them.
 func (rc *Receiver) sendDue(ctx context.Context) {
 	for ctx.Err() == nil {
-		jobs, err := claimJobs(ctx, rc.deps.DB, rc.name, 16, sendLease)
+		jobs, err := claimJobs(ctx, rc.deps.DB, rc.name, 16, rc.jobLease)
 		if err != nil {
 			rc.log.Error("claim asynchronous MDNs", "err", err)
 			return
@@ -133,13 +145,18 @@ func (rc *Receiver) sendDue(ctx context.Context) {
 		if len(jobs) == 0 {
 			return
 		}
+		held := rc.holdJobs(ctx, jobs)
 		for _, j := range jobs {
-			rc.sendJob(ctx, j)
+			rc.sendJob(ctx, j, held)
 		}
+		held.stop()
 	}
 }
 
-func (rc *Receiver) sendJob(ctx context.Context, j mdnJob) {
+// sendJob posts the job and records the outcome; the claim is held until the post is
+// over, so a slow partner never gets the MDN from a second worker as well.
+func (rc *Receiver) sendJob(ctx context.Context, j mdnJob, held *heldJobs) {
+	defer held.release(j.ID)
 	log := rc.log.With("as2_mdn_message_id", j.MDNMessageID, "attempt", j.Attempts)
 	var row inboundRow
 	if j.InboundID != 0 {

@@ -11,16 +11,21 @@ import (
 	"wharf/internal/protocol/as2/profile"
 )
 
+// writeTx runs fn in a write transaction of the bench's database.
+func writeTx(t *testing.T, b *bench, fn func(tx module.Tx) error) {
+	t.Helper()
+	if err := b.sql.Write(b.ctx, fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // ageReservation moves a reserved row's last renewal back by age.
 func ageReservation(t *testing.T, b *bench, row inboundRow, age time.Duration) {
 	t.Helper()
-	err := b.sql.Write(b.ctx, func(tx module.Tx) error {
+	writeTx(t, b, func(tx module.Tx) error {
 		_, err := tx.Exec(b.ctx, `UPDATE as2_inbound SET updated_at = ? WHERE id = ?`, tx.Time(tx.Now().Add(-age)), row.ID)
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func reservationUpdatedAt(t *testing.T, b *bench, id int64) time.Time {

@@ -85,6 +85,10 @@ type Receiver struct {
 	// rows runs the reservations and answers of concurrent requests in shared
 	// transactions.
 	rows *rowWriter
+	// jobLease is how long a claimed asynchronous MDN job may stay unrenewed before any
+	// process's background loop takes it again; jobRenew is how often the worker
+	// posting it renews it (see sendLease).
+	jobLease, jobRenew time.Duration
 	// backoff is the delay after the n-th failed attempt to send an asynchronous MDN.
 	backoff     func(attempt int) time.Duration
 	maxAttempts int
@@ -184,6 +188,8 @@ func newReceiver(deps Deps, name persistence.InstanceName, cfg *Config) (*Receiv
 		client:      client,
 		staleAfter:  reservationLease,
 		renewEvery:  reservationRenew,
+		jobLease:    sendLease,
+		jobRenew:    sendRenew,
 		backoff:     defaultBackoff,
 		maxAttempts: defaultMaxAttempts,
 		tick:        5 * time.Second,

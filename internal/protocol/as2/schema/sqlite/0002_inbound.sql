@@ -86,7 +86,10 @@ CREATE TABLE as2_mdn_jobs (
     next_attempt_at TEXT NOT NULL,
     last_error      TEXT NOT NULL,
     created_at      TEXT NOT NULL,
-    updated_at      TEXT NOT NULL
+    updated_at      TEXT NOT NULL,
+    -- The claim of the worker sending the job: it renews next_attempt_at while it posts,
+    -- and records the outcome only while the token is still its own.
+    claim_token     TEXT NOT NULL DEFAULT ''
 ) STRICT;
 
 CREATE INDEX as2_mdn_jobs_due ON as2_mdn_jobs (instance, state, next_attempt_at);
