@@ -10,15 +10,11 @@ import (
 	"wharf/internal/persistence/db/dbtest"
 )
 
-// childEnv marks the test binary run by TestPostgresVariantsReportSkip.
+// childEnv marks the test binary TestPostgresVariantsReportSkip runs again as its child.
 const childEnv = "DBTEST_SKIP_CHILD"
 
-// TestSkipChild is what the child process runs: every way a test picks its databases.
-// It does nothing in an ordinary run.
-func TestSkipChild(t *testing.T) {
-	if os.Getenv(childEnv) != "1" {
-		t.Skip("run by TestPostgresVariantsReportSkip")
-	}
+// pickDatabases is what the child process runs: every way a test picks its databases.
+func pickDatabases(t *testing.T) {
 	t.Run("foreach", func(t *testing.T) {
 		dbtest.ForEach(t, func(t *testing.T, s *db.Store) {})
 	})
@@ -36,9 +32,10 @@ func TestSkipChild(t *testing.T) {
 // skipped and names the variable that would run it, instead of vanishing.
 func TestPostgresVariantsReportSkip(t *testing.T) {
 	if os.Getenv(childEnv) == "1" {
-		t.Skip("child process")
+		pickDatabases(t)
+		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSkipChild$", "-test.v", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPostgresVariantsReportSkip$", "-test.v", "-test.count=1")
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, dbtest.PostgresURLEnv+"=") {
@@ -52,18 +49,18 @@ func TestPostgresVariantsReportSkip(t *testing.T) {
 	}
 	text := string(out)
 	for _, name := range []string{"foreach/postgres", "urls/postgres", "base/postgres"} {
-		if skip := "--- SKIP: TestSkipChild/" + name + " "; !strings.Contains(text, skip) {
+		if skip := "--- SKIP: TestPostgresVariantsReportSkip/" + name + " "; !strings.Contains(text, skip) {
 			t.Errorf("no %q in the output:\n%s", skip, text)
 		}
 		// The reason is logged under the subtest's RUN line.
-		_, block, _ := strings.Cut(text, "=== RUN   TestSkipChild/"+name+"\n")
+		_, block, _ := strings.Cut(text, "=== RUN   TestPostgresVariantsReportSkip/"+name+"\n")
 		block, _, _ = strings.Cut(block, "=== RUN")
 		if !strings.Contains(block, dbtest.PostgresURLEnv) {
 			t.Errorf("%s: the skip does not name %s:\n%s", name, dbtest.PostgresURLEnv, text)
 		}
 	}
 	for _, name := range []string{"foreach/sqlite", "urls/sqlite"} {
-		if pass := "--- PASS: TestSkipChild/" + name; !strings.Contains(text, pass) {
+		if pass := "--- PASS: TestPostgresVariantsReportSkip/" + name; !strings.Contains(text, pass) {
 			t.Errorf("no %q in the output:\n%s", pass, text)
 		}
 	}
