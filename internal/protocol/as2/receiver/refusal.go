@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"wharf/internal/alert"
 	"wharf/internal/logging"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
@@ -47,7 +48,38 @@ func (rc *Receiver) keepRefusal(ctx context.Context, x *exchange, ref refusal) {
 	if err := rc.keepRefusalErr(ctx, x, ref); err != nil {
 		rc.log.ErrorContext(ctx, "refused AS2 message not recorded", "as2_message_id", x.env.messageID,
 			"as2_from", string(x.env.from), "err", err)
+		rc.refusalNotRecorded(x, ref, err)
 	}
+}
+
+// refusalNotRecorded raises the message_refused alert of a refusal the store could not
+// take (the database is out of reach, say): the partner was answered, so without the
+// alert the refusal would be left only in the log. The alert queue holds it until it
+// can be recorded and sent.
+func (rc *Receiver) refusalNotRecorded(x *exchange, ref refusal, cause error) {
+	if rc.deps.Alerts == nil {
+		return
+	}
+	partner := x.in.Remote.Partner
+	a := alert.Alert{
+		Code:      alert.MessageRefused,
+		Subject:   alert.Subject{Kind: "as2_message", ID: x.env.messageID},
+		Summary:   fmt.Sprintf("A message from %s was refused and the refusal could not be recorded", partner),
+		DedupeKey: alert.RefusalKey(partner),
+	}
+	for _, d := range []alert.Detail{
+		{Label: "Partner", Value: string(partner)},
+		{Label: "Partner AS2 id", Value: string(x.env.from)},
+		{Label: "AS2 Message-ID", Value: x.env.messageID},
+		{Label: "Disposition", Value: ref.disposition},
+		{Label: "Reason", Value: persistence.SanitizeReason(ref.reason)},
+		{Label: "Not recorded because", Value: persistence.SanitizeReason(cause.Error())},
+	} {
+		if d.Value != "" {
+			a.Details = append(a.Details, d)
+		}
+	}
+	rc.deps.Alerts.Raise(a)
 }
 
 func (rc *Receiver) keepRefusalErr(ctx context.Context, x *exchange, ref refusal) error {

@@ -3,12 +3,17 @@ package receiver
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"wharf/internal/alert"
+	"wharf/internal/alert/alerttest"
+	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
 	"wharf/internal/persistence/db/dbtest"
@@ -172,4 +177,48 @@ func historyHas(hist []persistence.HistoryEntry, text string) bool {
 		}
 	}
 	return false
+}
+
+// downIngest fails every batch, as a store out of reach does.
+type downIngest struct{}
+
+func (downIngest) Ingest(context.Context, []module.Incoming) ([]module.IngestResult, error) {
+	return nil, errors.New("database unreachable")
+}
+
+// A refusal the store cannot take still reaches someone: the partner gets its MDN and
+// message_refused is raised, naming the partner, the Message-ID and why it was not kept.
+func TestRefusalNotRecordedRaisesAlert(t *testing.T) {
+	org, partner, stranger := testParty(t, "wharf"), testParty(t, "acme"), testParty(t, "mallory")
+	forEachDB(t, func(t *testing.T, s *db.Store) {
+		b := newBench(t, s, []party{org}, []party{partner})
+		dir := newDirectory()
+		dir.add(inbound(org, partner, nil))
+		alerts := &alerttest.Recorder{}
+		rc := b.start("as2_in", dir, func(_ *Config, d *Deps) { d.Alerts = alerts; d.Ingest = downIngest{} })
+		badSignature := secureOpts(partner, org)
+		badSignature.Sign = &mime.Signer{Certificate: stranger.cert, Key: stranger.key, Digest: cms.SHA256}
+		req := build(t, partner, org, []byte("UNH+1'"), "orders.edi", badSignature)
+		if m := parseMDN(t, post(t, rc.url(), req.contentType, req.header, req.body), org.cert); m.Disposition.ModifierText() != "authentication-failed" {
+			t.Fatalf("disposition %s, want authentication-failed", m.Disposition)
+		}
+		var got []alert.Alert
+		for _, a := range alerts.Alerts() {
+			if a.Code == alert.MessageRefused {
+				got = append(got, a)
+			}
+		}
+		if len(got) != 1 {
+			t.Fatalf("%d message_refused alerts, want 1: %+v", len(got), alerts.Alerts())
+		}
+		details := fmt.Sprint(got[0].Details)
+		for _, want := range []string{"acme", req.header.Get("Message-ID"), "authentication-failed", "database unreachable"} {
+			if !strings.Contains(details, want) {
+				t.Errorf("alert details %s lack %q", details, want)
+			}
+		}
+		if got[0].DedupeKey != alert.RefusalKey("acme") {
+			t.Errorf("dedupe key %q, want the partner's", got[0].DedupeKey)
+		}
+	})
 }
