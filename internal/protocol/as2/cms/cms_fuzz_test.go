@@ -3,6 +3,7 @@ package cms
 import (
 	"bytes"
 	"crypto"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
@@ -235,6 +236,16 @@ func FuzzVerify(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(pss, content)
+	// The forms read by tolerance or checked on the way: RFC 6211 protection, and
+	// RSASSA-PSS without parameters as pyas2-lib writes it (SHA-256, salt 222).
+	protected, err := SignDetachedWith(content, own.cert, own.key, nil, SHA256, SignOptions{AlgorithmProtection: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(protected, content)
+	if rk, ok := own.key.(*rsa.PrivateKey); ok {
+		f.Add(resignPSS(f, protected, rk, crypto.SHA256, 222), content)
+	}
 	for _, b := range berSeeds {
 		f.Add(unhex(f, b), content)
 	}
