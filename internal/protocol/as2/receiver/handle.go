@@ -206,7 +206,11 @@ func (rc *Receiver) newRow(x *exchange) inboundRow {
 		MDNURL:          env.asyncURL,
 		PartnerSoftware: env.software,
 		EDIINTFeatures:  env.features,
-		ContentSHA256:   contentDigest(res.Payload),
+	}
+	// The document's digest is only for comparing repeats, so a partner whose profile
+	// accepts them (the default) costs no second pass over the payload besides the core's.
+	if x.in.Remote.DuplicateContent != profile.DuplicateAccept {
+		row.ContentSHA256 = contentDigest(res.Payload)
 	}
 	if !row.FileNameSent {
 		row.FileName = string(fileNameFromMessageID(env.messageID))
