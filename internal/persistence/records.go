@@ -110,6 +110,9 @@ type Delivery struct {
 	SessionKey string    `json:"-"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
+	// ExternalRef is what the target answered with when it accepted the document and
+	// reports completion later (an in-house system's job id); empty when none.
+	ExternalRef string `json:"external_ref,omitempty"`
 }
 
 // HistoryKind names what a history line records.
@@ -151,6 +154,9 @@ type APIToken struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
+	// Target scopes the token to one target instance: it may only complete and fail
+	// deliveries of that target. Empty: the whole REST API.
+	Target InstanceName `json:"target,omitempty"`
 }
 
 // Certificate is an X.509 certificate, identified by the SHA-256 of its DER encoding, with
@@ -270,4 +276,16 @@ func (p IdentityProvider) TokenAudience() string {
 		return p.Audience
 	}
 	return p.ClientID
+}
+
+// HandoffReport is an in-house system's report on a delivery it accepted for later
+// completion (awaiting_ack): completed, or failed with a reason.
+type HandoffReport struct {
+	DeliveryID int64
+	Completed  bool
+	// Text is the reporter's note (completed, optional) or reason (failed, required).
+	Text string
+	// Reference, when set, must equal the delivery's ExternalRef.
+	Reference string
+	Actor     string
 }

@@ -22,6 +22,16 @@ var (
 	// ErrLastUser refuses a change that would leave nobody (or no administrator) able
 	// to sign in.
 	ErrLastUser = errors.New("last user")
+
+	// ErrDeliverySettled refuses a handoff report for a delivery already delivered,
+	// failed or skipped: the first settlement stands.
+	ErrDeliverySettled = fmt.Errorf("delivery already settled: %w", ErrConflict)
+	// ErrDeliveryNotAwaiting refuses a handoff report for a delivery that is not waiting
+	// for one (queued, being attempted, retrying, …).
+	ErrDeliveryNotAwaiting = fmt.Errorf("delivery is not awaiting completion: %w", ErrConflict)
+	// ErrReferenceMismatch refuses a handoff report whose reference is not the one the
+	// target answered with.
+	ErrReferenceMismatch = fmt.Errorf("reference does not match the delivery's: %w", ErrConflict)
 )
 
 // FieldError says which input field was wrong and why. Stores return it (wrapped) for
@@ -105,8 +115,11 @@ type Completion struct {
 	Kind          OutcomeKind
 	NextAttemptAt time.Time // for OutcomeRetry
 	AckDeadline   time.Time // for OutcomeAwaitingAck
-	Reason        string
-	At            time.Time
+	// ExternalRef is the target's reference for an OutcomeAwaitingAck (an in-house
+	// system's job id), at most MaxExternalRefBytes of printable ASCII; empty for none.
+	ExternalRef string
+	Reason      string
+	At          time.Time
 	// Payloads are stages the attempt stored (a receipt), recorded with the outcome. They
 	// are recorded even when the claim is lost: the blobs are durable and a receipt stays
 	// a receipt. A stage the message already has is left as it is.
@@ -220,6 +233,12 @@ type Store interface {
 	// already delivered or failed is returned unchanged (a receipt never downgrades, the
 	// first failure's reason stands); queued, stalled and other states are ErrConflict.
 	SettleDelivery(ctx context.Context, deliveryID int64, delivered bool, reason, actor string) (Delivery, error)
+	// SettleHandoff applies an in-house system's report to an awaiting_ack delivery:
+	// delivered, or failed with the report's reason, with a history line naming the
+	// actor. A delivery already final is ErrDeliverySettled, any other state
+	// ErrDeliveryNotAwaiting, a reference other than the stored one ErrReferenceMismatch;
+	// each writes nothing.
+	SettleHandoff(ctx context.Context, r HandoffReport) (Delivery, error)
 
 	// ExpireLeases turns deliveries whose lease ran out into retrying, due now.
 	ExpireLeases(ctx context.Context, now time.Time, limit int) ([]Delivery, error)
@@ -249,6 +268,9 @@ type Store interface {
 	PutSetting(ctx context.Context, key, value string) error
 
 	CreateAPIToken(ctx context.Context, name, hash string) (APIToken, error)
+	// CreateScopedAPIToken is CreateAPIToken for a token that may only settle deliveries
+	// of the target instance target (empty: not scoped).
+	CreateScopedAPIToken(ctx context.Context, name, hash string, target InstanceName) (APIToken, error)
 	ListAPITokens(ctx context.Context) ([]APIToken, error)
 	RevokeAPIToken(ctx context.Context, name string) error
 	// FindAPIToken finds an unrevoked token by its hash.

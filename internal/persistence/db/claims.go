@@ -139,13 +139,16 @@ func (s *Store) RenewLease(ctx context.Context, deliveryID int64, token string, 
 // completionSet is the SET clause of an outcome and its arguments; completions with the
 // same clause and arguments are applied by one statement.
 func (s *Store) completionSet(c persistence.Completion, at time.Time) (string, []any) {
-	const release = `previous_state = state, claim_token = '', lease_until = NULL, `
+	// Every outcome replaces the external reference: only an attempt that awaits a
+	// completion leaves one, so an earlier attempt's never outlives a new outcome.
+	const release = `previous_state = state, claim_token = '', lease_until = NULL, external_ref = '', `
 	reason := persistence.SanitizeReason(c.Reason)
 	switch c.Kind {
 	case persistence.OutcomeDelivered:
 		return release + `state = 'delivered', last_error = ''`, nil
 	case persistence.OutcomeAwaitingAck:
-		return release + `state = 'awaiting_ack', ack_deadline = ?, last_error = ''`, []any{s.tv(c.AckDeadline)}
+		return `previous_state = state, claim_token = '', lease_until = NULL, external_ref = ?, ` +
+			`state = 'awaiting_ack', ack_deadline = ?, last_error = ''`, []any{c.ExternalRef, s.tv(c.AckDeadline)}
 	case persistence.OutcomeRetry:
 		next := c.NextAttemptAt
 		if next.IsZero() || next.Before(at) {
@@ -164,6 +167,11 @@ func checkCompletion(c persistence.Completion) error {
 	case persistence.OutcomeAwaitingAck:
 		if c.AckDeadline.IsZero() {
 			return fieldMsg("ack_deadline", "is required for %s", c.Kind)
+		}
+		if c.ExternalRef != "" {
+			if err := persistence.CheckExternalRef(c.ExternalRef); err != nil {
+				return fieldMsg("external_ref", "%v", err)
+			}
 		}
 	default:
 		return fieldMsg("kind", "invalid outcome %q: want delivered, awaiting_ack, retry or failed", c.Kind)

@@ -360,7 +360,7 @@ func TestExpireAcks(t *testing.T) {
 			t.Fatalf("expired before the deadline: %v", got)
 		}
 		got := must1[[]persistence.Delivery](t)(s.ExpireAcks(ctx, now.Add(61*time.Minute), 10))
-		if len(got) != 1 || got[0].State != persistence.DeliveryFailed || got[0].LastError != "no receipt before the deadline" || got[0].AckDeadline != nil {
+		if len(got) != 1 || got[0].State != persistence.DeliveryFailed || got[0].LastError != "no receipt or completion report before the deadline" || got[0].AckDeadline != nil {
 			t.Fatalf("ExpireAcks = %+v", got)
 		}
 		wantStatus(t, s, m.ID, persistence.StageSettled, persistence.StatusError)

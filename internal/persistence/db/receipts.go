@@ -15,44 +15,65 @@ func (s *Store) SettleDelivery(ctx context.Context, deliveryID int64, delivered 
 	var out persistence.Delivery
 	err := s.write(ctx, func(t *txn) error {
 		t.actor = actorOr(actor)
-		var state persistence.DeliveryState
-		var messageID int64
-		err := t.queryRow(ctx, `SELECT state, message_id FROM deliveries WHERE id = ?`+s.lockRows, deliveryID).Scan(&state, &messageID)
+		cur, err := t.lockDelivery(ctx, deliveryID)
 		if err != nil {
-			return notFound(err, "delivery %d", deliveryID)
-		}
-		switch state {
-		case persistence.DeliveryDelivered, persistence.DeliveryFailed:
-			out, err = scanDelivery(t.queryRow(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE id = ?`, deliveryID))
 			return err
+		}
+		switch cur.State {
+		case persistence.DeliveryDelivered, persistence.DeliveryFailed:
+			out = cur
+			return nil
 		case persistence.DeliveryDelivering, persistence.DeliveryAwaitingAck, persistence.DeliveryRetrying:
 		default:
-			return fmt.Errorf("delivery %d is %s and awaits no receipt: %w", deliveryID, state, persistence.ErrConflict)
+			return fmt.Errorf("delivery %d is %s and awaits no receipt: %w", deliveryID, cur.State, persistence.ErrConflict)
 		}
-		kind, to, lastError := persistence.HistoryReceiptReceived, persistence.DeliveryDelivered, ""
+		kind := persistence.HistoryReceiptReceived
 		if !delivered {
-			kind, to, lastError = persistence.HistoryReceiptRefused, persistence.DeliveryFailed, persistence.SanitizeReason(reason)
+			kind = persistence.HistoryReceiptRefused
 		}
-		now := s.tv(t.now)
-		rows, err := t.query(ctx, `UPDATE deliveries SET previous_state = state, state = ?,
-				claim_token = '', lease_until = NULL, ack_deadline = NULL, last_error = ?, updated_at = ?
-			WHERE id = ? AND state = ?
-			RETURNING `+transitionCols, string(to), lastError, now, deliveryID, string(state))
-		trs, err := collect(rows, err, scanTransition)
+		tr, err := t.settleTo(ctx, cur, delivered, reason)
 		if err != nil {
 			return err
 		}
-		if len(trs) == 0 {
-			return fmt.Errorf("delivery %d changed while its receipt was applied: %w", deliveryID, persistence.ErrConflict)
-		}
-		t.note(historyRow{messageID: messageID, deliveryID: deliveryID, kind: kind,
-			from: string(state), to: string(to), reason: persistence.SanitizeReason(reason), actor: t.actor})
-		t.changed(trs[0], reason, t.actor, time.Time{})
-		out = trs[0].d
+		t.note(historyRow{messageID: cur.MessageID, deliveryID: deliveryID, kind: kind,
+			from: string(cur.State), to: string(tr.d.State), reason: persistence.SanitizeReason(reason), actor: t.actor})
+		t.changed(tr, reason, t.actor, time.Time{})
+		out = tr.d
 		return nil
 	})
 	if err != nil {
 		return persistence.Delivery{}, fmt.Errorf("settle delivery %d: %w", deliveryID, err)
 	}
 	return out, nil
+}
+
+// lockDelivery reads a delivery for a settlement, locking its row on PostgreSQL.
+func (t *txn) lockDelivery(ctx context.Context, deliveryID int64) (persistence.Delivery, error) {
+	d, err := scanDelivery(t.queryRow(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE id = ?`+t.s.lockRows, deliveryID))
+	if err != nil {
+		return d, notFound(err, "delivery %d", deliveryID)
+	}
+	return d, nil
+}
+
+// settleTo moves a delivery read in cur to delivered, or to failed with reason as its
+// last error, on the condition that it is still in cur's state; it clears any claim and
+// deadline. The caller records the transition (t.changed) like every other.
+func (t *txn) settleTo(ctx context.Context, cur persistence.Delivery, delivered bool, reason string) (transition, error) {
+	to, lastError := persistence.DeliveryDelivered, ""
+	if !delivered {
+		to, lastError = persistence.DeliveryFailed, persistence.SanitizeReason(reason)
+	}
+	rows, err := t.query(ctx, `UPDATE deliveries SET previous_state = state, state = ?,
+			claim_token = '', lease_until = NULL, ack_deadline = NULL, last_error = ?, updated_at = ?
+		WHERE id = ? AND state = ?
+		RETURNING `+transitionCols, string(to), lastError, t.s.tv(t.now), cur.ID, string(cur.State))
+	trs, err := collect(rows, err, scanTransition)
+	if err != nil {
+		return transition{}, err
+	}
+	if len(trs) == 0 {
+		return transition{}, fmt.Errorf("delivery %d changed while it was settled: %w", cur.ID, persistence.ErrConflict)
+	}
+	return trs[0], nil
 }

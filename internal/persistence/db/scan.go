@@ -81,12 +81,12 @@ func scanPayload(r rowScanner) (persistence.Payload, error) {
 	return p, nil
 }
 
-const deliveryCols = `id, message_id, target, state, attempts, next_attempt_at, last_error, wakeups, next_wakeup_at, lease_until, claim_token, ack_deadline, session_key, created_at, updated_at`
+const deliveryCols = `id, message_id, target, state, attempts, next_attempt_at, last_error, wakeups, next_wakeup_at, lease_until, claim_token, ack_deadline, session_key, created_at, updated_at, external_ref`
 
 func deliveryDests(d *persistence.Delivery) []any {
 	return []any{&d.ID, &d.MessageID, &d.Target, &d.State, &d.Attempts, nullTimeCol{&d.NextAttemptAt},
 		&d.LastError, &d.Wakeups, nullTimeCol{&d.NextWakeupAt}, nullTimeCol{&d.LeaseUntil}, &d.ClaimToken,
-		nullTimeCol{&d.AckDeadline}, &d.SessionKey, timeCol{&d.CreatedAt}, timeCol{&d.UpdatedAt}}
+		nullTimeCol{&d.AckDeadline}, &d.SessionKey, timeCol{&d.CreatedAt}, timeCol{&d.UpdatedAt}, &d.ExternalRef}
 }
 
 func scanDelivery(r rowScanner) (persistence.Delivery, error) {
@@ -131,13 +131,19 @@ func scanHistory(r rowScanner) (persistence.HistoryEntry, error) {
 	return h, nil
 }
 
-const tokenCols = `id, name, hash, created_at, last_used_at, revoked_at`
+const tokenCols = `id, name, hash, created_at, last_used_at, revoked_at, scope_target`
 
 func scanToken(r rowScanner) (persistence.APIToken, error) {
 	var tk persistence.APIToken
-	err := r.Scan(&tk.ID, &tk.Name, &tk.Hash, timeCol{&tk.CreatedAt}, nullTimeCol{&tk.LastUsedAt}, nullTimeCol{&tk.RevokedAt})
+	var target string // '' for an unscoped token, which InstanceName refuses
+	err := r.Scan(&tk.ID, &tk.Name, &tk.Hash, timeCol{&tk.CreatedAt}, nullTimeCol{&tk.LastUsedAt}, nullTimeCol{&tk.RevokedAt}, &target)
 	if err != nil {
 		return tk, fmt.Errorf("read API token: %w", err)
+	}
+	if target != "" {
+		if tk.Target, err = persistence.ParseInstanceName(target); err != nil {
+			return tk, fmt.Errorf("read API token %q: scope: %w", tk.Name, err)
+		}
 	}
 	return tk, nil
 }

@@ -22,7 +22,10 @@ const (
 	defaultMaxDispatches = 5
 	defaultWakeBackoff   = 30 * time.Second
 	leaseExpiredReason   = "lease expired"
-	ackExpiredReason     = "no receipt before the deadline"
+	ackExpiredReason     = "no receipt or completion report before the deadline"
+	// A handoff's reference sits between these two.
+	ackExpiredRefPrefix = "handoff "
+	ackExpiredRefSuffix = " not completed before the deadline"
 )
 
 func sweepLimit(limit int) int {
@@ -158,7 +161,8 @@ func (s *Store) WakeDue(ctx context.Context, now time.Time, p persistence.Wakeup
 	return woken, stalled, nil
 }
 
-// ExpireAcks fails deliveries whose receipt did not come before its deadline.
+// ExpireAcks fails deliveries whose receipt or completion report did not come before its
+// deadline; the reason names the reference the target answered with, when it gave one.
 func (s *Store) ExpireAcks(ctx context.Context, now time.Time, limit int) ([]persistence.Delivery, error) {
 	now = utc(now)
 	var out []persistence.Delivery
@@ -168,13 +172,23 @@ func (s *Store) ExpireAcks(ctx context.Context, now time.Time, limit int) ([]per
 				WHERE d.state = 'awaiting_ack' AND d.ack_deadline < ?
 				ORDER BY d.ack_deadline, d.id LIMIT ?`+s.skipLocked+`
 			)
-			UPDATE deliveries SET previous_state = state, state = 'failed',
-				ack_deadline = NULL, last_error = ?, updated_at = ?
+			UPDATE deliveries SET previous_state = state, state = 'failed', ack_deadline = NULL,
+				last_error = CASE WHEN external_ref = '' THEN CAST(? AS TEXT)
+					ELSE CAST(? AS TEXT) || external_ref || CAST(? AS TEXT) END,
+				updated_at = ?
 			WHERE id IN (SELECT id FROM picked) AND state = 'awaiting_ack'
 			RETURNING `+transitionCols,
-			s.tv(now), sweepLimit(limit), ackExpiredReason, s.tv(now))
-		out, err = t.recordSweep(rows, err, ackExpiredReason)
-		return err
+			s.tv(now), sweepLimit(limit), ackExpiredReason, ackExpiredRefPrefix, ackExpiredRefSuffix, s.tv(now))
+		trs, err := collect(rows, err, scanTransition)
+		if err != nil {
+			return err
+		}
+		sortTransitions(trs)
+		for _, tr := range trs {
+			t.changed(tr, tr.d.LastError, "", time.Time{})
+		}
+		out = deliveriesOf(trs)
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("expire receipts: %w", err)

@@ -16,24 +16,39 @@ const maxTokenName = 64
 // minute per token, so a busy API client does not turn every request into a commit.
 const tokenUseGranularity = time.Minute
 
-// CreateAPIToken stores a token's SHA-256 (hex) under a unique name.
+// CreateAPIToken stores a token's SHA-256 (hex) under a unique name; the token may use the
+// whole REST API.
 func (s *Store) CreateAPIToken(ctx context.Context, name, hash string) (persistence.APIToken, error) {
+	return s.CreateScopedAPIToken(ctx, name, hash, "")
+}
+
+// CreateScopedAPIToken stores a token's SHA-256 (hex) under a unique name, scoped to the
+// target instance target (empty: not scoped). The scope is part of the audit event.
+func (s *Store) CreateScopedAPIToken(ctx context.Context, name, hash string, target persistence.InstanceName) (persistence.APIToken, error) {
 	if name == "" {
 		return persistence.APIToken{}, fmt.Errorf("create API token: %w", fieldMsg("name", "is empty"))
 	}
-	for _, err := range []error{checkText("name", name, maxTokenName), checkSHA256("hash", hash, false)} {
+	errs := []error{checkText("name", name, maxTokenName), checkSHA256("hash", hash, false)}
+	if target != "" {
+		errs = append(errs, check("target", target, persistence.ParseInstanceName))
+	}
+	for _, err := range errs {
 		if err != nil {
 			return persistence.APIToken{}, fmt.Errorf("create API token: %w", err)
 		}
 	}
 	var out persistence.APIToken
 	err := s.write(ctx, func(t *txn) (err error) {
-		out, err = scanToken(t.queryRow(ctx, `INSERT INTO api_tokens (name, hash, created_at) VALUES (?, ?, ?)
-			RETURNING `+tokenCols, name, hash, t.s.tv(t.now)))
+		out, err = scanToken(t.queryRow(ctx, `INSERT INTO api_tokens (name, hash, created_at, scope_target) VALUES (?, ?, ?, ?)
+			RETURNING `+tokenCols, name, hash, t.s.tv(t.now), string(target)))
 		if err != nil {
 			return err
 		}
-		return t.audit(ctx, "create", "api_token", name, name, []audit.Change{audit.SecretChange("token")})
+		changes := []audit.Change{audit.SecretChange("token")}
+		if target != "" {
+			changes = append(changes, audit.Change{Path: "target", New: jsonString(string(target))})
+		}
+		return t.audit(ctx, "create", "api_token", name, name, changes)
 	})
 	if isUniqueViolation(err) {
 		return persistence.APIToken{}, fmt.Errorf("API token %q (or its hash) already exists: %w", name, persistence.ErrConflict)

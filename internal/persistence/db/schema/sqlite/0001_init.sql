@@ -293,3 +293,9 @@ CREATE TABLE secrets_check (
     one    INTEGER PRIMARY KEY CHECK (one = 1),
     sealed BLOB NOT NULL
 ) STRICT;
+
+-- Handoff to in-house systems: the reference a target answered with when it accepted a
+-- delivery whose completion comes later (awaiting_ack), and the one target instance an
+-- API token may settle deliveries of ('' = the token is not scoped).
+ALTER TABLE deliveries ADD COLUMN external_ref TEXT NOT NULL DEFAULT '';
+ALTER TABLE api_tokens ADD COLUMN scope_target TEXT NOT NULL DEFAULT '';
