@@ -53,11 +53,14 @@ const (
 type Result struct {
 	Kind     persistence.OutcomeKind
 	Deadline time.Time // AwaitAck
+	// Ref is the target's reference for an AwaitAck (an in-house system's job id), which
+	// the system's completion report may name; see persistence.CheckExternalRef.
+	Ref string
 	At       time.Time // RetryAt: the target chose the time itself
 	Class    ErrorClass
 	Err      error
-	// Note is what the history records of a delivered attempt besides its state (the
-	// name a file was written under); see DeliveredNote.
+	// Note is what the history records of a delivered or awaiting attempt besides its
+	// state (the name a file was written under); see DeliveredNote.
 	Note string
 	// Payloads are stages the target stored for the message (a receipt), written with
 	// storage.DeferSync: the engine makes them durable and records them with the outcome,
@@ -76,6 +79,12 @@ func DeliveredNote(note string) Result {
 // AwaitAck says the message went out and a receipt is due by deadline.
 func AwaitAck(deadline time.Time) Result {
 	return Result{Kind: persistence.OutcomeAwaitingAck, Deadline: deadline}
+}
+
+// Handoff says an in-house system accepted the message and reports its completion later,
+// by deadline, naming ref (empty when it gave none); note goes to the history.
+func Handoff(deadline time.Time, ref, note string) Result {
+	return Result{Kind: persistence.OutcomeAwaitingAck, Deadline: deadline, Ref: ref, Note: note}
 }
 
 // Transient is a failure worth another try; the instance's retry policy decides when, or
@@ -98,7 +107,14 @@ func Permanent(err error) Result { return Result{Kind: persistence.OutcomeFailed
 type TargetOptions struct {
 	MaxConcurrent int         `json:"max_concurrent,omitempty"`
 	Retry         RetryPolicy `json:"retry"`
+	// AwaitCompletion, when positive, turns every delivered attempt into awaiting_ack
+	// with this deadline: the in-house system that picks the document up reports its
+	// completion through the REST API. Zero: off.
+	AwaitCompletion Duration `json:"await_completion,omitempty"`
 }
+
+// MaxAwaitCompletion bounds how long a delivery may wait for a completion report.
+const MaxAwaitCompletion = 30 * 24 * time.Hour
 
 // DefaultMaxConcurrent is a target's attempts in flight when its config names none.
 const DefaultMaxConcurrent = 16
@@ -120,7 +136,24 @@ func (o TargetOptions) Validate() error {
 	if err := o.Retry.Validate(); err != nil {
 		return fmt.Errorf("retry.%w", err)
 	}
+	if o.AwaitCompletion < 0 || time.Duration(o.AwaitCompletion) > MaxAwaitCompletion {
+		return fmt.Errorf("await_completion: must be between 0 (off) and %s", formatDays(MaxAwaitCompletion))
+	}
 	return nil
+}
+
+// formatDays writes a whole number of days as 720h would not read: "30 days".
+func formatDays(d time.Duration) string { return fmt.Sprintf("%d days (%s)", d/(24*time.Hour), d) }
+
+// awaitCompletion turns a delivered outcome into awaiting_ack when the instance waits for
+// completion reports; other outcomes, and every outcome when it does not, pass unchanged.
+func (o TargetOptions) awaitCompletion(c persistence.Completion, now time.Time) persistence.Completion {
+	if o.AwaitCompletion <= 0 || c.Kind != persistence.OutcomeDelivered {
+		return c
+	}
+	c.Kind = persistence.OutcomeAwaitingAck
+	c.AckDeadline = now.Add(time.Duration(o.AwaitCompletion))
+	return c
 }
 
 // CheckTargetOptions is Validate for a target config's Validate: its error is a

@@ -485,8 +485,10 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 		return
 	}
 	w.mu.Lock()
-	comp := decide(res, w.opts.Retry, c.Delivery.Attempts, w.e.cfg.Now(), w.rnd)
+	now := w.e.cfg.Now()
+	comp := decide(res, w.opts.Retry, c.Delivery.Attempts, now, w.rnd)
 	w.mu.Unlock()
+	comp = w.opts.awaitCompletion(comp, now)
 	comp.DeliveryID, comp.Token = c.Delivery.ID, c.Delivery.ClaimToken
 	comp.Reason = persistence.SanitizeReason(comp.Reason)
 	comp.Payloads = res.Payloads

@@ -162,7 +162,10 @@ func decide(r Result, p RetryPolicy, attempt int, now time.Time, rnd *rand.Rand)
 			c.Reason = r.Note
 		}
 	case persistence.OutcomeAwaitingAck:
-		c.AckDeadline = r.Deadline
+		c.AckDeadline, c.ExternalRef = r.Deadline, r.Ref
+		if c.Reason == "" {
+			c.Reason = r.Note
+		}
 	case persistence.OutcomeRetry:
 		d, ok := p.Delay(attempt, rnd)
 		if !ok {

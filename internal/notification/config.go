@@ -117,6 +117,10 @@ func (c *Config) Validate() error {
 	if err := delivery.CheckTargetOptions(c.TargetOptions); err != nil {
 		return err
 	}
+	if c.AwaitCompletion != 0 {
+		// A notification is sent, not handed off: nobody reports its completion.
+		return &persistence.FieldError{Field: "await_completion", Message: "a notifier does not wait for completion reports; leave it empty"}
+	}
 	if err := httptarget.CheckURL(c.URL, "headers"); err != nil {
 		return &persistence.FieldError{Field: "url", Message: err.Error()}
 	}
