@@ -55,10 +55,10 @@ type Result struct {
 	Deadline time.Time // AwaitAck
 	// Ref is the target's reference for an AwaitAck (an in-house system's job id), which
 	// the system's completion report may name; see persistence.CheckExternalRef.
-	Ref string
-	At       time.Time // RetryAt: the target chose the time itself
-	Class    ErrorClass
-	Err      error
+	Ref   string
+	At    time.Time // RetryAt: the target chose the time itself
+	Class ErrorClass
+	Err   error
 	// Note is what the history records of a delivered or awaiting attempt besides its
 	// state (the name a file was written under); see DeliveredNote.
 	Note string
