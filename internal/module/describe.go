@@ -24,6 +24,8 @@ const (
 	KindDuration FieldKind = "duration" // a Go duration such as 30s or 5m
 	KindMap      FieldKind = "map"      // string keys to string values
 	KindList     FieldKind = "list"     // a list of strings, such as alert codes
+	// KindIntegerList is a list of integers, such as HTTP statuses.
+	KindIntegerList FieldKind = "integer_list"
 	// KindCertificate is the id of a stored certificate.
 	KindCertificate FieldKind = "certificate"
 )
@@ -146,6 +148,8 @@ func describeStruct(v reflect.Value, prefix string) ([]FieldSpec, error) {
 			spec.Kind = KindMap
 		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
 			spec.Kind = KindList
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() >= reflect.Int && ft.Elem().Kind() <= reflect.Int64:
+			spec.Kind = KindIntegerList
 		default:
 			return nil, fmt.Errorf("field %s: no form kind for %s", name, ft)
 		}
@@ -187,6 +191,12 @@ func defaultText(k FieldKind, v reflect.Value) string {
 		items := make([]string, v.Len())
 		for i := range items {
 			items[i] = v.Index(i).String()
+		}
+		return strings.Join(items, ", ")
+	case KindIntegerList:
+		items := make([]string, v.Len())
+		for i := range items {
+			items[i] = strconv.FormatInt(v.Index(i).Int(), 10)
 		}
 		return strings.Join(items, ", ")
 	}

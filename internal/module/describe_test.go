@@ -20,6 +20,7 @@ type describedConfig struct {
 	CertID  *int64            `json:"cert_id,omitempty" wharf:"certificate"`
 	Verbose bool              `json:"verbose"`
 	Codes   []string          `json:"codes,omitempty"`
+	Status  []int             `json:"statuses,omitempty"`
 	Ignored string            `json:"-"`
 	hidden  string
 }
@@ -34,7 +35,7 @@ func init() {
 	Register(Module{Name: "described", Plugins: []Plugin{{
 		Type: describedType, Role: RoleTarget,
 		NewConfig: func() Config {
-			return &describedConfig{Port: 8080, Codes: []string{"a", "b"}, Wait: delivery.Duration(30 * time.Second), Verbose: true,
+			return &describedConfig{Port: 8080, Codes: []string{"a", "b"}, Status: []int{202, 204}, Wait: delivery.Duration(30 * time.Second), Verbose: true,
 				Headers:       map[string]string{"B": "2", "A": "1"},
 				TargetOptions: delivery.TargetOptions{Retry: delivery.RetryPolicy{MaxRetries: &retries}}}
 		},
@@ -56,12 +57,14 @@ func TestDescribeListsEveryField(t *testing.T) {
 		{Name: "cert_id", Kind: KindCertificate},
 		{Name: "verbose", Kind: KindBoolean, Default: "true"},
 		{Name: "codes", Kind: KindList, Default: "a, b"},
+		{Name: "statuses", Kind: KindIntegerList, Default: "202, 204"},
 		{Name: "max_concurrent", Kind: KindInteger},
 		{Name: "retry.strategy", Kind: KindText},
 		{Name: "retry.base", Kind: KindDuration},
 		{Name: "retry.max_delay", Kind: KindDuration},
 		{Name: "retry.max_retries", Kind: KindInteger, Default: "4"},
 		{Name: "retry.jitter", Kind: KindNumber},
+		{Name: "await_completion", Kind: KindDuration},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Describe =\n%+v\nwant\n%+v", got, want)

@@ -150,6 +150,8 @@ func fieldHint(f module.FieldSpec) string {
 		hints = append(hints, "One Name: value per line.")
 	case module.KindList:
 		hints = append(hints, "Values separated by commas; empty for none.")
+	case module.KindIntegerList:
+		hints = append(hints, "Numbers separated by commas; empty for none.")
 	case module.KindCertificate:
 		hints = append(hints, "A stored certificate.")
 	}
@@ -291,9 +293,15 @@ func configBody(specs []module.FieldSpec, form url.Values, name string, editing 
 			}
 			v = m
 		case f.Kind == module.KindList:
-			items := []string{}
-			for _, item := range strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
-				if item = strings.TrimSpace(item); item != "" {
+			v = listItems(text)
+		case f.Kind == module.KindIntegerList:
+			// Numbers go as numbers; anything else as text, for the decoder to refuse
+			// naming the field.
+			items := []any{}
+			for _, item := range listItems(text) {
+				if _, err := strconv.ParseInt(item, 10, 64); err == nil {
+					items = append(items, json.Number(item))
+				} else {
 					items = append(items, item)
 				}
 			}
@@ -309,6 +317,17 @@ func configBody(specs []module.FieldSpec, form url.Values, name string, editing 
 		panic(err)
 	}
 	return out, errs
+}
+
+// listItems splits a list field's text at commas and line ends, dropping empty items.
+func listItems(text string) []string {
+	items := []string{}
+	for _, item := range strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	return items
 }
 
 func setPath(obj map[string]any, path []string, v any) {

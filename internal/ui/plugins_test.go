@@ -433,6 +433,7 @@ func TestConfigBody(t *testing.T) {
 		{Name: "headers", Kind: module.KindMap},
 		{Name: "secret", Kind: module.KindMap, WriteOnly: true},
 		{Name: "codes", Kind: module.KindList},
+		{Name: "handoff.statuses", Kind: module.KindIntegerList},
 	}
 	tests := []struct {
 		name    string
@@ -452,6 +453,8 @@ func TestConfigBody(t *testing.T) {
 			`{"enabled":false,"secret":{},"verbose":false}`, nil},
 		{"a list by commas or lines", url.Values{"codes": {"message_failed, plugin_failed\r\n,\ncertificate_expired "}}, false,
 			`{"codes":["message_failed","plugin_failed","certificate_expired"],"enabled":false,"name":"n","verbose":false}`, nil},
+		{"a list of numbers goes as numbers, anything else as text", url.Values{"handoff.statuses": {"202, 204\nabc"}}, false,
+			`{"enabled":false,"handoff":{"statuses":[202,204,"abc"]},"name":"n","verbose":false}`, nil},
 		{"bad map lines", url.Values{"headers": {"A: 1\nno colon"}}, false, "", map[string]string{"headers": "line 2: write Name: value"}},
 	}
 	for _, tt := range tests {

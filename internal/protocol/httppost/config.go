@@ -28,6 +28,8 @@ type PosterConfig struct {
 	Timeout delivery.Duration `json:"timeout"`
 	// ContentType is the Content-Type of the body.
 	ContentType string `json:"content_type"`
+	// Handoff makes chosen answers wait for the in-house system's completion report.
+	Handoff HandoffConfig `json:"handoff"`
 }
 
 // Poster defaults and limits.
@@ -72,6 +74,9 @@ func (c *PosterConfig) Validate() error {
 	}
 	if _, _, err := mime.ParseMediaType(c.ContentType); err != nil || strings.ContainsAny(c.ContentType, "\r\n") {
 		return &persistence.FieldError{Field: "content_type", Message: "not a valid media type"}
+	}
+	if err := c.Handoff.Validate(); err != nil {
+		return err
 	}
 	seen := map[string]string{}
 	for _, set := range []struct {

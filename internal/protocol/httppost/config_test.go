@@ -104,6 +104,19 @@ func TestPosterConfigRefuses(t *testing.T) {
 		{"line break in a value", `"url":"https://a.example","secret_headers":{"X-Key":"a\r\nX-Evil: 1"}`, "secret_headers", "control character"},
 		{"max_concurrent", `"url":"https://a.example","max_concurrent":300`, "max_concurrent", "between"},
 		{"headers of the wrong type", `"url":"https://a.example","headers":["a"]`, "headers", "must be"},
+		{"handoff deadline without statuses", `"url":"https://a.example","handoff":{"deadline":"4h"}`, "handoff.statuses", "required"},
+		{"handoff reference without statuses", `"url":"https://a.example","handoff":{"reference":{"header":"Location"}}`, "handoff.statuses", "required"},
+		{"handoff on a non-2xx status", `"url":"https://a.example","handoff":{"statuses":[302],"deadline":"4h"}`, "handoff.statuses", "not a 2xx"},
+		{"handoff status twice", `"url":"https://a.example","handoff":{"statuses":[202,202],"deadline":"4h"}`, "handoff.statuses", "twice"},
+		{"handoff status as text", `"url":"https://a.example","handoff":{"statuses":["202"],"deadline":"4h"}`, "handoff.statuses", "must be"},
+		{"handoff without a deadline", `"url":"https://a.example","handoff":{"statuses":[202]}`, "handoff.deadline", "required"},
+		{"handoff deadline too short", `"url":"https://a.example","handoff":{"statuses":[202],"deadline":"5s"}`, "handoff.deadline", "between"},
+		{"handoff deadline too long", `"url":"https://a.example","handoff":{"statuses":[202],"deadline":"1000h"}`, "handoff.deadline", "between"},
+		{"handoff reference in two places", `"url":"https://a.example","handoff":{"statuses":[202],"deadline":"4h","reference":{"header":"Location","json_field":"id"}}`, "handoff.reference", "not both"},
+		{"handoff reference header name", `"url":"https://a.example","handoff":{"statuses":[202],"deadline":"4h","reference":{"header":"Job Id"}}`, "handoff.reference.header", "not a valid"},
+		{"handoff reference json field", `"url":"https://a.example","handoff":{"statuses":[202],"deadline":"4h","reference":{"json_field":"a b"}}`, "handoff.reference.json_field", "top-level"},
+		{"handoff unknown field", `"url":"https://a.example","handoff":{"statuses":[202],"deadline":"4h","poll":true}`, "poll", "unknown field"},
+		{"await_completion negative", `"url":"https://a.example","await_completion":"-1m"`, "await_completion", "negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,9 @@
 // Package httppost is the http-poster module: a target that POSTs each message's document
-// to one configured URL. 2xx is delivered; transport errors, timeouts, 408, 425, 429 and
+// to one configured URL. 2xx is delivered, or awaits the system's completion report for
+// the statuses its handoff block names; transport errors, timeouts, 408, 425, 429 and
 // 5xx are retried per the instance's policy (a Retry-After is honoured); redirects and
-// other statuses fail. Reasons never carry the URL, a header value or the response body.
+// other statuses fail. Reasons never carry the URL, a header value or the response body,
+// but for the reference a handoff answer names.
 package httppost
 
 import (
@@ -15,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -80,6 +83,8 @@ type Poster struct {
 	timeout time.Duration
 	now     func() time.Time
 	log     *slog.Logger
+	// handoffCfg says which answers hand off and where their reference is.
+	handoffCfg HandoffConfig
 }
 
 // NewPoster builds a poster from a validated config.
@@ -105,13 +110,14 @@ func NewPoster(cfg *PosterConfig, logger *slog.Logger) (*Poster, error) {
 	h.Set("User-Agent", "Wharf")
 
 	return &Poster{
-		url:     cfg.URL,
-		host:    u.Host,
-		header:  h,
-		client:  httptarget.NewClient(timeout, max(opts.MaxConcurrent, 2)),
-		timeout: timeout,
-		now:     time.Now,
-		log:     logger.With("plugin", string(persistence.PluginHTTPPoster)),
+		url:        cfg.URL,
+		host:       u.Host,
+		header:     h,
+		client:     httptarget.NewClient(timeout, max(opts.MaxConcurrent, 2)),
+		timeout:    timeout,
+		now:        time.Now,
+		log:        logger.With("plugin", string(persistence.PluginHTTPPoster)),
+		handoffCfg: cfg.Handoff,
 	}, nil
 }
 
@@ -143,6 +149,9 @@ func (p *Poster) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 		return p.failure(ctx, err)
 	}
 	defer httptarget.Drain(resp)
+	if slices.Contains(p.handoffCfg.Statuses, resp.StatusCode) {
+		return p.handoff(resp)
+	}
 	return httptarget.Classify(resp, p.now())
 }
 
