@@ -24,7 +24,9 @@ Commands:
   users enable NAME     enable a disabled user
   users delete NAME     delete a user
   users sign-out NAME   end every session of a user
-  tokens create NAME    create an API token (printed once, on the last line)
+  tokens create NAME [--target INSTANCE]
+                        create an API token (printed once, on the last line); with
+                        --target it may only complete and fail that target's deliveries
   tokens list           list API tokens
   tokens revoke NAME    revoke an API token
   audit verify [--file F]

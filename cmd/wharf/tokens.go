@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/user"
 	"text/tabwriter"
 	"time"
@@ -12,7 +14,9 @@ import (
 	"wharf/internal/auth/apitoken"
 	"wharf/internal/config"
 	"wharf/internal/logging"
+	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
+	"wharf/internal/records"
 )
 
 // cliActor names who a command's changes are audited as: cli:<operating system user>.
@@ -37,7 +41,7 @@ func openStore(ctx context.Context, cfg config.Config, stderr io.Writer) (*db.St
 }
 
 func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, pos, err := loadConfig("tokens", args, "data-dir", "db-url", "log-level")
+	cfg, target, pos, err := loadTokensConfig(args)
 	if err != nil {
 		return err
 	}
@@ -53,6 +57,9 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(rest) != n {
 		return fmt.Errorf("%w: tokens %s takes %d argument(s)", errUsage, sub, n)
 	}
+	if target != "" && sub != "create" {
+		return fmt.Errorf("%w: --target belongs to tokens create", errUsage)
+	}
 	if n == 1 {
 		if err := apitoken.CheckName(rest[0]); err != nil {
 			return fmt.Errorf("invalid token name %q: use 1 to 64 of a-z, 0-9, _ and -", rest[0])
@@ -66,11 +73,15 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer store.Close()
 	switch sub {
 	case "create":
-		_, token, err := apitoken.Create(ctx, store, rest[0])
+		_, token, err := records.CreateAPIToken(ctx, store, rest[0], target)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "Token %q created. It is shown once; keep it safe:\n", rest[0])
+		if target != "" {
+			fmt.Fprintf(stdout, "Token %q created; it may only complete and fail deliveries of %s. It is shown once; keep it safe:\n", rest[0], target)
+		} else {
+			fmt.Fprintf(stdout, "Token %q created. It is shown once; keep it safe:\n", rest[0])
+		}
 		fmt.Fprintln(stdout, token)
 	case "list":
 		toks, err := store.ListAPITokens(ctx)
@@ -78,9 +89,9 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tCREATED\tLAST USED\tREVOKED")
+		fmt.Fprintln(tw, "NAME\tSCOPE\tCREATED\tLAST USED\tREVOKED")
 		for _, t := range toks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.CreatedAt.Format(time.RFC3339), timeOrDash(t.LastUsedAt), timeOrDash(t.RevokedAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, tokenScope(t), t.CreatedAt.Format(time.RFC3339), timeOrDash(t.LastUsedAt), timeOrDash(t.RevokedAt))
 		}
 		return tw.Flush()
 	case "revoke":
@@ -90,6 +101,36 @@ func runTokens(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "Token %q revoked.\n", rest[0])
 	}
 	return nil
+}
+
+// tokenScope is a token's scope as lists show it: target:<instance>, or all for the
+// whole REST API.
+func tokenScope(t persistence.APIToken) string {
+	if t.Target == "" {
+		return "all"
+	}
+	return "target:" + string(t.Target)
+}
+
+// loadTokensConfig is loadConfig with the tokens-only --target flag added (empty when
+// not given).
+func loadTokensConfig(args []string) (config.Config, string, []string, error) {
+	cfg, err := config.FromEnv(os.Environ())
+	if err != nil {
+		return cfg, "", nil, err
+	}
+	fs := flag.NewFlagSet("tokens", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg.RegisterFlags(fs, "data-dir", "db-url", "log-level")
+	target := fs.String("target", "", "target instance whose deliveries the token may complete and fail")
+	pos, err := config.ParseArgs(fs, args)
+	if err != nil {
+		return cfg, "", nil, fmt.Errorf("%w: tokens: %v", errUsage, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, "", nil, err
+	}
+	return cfg, *target, pos, nil
 }
 
 func timeOrDash(t *time.Time) string {

@@ -37,7 +37,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		infoOf(r.Context()).actor = "token:" + t.Name
+		info := infoOf(r.Context())
+		info.actor, info.scope = "token:"+t.Name, t.Target
 		// Changes the request makes are audited as the token's.
 		next.ServeHTTP(w, r.WithContext(audit.WithActor(r.Context(), "token:"+t.Name)))
 	})

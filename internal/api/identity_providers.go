@@ -148,9 +148,14 @@ func (s *Server) providersChanged(issuers ...string) {
 // requireAdmin refuses with 403 a caller signed in as a user who is not an administrator;
 // API tokens act for the installation and pass.
 func (s *Server) requireAdmin(w http.ResponseWriter, r *http.Request) bool {
+	return s.requireAdminFor(w, r, "identity providers")
+}
+
+// requireAdminFor is requireAdmin for the records named what.
+func (s *Server) requireAdminFor(w http.ResponseWriter, r *http.Request, what string) bool {
 	if role := infoOf(r.Context()).role; role != "" && role != persistence.RoleAdmin {
 		s.fail(w, r, &apiError{status: http.StatusForbidden, code: "FORBIDDEN",
-			message: "only administrators manage identity providers"})
+			message: "only administrators manage " + what})
 		return false
 	}
 	return true

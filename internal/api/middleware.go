@@ -25,6 +25,8 @@ type requestInfo struct {
 	// role is the role of a user signed in with a provider's access token; empty for an
 	// API token.
 	role persistence.UserRole
+	// scope is the target instance an API token is scoped to; empty when it is not.
+	scope persistence.InstanceName
 }
 
 type requestInfoKey struct{}

@@ -21,6 +21,8 @@ type route struct {
 	path   string
 	// public routes need no token.
 	public bool
+	// scoped routes admit a token scoped to a target instance; no other route does.
+	scoped bool
 	body   bodyKind
 	handle http.HandlerFunc
 }
@@ -71,6 +73,13 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/api/v1/messages/{id}/redispatch", body: bodyJSON, handle: s.redispatch},
 		{method: "POST", path: "/api/v1/messages/{id}/deliveries/{delivery_id}/redeliver", body: bodyJSON, handle: s.redeliver},
 
+		{method: "POST", path: "/api/v1/deliveries/{id}/complete", body: bodyJSON, scoped: true, handle: s.settleHandoff(true)},
+		{method: "POST", path: "/api/v1/deliveries/{id}/fail", body: bodyJSON, scoped: true, handle: s.settleHandoff(false)},
+
+		{method: "GET", path: "/api/v1/tokens", handle: s.listTokens},
+		{method: "POST", path: "/api/v1/tokens", body: bodyJSON, handle: s.createToken},
+		{method: "POST", path: "/api/v1/tokens/{name}/revoke", body: bodyJSON, handle: s.revokeToken},
+
 		{method: "GET", path: "/api/v1/settings", handle: s.getSettings},
 		{method: "PUT", path: "/api/v1/settings", body: bodyJSON, handle: s.putSettings},
 
@@ -103,7 +112,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		h = s.requireUpload(h)
 	}
 	if !rt.public {
-		h = s.authenticate(h)
+		h = s.authenticate(s.limitScope(rt, h))
 	}
 	return h
 }

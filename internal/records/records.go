@@ -30,6 +30,8 @@ type Store interface {
 	ListRoutes(ctx context.Context) ([]persistence.Route, error)
 
 	PutSetting(ctx context.Context, key, value string) error
+
+	CreateScopedAPIToken(ctx context.Context, name, hash string, target persistence.InstanceName) (persistence.APIToken, error)
 }
 
 var _ Store = persistence.Store(nil)

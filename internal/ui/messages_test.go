@@ -428,3 +428,28 @@ func TestMessagePagesNeedSignIn(t *testing.T) {
 		t.Errorf("POST redispatch signed out = %d, want 401", r.status)
 	}
 }
+
+// TestMessageDetailShowsAHandoff shows a delivery waiting for an in-house system's report
+// with the reference it answered with and when the report is due.
+func TestMessageDetailShowsAHandoff(t *testing.T) {
+	b := setupMessages(t)
+	c := b.signedIn(t)
+	ctx := context.Background()
+	m := b.insert(t, 1, acmeParty, webhookInst)[0]
+	claims, err := b.store.ClaimDeliveries(ctx, webhookInst, 10, time.Minute, time.Now())
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim = %d, %v", len(claims), err)
+	}
+	d := claims[0].Delivery
+	due := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	if _, err := b.store.CompleteDeliveries(ctx, []persistence.Completion{{DeliveryID: d.ID, Token: d.ClaimToken,
+		Kind: persistence.OutcomeAwaitingAck, AckDeadline: due, ExternalRef: "job-4711", At: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.get(t, fmt.Sprintf("/ui/messages/%d", m.ID))
+	for _, want := range []string{"awaiting_ack", `<span class="mono">job-4711</span>`, `<time datetime="2031-05-06T07:08:09Z">`} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("detail lacks %q:\n%s", want, r.body)
+		}
+	}
+}

@@ -106,7 +106,8 @@ func (s *Server) deleteRoutePage(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/ui/routes", http.StatusSeeOther)
 }
 
-// instancesByRole lists the configured source and target instances, by name.
+// instancesByRole lists the configured source and target instances, by name. Notifiers
+// are targets of alerts, not of messages, and are left out.
 func (s *Server) instancesByRole(ctx context.Context) (sources, targets []persistence.InstanceName, err error) {
 	configs, err := s.store.ListPluginConfigs(ctx, "")
 	if err != nil {
@@ -118,7 +119,7 @@ func (s *Server) instancesByRole(ctx context.Context) (sources, targets []persis
 		case !ok:
 		case p.Role == module.RoleSource:
 			sources = append(sources, c.Name)
-		case p.Role == module.RoleTarget:
+		case p.Role == module.RoleTarget && c.Type != persistence.PluginNotificationWebhook:
 			targets = append(targets, c.Name)
 		}
 	}

@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"strings"
 
-	"wharf/internal/auth/apitoken"
 	"wharf/internal/persistence"
+	"wharf/internal/records"
 	"wharf/internal/ui/session"
 )
 
@@ -29,31 +29,39 @@ func (s *Server) tokenRoutes() []pageRoute {
 
 // tokenRow is a token as the list shows it.
 type tokenRow struct {
-	Name, Created, LastUsed, Revoked string
+	Name, Target, Created, LastUsed, Revoked string
 }
 
 func (s *Server) tokensPage(w http.ResponseWriter, r *http.Request) {
-	s.renderTokens(w, r, http.StatusOK, "", nil)
+	s.renderTokens(w, r, http.StatusOK, "", "", nil)
 }
 
-func (s *Server) renderTokens(w http.ResponseWriter, r *http.Request, status int, name string, errs map[string]string) {
+func (s *Server) renderTokens(w http.ResponseWriter, r *http.Request, status int, name, target string, errs map[string]string) {
 	toks, err := s.store.ListAPITokens(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	_, targets, err := s.instancesByRole(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	rows := make([]tokenRow, len(toks))
 	for i, t := range toks {
-		rows[i] = tokenRow{Name: t.Name, Created: formatTime(&t.CreatedAt), LastUsed: formatTime(t.LastUsedAt), Revoked: formatTime(t.RevokedAt)}
+		rows[i] = tokenRow{Name: t.Name, Target: string(t.Target), Created: formatTime(&t.CreatedAt),
+			LastUsed: formatTime(t.LastUsedAt), Revoked: formatTime(t.RevokedAt)}
 	}
 	s.render(w, r, status, "tokens", pageData{Title: "API tokens", Data: struct {
 		Tokens    []tokenRow
 		Admin     bool
 		Name      string
+		Target    string
+		Targets   []persistence.InstanceName
 		Errors    map[string]string
 		CSRFField string
 		CSRFToken string
-	}{rows, isAdmin(r), name, errs, session.CSRFField, sessionCSRFToken(r)}})
+	}{rows, isAdmin(r), name, target, targets, errs, session.CSRFField, sessionCSRFToken(r)}})
 }
 
 // createTokenPage creates a token as wharf tokens create does and shows it in this response
@@ -64,24 +72,28 @@ func (s *Server) createTokenPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := strings.TrimSpace(r.PostForm.Get("name"))
-	rec, token, err := apitoken.Create(r.Context(), s.store, name)
+	target := strings.TrimSpace(r.PostForm.Get("target"))
+	rec, token, err := records.CreateAPIToken(r.Context(), s.store, name, target)
 	if err != nil {
-		msg := ""
-		if errs, ok := fieldMessages(err); ok {
-			msg = sentence(errs["name"])
-		} else if errors.Is(err, persistence.ErrConflict) {
-			msg = "A token with this name already exists, revoked or not; choose another name."
-		} else {
+		errs, ok := fieldMessages(err)
+		switch {
+		case ok:
+			for k, v := range errs {
+				errs[k] = sentence(v)
+			}
+		case errors.Is(err, persistence.ErrConflict):
+			errs = map[string]string{"name": "A token with this name already exists, revoked or not; choose another name."}
+		default:
 			s.fail(w, r, err)
 			return
 		}
-		s.renderTokens(w, r, http.StatusUnprocessableEntity, name, map[string]string{"name": msg})
+		s.renderTokens(w, r, http.StatusUnprocessableEntity, name, target, errs)
 		return
 	}
-	s.log.InfoContext(r.Context(), "API token created", "token", rec.Name, "by", currentUser(r).Name)
+	s.log.InfoContext(r.Context(), "API token created", "token", rec.Name, "target", string(rec.Target), "by", currentUser(r).Name)
 	s.render(w, r, http.StatusOK, "token_created", pageData{Title: "API token created", Data: struct {
-		Name, Token string
-	}{rec.Name, token}})
+		Name, Token, Target string
+	}{rec.Name, token, string(rec.Target)}})
 }
 
 func (s *Server) revokeTokenPage(w http.ResponseWriter, r *http.Request) {

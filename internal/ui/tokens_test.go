@@ -85,7 +85,7 @@ func TestTokensCreateRevoke(t *testing.T) {
 // TestTokensOperator shows an operator the list but no way to create or revoke.
 func TestTokensOperator(t *testing.T) {
 	ab := setupAccounts(t, nil)
-	if _, _, err := apitoken.Create(context.Background(), ab.store, "ci"); err != nil {
+	if _, _, err := apitoken.Create(context.Background(), ab.store, "ci", ""); err != nil {
 		t.Fatal(err)
 	}
 	op, csrf, _ := ab.signedIn(t, "olga", persistence.RoleOperator)
@@ -102,5 +102,42 @@ func TestTokensOperator(t *testing.T) {
 	toks, _ := ab.store.ListAPITokens(context.Background())
 	if len(toks) != 1 || toks[0].RevokedAt != nil {
 		t.Errorf("tokens after the operator's attempts = %+v", toks)
+	}
+}
+
+// TestTokensScopedToATarget creates a token scoped to a target instance from the form's
+// select, shows the scope in the list, and refuses an instance that is not a target.
+func TestTokensScopedToATarget(t *testing.T) {
+	ab := setupAccounts(t, nil)
+	ctx := context.Background()
+	for _, c := range []persistence.PluginConfig{
+		{Name: "erp_poster", Type: persistence.PluginHTTPPoster, Enabled: true, Config: []byte(`{}`)},
+		{Name: "inbox_poller", Type: persistence.PluginFilePoller, Enabled: true, Config: []byte(`{}`)},
+	} {
+		if _, err := ab.store.CreatePluginConfig(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := ab.get(t, "/ui/tokens", http.StatusOK)
+	if !strings.Contains(page, `<option value="erp_poster">`) || strings.Contains(page, `<option value="inbox_poller"`) ||
+		!strings.Contains(page, `<label for="token_target">Scope</label>`) {
+		t.Fatalf("the form does not offer exactly the target instances:\n%s", page)
+	}
+	r := ab.post(t, "/ui/tokens", url.Values{"name": {"erp-done"}, "target": {"erp_poster"}})
+	if r.status != http.StatusOK || !strings.Contains(r.body, "only complete and fail deliveries of") {
+		t.Fatalf("create scoped = %d\n%s", r.status, r.body)
+	}
+	toks, err := ab.store.ListAPITokens(ctx)
+	if err != nil || len(toks) != 1 || toks[0].Target != "erp_poster" {
+		t.Fatalf("stored tokens = %+v, %v", toks, err)
+	}
+	if list := ab.get(t, "/ui/tokens", http.StatusOK); !strings.Contains(list, `completes deliveries of <span class="mono">erp_poster</span>`) {
+		t.Errorf("the list does not show the scope:\n%s", list)
+	}
+	for _, target := range []string{"inbox_poller", "no_such", "Bad Name"} {
+		r := ab.post(t, "/ui/tokens", url.Values{"name": {"other"}, "target": {target}})
+		if r.status != http.StatusUnprocessableEntity || !strings.Contains(r.body, `id="token_target-error"`) {
+			t.Errorf("create scoped to %q = %d, want 422 naming the scope\n%s", target, r.status, r.body)
+		}
 	}
 }

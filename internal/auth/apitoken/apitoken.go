@@ -45,14 +45,16 @@ func CheckName(name string) error {
 
 // Store is what creating a token needs of persistence.
 type Store interface {
-	CreateAPIToken(ctx context.Context, name, hash string) (persistence.APIToken, error)
+	CreateScopedAPIToken(ctx context.Context, name, hash string, target persistence.InstanceName) (persistence.APIToken, error)
 }
 
 var _ Store = persistence.Store(nil)
 
-// Create checks name, stores a new token under it and returns the record and the token,
-// which exists nowhere else afterwards: show it once. A taken name is ErrConflict.
-func Create(ctx context.Context, st Store, name string) (persistence.APIToken, string, error) {
+// Create checks name, stores a new token under it, scoped to the target instance target
+// when that is not empty (records.CreateAPIToken checks the instance is a target), and
+// returns the record and the token, which exists nowhere else afterwards: show it once.
+// A taken name is ErrConflict.
+func Create(ctx context.Context, st Store, name string, target persistence.InstanceName) (persistence.APIToken, string, error) {
 	if err := CheckName(name); err != nil {
 		return persistence.APIToken{}, "", err
 	}
@@ -60,7 +62,7 @@ func Create(ctx context.Context, st Store, name string) (persistence.APIToken, s
 	if err != nil {
 		return persistence.APIToken{}, "", err
 	}
-	rec, err := st.CreateAPIToken(ctx, name, hash)
+	rec, err := st.CreateScopedAPIToken(ctx, name, hash, target)
 	if err != nil {
 		return persistence.APIToken{}, "", fmt.Errorf("create token %s: %w", name, err)
 	}

@@ -11,21 +11,24 @@ import (
 
 type fakeStore struct{ names, hashes []string }
 
-func (f *fakeStore) CreateAPIToken(_ context.Context, name, hash string) (persistence.APIToken, error) {
+func (f *fakeStore) CreateScopedAPIToken(_ context.Context, name, hash string, target persistence.InstanceName) (persistence.APIToken, error) {
 	for _, n := range f.names {
 		if n == name {
 			return persistence.APIToken{}, persistence.ErrConflict
 		}
 	}
 	f.names, f.hashes = append(f.names, name), append(f.hashes, hash)
-	return persistence.APIToken{Name: name, Hash: hash}, nil
+	return persistence.APIToken{Name: name, Hash: hash, Target: target}, nil
 }
 
 func TestCreate(t *testing.T) {
 	st := &fakeStore{}
-	rec, token, err := Create(context.Background(), st, "erp-export")
+	rec, token, err := Create(context.Background(), st, "erp-export", "")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if scoped, _, err := Create(context.Background(), st, "erp-done", "erp_poster"); err != nil || scoped.Target != "erp_poster" {
+		t.Errorf("scoped token = %+v, %v", scoped, err)
 	}
 	if !strings.HasPrefix(token, Prefix) || len(token) != len(Prefix)+43 {
 		t.Errorf("token %q: want %s and 43 base64url characters", token, Prefix)
@@ -33,11 +36,11 @@ func TestCreate(t *testing.T) {
 	if rec.Hash != Hash(token) || st.hashes[0] == token || strings.Contains(st.hashes[0], token) {
 		t.Error("the store got something other than the token's hash")
 	}
-	_, other, _ := Create(context.Background(), st, "second")
+	_, other, _ := Create(context.Background(), st, "second", "")
 	if other == token {
 		t.Error("two tokens are equal")
 	}
-	if _, _, err := Create(context.Background(), st, "erp-export"); !errors.Is(err, persistence.ErrConflict) {
+	if _, _, err := Create(context.Background(), st, "erp-export", ""); !errors.Is(err, persistence.ErrConflict) {
 		t.Errorf("taken name: %v, want ErrConflict", err)
 	}
 }
@@ -56,7 +59,7 @@ func TestCheckName(t *testing.T) {
 			t.Errorf("CheckName(%q) = %v, want ok %v", tt.name, err, tt.ok)
 		}
 	}
-	if _, _, err := Create(context.Background(), &fakeStore{}, "Bad Name"); err == nil {
+	if _, _, err := Create(context.Background(), &fakeStore{}, "Bad Name", ""); err == nil {
 		t.Error("Create took an invalid name")
 	}
 }
