@@ -124,7 +124,8 @@ func (s *Sweeper) Pass(ctx context.Context, set SweepSettings) {
 			break
 		}
 		for _, d := range failed {
-			s.log.WarnContext(deliveryCtx(ctx, d), "no receipt before the deadline; delivery failed", "target", string(d.Target))
+			s.log.WarnContext(deliveryCtx(ctx, d), "no receipt or completion report before the deadline; delivery failed",
+				"target", string(d.Target), "reason", d.LastError)
 		}
 		if len(failed) < SweepBatch {
 			break
