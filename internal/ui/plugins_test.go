@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -470,5 +471,37 @@ func TestConfigBody(t *testing.T) {
 				t.Errorf("body = %s\nwant   %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestPosterHandoffForm sets an http-poster's handoff block and await_completion from the
+// form: labelled fields, statuses as numbers, and a refusal shown at the field.
+func TestPosterHandoffForm(t *testing.T) {
+	cb := setupConfigPages(t)
+	form := cb.get(t, "/ui/plugins/http-poster/new", http.StatusOK)
+	for _, want := range []string{`>Handoff: statuses</label>`, `>Handoff: reference: header</label>`,
+		`>Handoff: reference: json field</label>`, `>Handoff: deadline</label>`, `>Await completion</label>`,
+		"Numbers separated by commas"} {
+		if !strings.Contains(form, want) {
+			t.Errorf("new form lacks %q", want)
+		}
+	}
+	wantRedirect(t, cb.post(t, "/ui/plugins/http-poster", url.Values{"name": {"erp"}, "enabled": {"true"},
+		"url": {"https://erp.example/in"}, "handoff.statuses": {"202"}, "handoff.reference.json_field": {"job_id"},
+		"handoff.deadline": {"4h"}}), "/ui/plugins/http-poster/erp")
+	got, _ := readStored(t, cb.store, cb.box, "erp")
+	h, _ := got.Config["handoff"].(map[string]any)
+	ref, _ := h["reference"].(map[string]any)
+	if fmt.Sprint(h["statuses"]) != "[202]" || h["deadline"] != "4h0m0s" || ref["json_field"] != "job_id" {
+		t.Errorf("stored handoff = %v", got.Config["handoff"])
+	}
+	edit := cb.get(t, "/ui/plugins/http-poster/erp/edit", http.StatusOK)
+	if !strings.Contains(edit, `name="handoff.statuses"`) || !strings.Contains(edit, `value="202"`) {
+		t.Errorf("edit form does not show the statuses:\n%s", edit)
+	}
+	r := cb.post(t, "/ui/plugins/http-poster/erp", url.Values{"enabled": {"true"}, "url": {"https://erp.example/in"},
+		"handoff.statuses": {"302"}, "handoff.deadline": {"4h"}})
+	if r.status != http.StatusUnprocessableEntity || !slices.Equal(formErrorFields(r.body), []string{"handoff.statuses"}) {
+		t.Errorf("a 302 handoff = %d, errors at %v\n%s", r.status, formErrorFields(r.body), r.body)
 	}
 }
