@@ -184,3 +184,63 @@ func TestScopedAPIToken(t *testing.T) {
 		}
 	})
 }
+
+// An ordered session waits behind a delivery that awaits a completion report, goes on
+// after a completion, and stays blocked after a reported failure or an expired deadline.
+func TestSessionWaitsBehindAHandoff(t *testing.T) {
+	tests := []struct {
+		name    string
+		settle  func(s *db.Store, d persistence.Delivery, deadline time.Time) error
+		goesOn  bool
+		wantEnd persistence.DeliveryState
+	}{
+		{"completed", func(s *db.Store, d persistence.Delivery, _ time.Time) error {
+			_, err := s.SettleHandoff(context.Background(), persistence.HandoffReport{DeliveryID: d.ID, Completed: true})
+			return err
+		}, true, persistence.DeliveryDelivered},
+		{"failed", func(s *db.Store, d persistence.Delivery, _ time.Time) error {
+			_, err := s.SettleHandoff(context.Background(), persistence.HandoffReport{DeliveryID: d.ID, Text: "rejected"})
+			return err
+		}, false, persistence.DeliveryFailed},
+		{"past its deadline", func(s *db.Store, _ persistence.Delivery, deadline time.Time) error {
+			_, err := s.ExpireAcks(context.Background(), deadline.Add(time.Second), 10)
+			return err
+		}, false, persistence.DeliveryFailed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			forEach(t, func(t *testing.T, s *db.Store) {
+				ctx := context.Background()
+				now := time.Now()
+				deadline := now.Add(time.Hour)
+				msgs := insert(t, s, 2, writer)
+				var ds []persistence.Delivery
+				for _, m := range msgs {
+					d := deliveriesOf(t, s, m.ID)[0]
+					must(t, db.ExecRaw(ctx, s, `UPDATE deliveries SET session_key = 'erp' WHERE id = ?`, d.ID))
+					ds = append(ds, d)
+				}
+				first := claimAll(t, s, writer, now)
+				if !slices.Equal(claimIDs(first), []int64{ds[0].ID}) {
+					t.Fatalf("claimed %v, want the head of the session %d", claimIDs(first), ds[0].ID)
+				}
+				c := first[0].Delivery
+				must(t, complete(t, s, persistence.Completion{DeliveryID: c.ID, Token: c.ClaimToken,
+					Kind: persistence.OutcomeAwaitingAck, AckDeadline: deadline, ExternalRef: "job-1"})[0])
+				if got := claimAll(t, s, writer, now); len(got) != 0 {
+					t.Fatalf("claimed %v behind a delivery awaiting its report", claimIDs(got))
+				}
+				must(t, tc.settle(s, c, deadline))
+				wantState(t, s, c.ID, tc.wantEnd)
+				got := claimAll(t, s, writer, now)
+				switch {
+				case tc.goesOn && !slices.Equal(claimIDs(got), []int64{ds[1].ID}):
+					t.Fatalf("after the report claimed %v, want %d", claimIDs(got), ds[1].ID)
+				case !tc.goesOn && len(got) != 0:
+					t.Fatalf("claimed %v behind a failed handoff", claimIDs(got))
+				}
+				checkInvariants(t, s)
+			})
+		})
+	}
+}
