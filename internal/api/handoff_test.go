@@ -212,3 +212,59 @@ func TestTokensREST(t *testing.T) {
 		b.must(404, "POST", "/api/v1/tokens/nobody/revoke", "")
 	})
 }
+
+// TestHandoffSettlesOnceUnderRace sends completions and failures of one delivery at the
+// same time: exactly one settles it, every other is DELIVERY_SETTLED, and the history
+// holds one settlement.
+func TestHandoffSettlesOnceUnderRace(t *testing.T) {
+	eachStore(t, func(t *testing.T, b *bundle) {
+		b.seed()
+		d := b.handingOff(t, "inbox", "job-1", time.Now().Add(time.Hour))
+		const n = 8
+		type answer struct {
+			status int
+			code   string
+		}
+		answers := make(chan answer, n)
+		for i := range n {
+			action, body := "complete", ""
+			if i%2 == 1 {
+				action, body = "fail", `{"reason":"rejected"}`
+			}
+			go func() {
+				r := b.do("POST", fmt.Sprintf("/api/v1/deliveries/%d/%s", d.ID, action), body)
+				a := answer{status: r.status}
+				if r.status != 200 {
+					a.code = r.errorOf(t).Code
+				}
+				answers <- a
+			}()
+		}
+		ok := 0
+		for range n {
+			a := <-answers
+			switch {
+			case a.status == 200:
+				ok++
+			case a.status != 409 || a.code != "DELIVERY_SETTLED":
+				t.Errorf("answer %d %s, want 200 once and 409 DELIVERY_SETTLED otherwise", a.status, a.code)
+			}
+		}
+		if ok != 1 {
+			t.Errorf("%d reports settled the delivery, want 1", ok)
+		}
+		h, err := b.store.ListHistory(context.Background(), d.MessageID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		settled := 0
+		for _, e := range h {
+			if e.Kind == persistence.HistoryDeliveryChanged && e.FromState == "awaiting_ack" {
+				settled++
+			}
+		}
+		if settled != 1 {
+			t.Errorf("%d settlement lines in the history, want 1", settled)
+		}
+	})
+}
