@@ -6,6 +6,9 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"strconv"
+
+	"wharf/internal/persistence"
 )
 
 // CertificateRequest is a PKCS#10 request (PEM) for a CA, signed with the private key of
@@ -26,4 +29,14 @@ func (o *Opener) CertificateRequest(ctx context.Context, id int64) ([]byte, erro
 // PEM encodes a stored certificate's DER as a CERTIFICATE block.
 func PEM(der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// Download is a stored certificate as a file: its media type, a file name built from its
+// id, and its bytes, PEM or DER (the .cer that Windows and many AS2 products take).
+func Download(c persistence.Certificate, der bool) (contentType, name string, body []byte) {
+	base := "certificate-" + strconv.FormatInt(c.ID, 10)
+	if der {
+		return "application/pkix-cert", base + ".cer", c.DER
+	}
+	return "application/x-pem-file", base + ".pem", PEM(c.DER)
 }
