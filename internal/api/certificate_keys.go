@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"wharf/internal/certs"
+	"wharf/internal/download"
 )
 
 // generateCertificateBody is the request of POST /api/v1/certificates/generate; absent
@@ -73,7 +74,7 @@ func (s *Server) certificateRequest(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeCertificateFile(w, "application/pkcs10", "certificate-"+strconv.FormatInt(id, 10)+".csr", csr)
+	download.File(w, "application/pkcs10", "certificate-"+strconv.FormatInt(id, 10)+".csr", csr)
 }
 
 // downloadCertificate answers the certificate alone, as PEM or as DER (a .cer file).
@@ -90,14 +91,6 @@ func (s *Server) downloadCertificate(der bool) http.HandlerFunc {
 			return
 		}
 		ct, name, body := certs.Download(c, der)
-		writeCertificateFile(w, ct, name, body)
+		download.File(w, ct, name, body)
 	}
-}
-
-func writeCertificateFile(w http.ResponseWriter, contentType, name string, body []byte) {
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
 }

@@ -100,7 +100,7 @@ func TestCertificateDownloads(t *testing.T) {
 		id := strconv.FormatInt(c.ID, 10)
 		der := b.must(200, "GET", "/api/v1/certificates/"+id+"/der", "")
 		if !bytes.Equal(der.body, stored.DER) || der.header.Get("Content-Type") != "application/pkix-cert" ||
-			!strings.Contains(der.header.Get("Content-Disposition"), `filename="certificate-`+id+`.cer"`) {
+			!strings.Contains(der.header.Get("Content-Disposition"), `filename=certificate-`+id+`.cer`) {
 			t.Fatalf("DER download: %v", der.header)
 		}
 		p := b.must(200, "GET", "/api/v1/certificates/"+id+"/pem", "")
