@@ -43,6 +43,7 @@ var funcs = template.FuncMap{
 	"csrfField":   func() string { return session.CSRFField },
 	"filterInput": newFilterInput,
 	"textField":   newTextField,
+	"sendParties": newPartySelect,
 }
 
 // filterInput is one text field of a list page's filter form, drawn by the
