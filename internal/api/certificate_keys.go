@@ -8,6 +8,7 @@ import (
 
 	"wharf/internal/certs"
 	"wharf/internal/download"
+	"wharf/internal/persistence"
 )
 
 // generateCertificateBody is the request of POST /api/v1/certificates/generate; absent
@@ -80,17 +81,26 @@ func (s *Server) certificateRequest(w http.ResponseWriter, r *http.Request) {
 // downloadCertificate answers the certificate alone, as PEM or as DER (a .cer file).
 func (s *Server) downloadCertificate(der bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, err := pathID(r, "id")
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		c, err := s.store.GetCertificate(r.Context(), id)
-		if err != nil {
-			s.fail(w, r, err)
+		c, ok := s.pathCertificate(w, r)
+		if !ok {
 			return
 		}
 		ct, name, body := certs.Download(c, der)
 		download.File(w, ct, name, body)
 	}
+}
+
+// pathCertificate reads the certificate the path's id names; a refusal is answered.
+func (s *Server) pathCertificate(w http.ResponseWriter, r *http.Request) (persistence.Certificate, bool) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		s.fail(w, r, err)
+		return persistence.Certificate{}, false
+	}
+	c, err := s.store.GetCertificate(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return persistence.Certificate{}, false
+	}
+	return c, true
 }

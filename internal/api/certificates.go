@@ -172,17 +172,11 @@ func (s *Server) listCertificates(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getCertificate(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		s.fail(w, r, err)
+	c, ok := s.pathCertificate(w, r)
+	if !ok {
 		return
 	}
-	c, err := s.store.GetCertificate(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	uses, err := s.store.ListCertificateUses(r.Context(), id)
+	uses, err := s.store.ListCertificateUses(r.Context(), c.ID)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -15,23 +15,12 @@ func TestBrowserGenerateAndPickKey(t *testing.T) {
 	bin := chromium(t)
 	h := start(t)
 	b := newBrowser(t, bin, h)
-	for _, s := range []struct {
-		name string
-		run  func(t *testing.T, b *browser)
-	}{
+	runSteps(t, b, []browserStep{
 		{"first administrator set-up", stepSetup},
 		{"sign in", stepSignIn},
 		{"generate a key pair", stepGenerateKey},
 		{"pick it in the local profile", stepPickKey},
-	} {
-		ok := t.Run(s.name, func(t *testing.T) {
-			s.run(t, b)
-			b.checkClean(t, "after "+s.name)
-		})
-		if !ok {
-			t.Fatalf("step %q failed; the steps after it need it", s.name)
-		}
-	}
+	})
 	t.Logf("screenshots in %s", b.shots)
 }
 
