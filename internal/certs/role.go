@@ -31,14 +31,16 @@ func (r Role) Label() string {
 }
 
 // RoleOf derives a certificate's role from what is stored: ours when we hold its key; a
-// TLS root when it is an authority (its basic constraints say CA); a partner's otherwise.
-// Which records use it is listed beside the role, as "used by".
+// TLS root when it is an authority that signs certificates (basic constraints CA and the
+// certificate-signing key usage); a partner's otherwise. A partner's self-signed
+// certificate made by `openssl req -x509` claims CA without that key usage, so it stays a
+// partner's. Which records use it is listed beside the role, as "used by".
 func RoleOf(c persistence.Certificate) Role {
 	if c.HasPrivateKey {
 		return RoleOurs
 	}
 	cert, err := x509.ParseCertificate(c.DER)
-	if err != nil || !cert.IsCA {
+	if err != nil || !cert.IsCA || cert.KeyUsage&x509.KeyUsageCertSign == 0 {
 		return RolePartner
 	}
 	return RoleTLSRoot
