@@ -35,8 +35,10 @@ type certificateView struct {
 	DaysLeft      int       `json:"days_left"`
 	Expired       bool      `json:"expired"`
 	HasPrivateKey bool      `json:"has_private_key"`
-	Description   string    `json:"description"`
-	CreatedAt     time.Time `json:"created_at"`
+	// Role is ours (we hold the key), partner or tls_root (an authority), per certs.RoleOf.
+	Role        string    `json:"role"`
+	Description string    `json:"description"`
+	CreatedAt   time.Time `json:"created_at"`
 }
 
 // certificateDetail adds the records that use the certificate and the certificate
@@ -57,21 +59,21 @@ func viewCertificate(c persistence.Certificate, now time.Time) certificateView {
 		ID: c.ID, Fingerprint: c.Fingerprint, Subject: c.Subject, Issuer: c.Issuer,
 		SerialNumber: c.SerialNumber, NotBefore: c.NotBefore, NotAfter: c.NotAfter,
 		DaysLeft: certs.DaysLeft(c.NotAfter, now), Expired: !c.NotAfter.After(now),
-		HasPrivateKey: c.HasPrivateKey, Description: c.Description, CreatedAt: c.CreatedAt,
+		HasPrivateKey: c.HasPrivateKey, Role: string(certs.RoleOf(c)), Description: c.Description, CreatedAt: c.CreatedAt,
 	}
 }
 
 // createCertificates imports an uploaded file (PEM, DER or PKCS#12 with password): every
-// certificate in it, and its private key sealed. The password is used to open the file
-// and is never stored, logged or echoed.
+// certificate in it, and its private key sealed, from the file or a separate key file.
+// The password is used to open the file and is never stored, logged or echoed.
 func (s *Server) createCertificates(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxCertificateUpload+uploadOverhead)
-	file, fields, err := readCertificateUpload(r)
+	up, err := readCertificateUpload(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	stored, err := certs.Import(r.Context(), s.store, s.sealer, file, fields["password"], fields["description"])
+	stored, err := certs.ImportUpload(r.Context(), s.store, s.sealer, up)
 	if err != nil {
 		s.fail(w, r, withCode(err, persistence.ErrConflict, "CERTIFICATE_EXISTS"))
 		return
@@ -87,59 +89,67 @@ func (s *Server) createCertificates(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]any{"certificates": out})
 }
 
-// readCertificateUpload reads the parts of a certificate upload: one file and the text
-// fields, each once.
-func readCertificateUpload(r *http.Request) ([]byte, map[string]string, error) {
+// readCertificateUpload reads the parts of a certificate upload: the certificate file,
+// an optional key file, and the text fields, each once.
+func readCertificateUpload(r *http.Request) (certs.Upload, error) {
 	fields := map[string]string{}
+	files := map[string][]byte{}
 	mr, err := r.MultipartReader()
 	if err != nil {
-		return nil, nil, invalid("body", "not a multipart/form-data body: "+err.Error())
+		return certs.Upload{}, invalid("body", "not a multipart/form-data body: "+err.Error())
 	}
-	var file []byte
-	seen := false
 	for {
 		part, err := mr.NextPart()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, nil, multipartError(err)
+			return certs.Upload{}, multipartError(err)
 		}
 		switch name := part.FormName(); name {
-		case "file":
-			if seen {
-				return nil, nil, invalid("file", "given more than once")
+		case "file", "key":
+			if _, dup := files[name]; dup {
+				return certs.Upload{}, invalid(name, "given more than once")
 			}
-			seen = true
-			if file, err = io.ReadAll(io.LimitReader(part, maxCertificateUpload+1)); err != nil {
-				return nil, nil, multipartError(err)
+			b, err := io.ReadAll(io.LimitReader(part, maxCertificateUpload+1))
+			if err != nil {
+				return certs.Upload{}, multipartError(err)
 			}
-			if len(file) > maxCertificateUpload {
-				return nil, nil, &apiError{status: http.StatusRequestEntityTooLarge, code: "PAYLOAD_TOO_LARGE",
-					message: fmt.Sprintf("the certificate file is larger than %d KiB", maxCertificateUpload>>10)}
+			if len(b) > maxCertificateUpload {
+				return certs.Upload{}, &apiError{status: http.StatusRequestEntityTooLarge, code: "PAYLOAD_TOO_LARGE",
+					message: fmt.Sprintf("the %s file is larger than %d KiB", name, maxCertificateUpload>>10)}
 			}
-		case "password", "description":
+			files[name] = b
+		case "password", "description", "partner":
 			if _, dup := fields[name]; dup {
-				return nil, nil, invalid(name, "given more than once")
+				return certs.Upload{}, invalid(name, "given more than once")
 			}
 			b, err := io.ReadAll(io.LimitReader(part, maxFieldLen+1))
 			if err != nil {
-				return nil, nil, multipartError(err)
+				return certs.Upload{}, multipartError(err)
 			}
 			if len(b) > maxFieldLen {
-				return nil, nil, invalid(name, "too long")
+				return certs.Upload{}, invalid(name, "too long")
 			}
 			fields[name] = string(b)
 		case "":
-			return nil, nil, invalid("body", "every part needs a form field name")
+			return certs.Upload{}, invalid("body", "every part needs a form field name")
 		default:
-			return nil, nil, invalid(name, "unknown field")
+			return certs.Upload{}, invalid(name, "unknown field")
 		}
 	}
-	if !seen {
-		return nil, nil, invalid("file", "required")
+	if _, ok := files["file"]; !ok {
+		return certs.Upload{}, invalid("file", "required")
 	}
-	return file, fields, nil
+	up := certs.Upload{File: files["file"], Key: files["key"], Password: fields["password"], Description: fields["description"]}
+	switch fields["partner"] {
+	case "", "false":
+	case "true":
+		up.Partner = true
+	default:
+		return certs.Upload{}, invalid("partner", "must be true or false")
+	}
+	return up, nil
 }
 
 func (s *Server) listCertificates(w http.ResponseWriter, r *http.Request) {
@@ -162,17 +172,11 @@ func (s *Server) listCertificates(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getCertificate(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "id")
-	if err != nil {
-		s.fail(w, r, err)
+	c, ok := s.pathCertificate(w, r)
+	if !ok {
 		return
 	}
-	c, err := s.store.GetCertificate(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	uses, err := s.store.ListCertificateUses(r.Context(), id)
+	uses, err := s.store.ListCertificateUses(r.Context(), c.ID)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -58,6 +58,10 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/api/v1/certificates", body: bodyMultipart, handle: s.createCertificates},
 		{method: "GET", path: "/api/v1/certificates/{id}", handle: s.getCertificate},
 		{method: "DELETE", path: "/api/v1/certificates/{id}", handle: s.deleteCertificate},
+		{method: "POST", path: "/api/v1/certificates/generate", body: bodyJSON, handle: s.generateCertificate},
+		{method: "GET", path: "/api/v1/certificates/{id}/csr", handle: s.certificateRequest},
+		{method: "GET", path: "/api/v1/certificates/{id}/pem", handle: s.downloadCertificate(false)},
+		{method: "GET", path: "/api/v1/certificates/{id}/der", handle: s.downloadCertificate(true)},
 
 		{method: "GET", path: "/api/v1/plugins/types", handle: s.listPluginTypes},
 		{method: "GET", path: "/api/v1/plugins/configs/{type}", handle: s.listPluginConfigs},

@@ -3,6 +3,7 @@ package module
 import (
 	"context"
 	"net/url"
+	"strings"
 
 	"wharf/internal/persistence"
 )
@@ -60,14 +61,60 @@ const (
 )
 
 // PanelField is one input of a panel's form. Value is what the input shows ("true" for
-// a ticked checkbox). Never a secret: the form is shown again as typed.
+// a ticked checkbox; a multiple select's values separated by ", "). Never a secret: the
+// form is shown again as typed.
 type PanelField struct {
 	Name    string
 	Label   string
 	Hint    string
 	Kind    PanelFieldKind
 	Value   string
-	Options []string // of a select
+	Options []string // of a select, each its own label
+	// Choices, when set, are a select's options with labels (and groups) of their own,
+	// such as certificates shown by subject and expiry and sent by id.
+	Choices []PanelChoice
+	// Multiple lets a select send several values, each as the field's name.
+	Multiple bool
+}
+
+// PanelChoice is one option of a select: the value sent and the label shown, under Group
+// when set.
+type PanelChoice struct {
+	Value string
+	Label string
+	Group string
+}
+
+// Selected reports whether value is among the field's current values.
+func (f PanelField) Selected(value string) bool {
+	if !f.Multiple {
+		return f.Value == value
+	}
+	for _, v := range strings.Split(f.Value, ",") {
+		if strings.TrimSpace(v) == value {
+			return true
+		}
+	}
+	return false
+}
+
+// ChoiceGroups are the field's choices in their groups, in order of first appearance.
+func (f PanelField) ChoiceGroups() []PanelChoiceGroup {
+	var out []PanelChoiceGroup
+	for _, c := range f.Choices {
+		if len(out) == 0 || out[len(out)-1].Label != c.Group {
+			out = append(out, PanelChoiceGroup{Label: c.Group})
+		}
+		g := &out[len(out)-1]
+		g.Choices = append(g.Choices, c)
+	}
+	return out
+}
+
+// PanelChoiceGroup is an optgroup of a select ("" for options outside any group).
+type PanelChoiceGroup struct {
+	Label   string
+	Choices []PanelChoice
 }
 
 // PanelAction is a tool the operator runs from the panel.

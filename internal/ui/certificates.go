@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"encoding/pem"
 	"errors"
 	"io"
 	"net/http"
@@ -44,6 +43,9 @@ func (s *Server) certificateRoutes() []pageRoute {
 // certificateRow is a certificate as the pages show it.
 type certificateRow struct {
 	persistence.Certificate
+	// Role says what it is: ours (with key), a partner's, a TLS root.
+	Role     certs.Role
+	UsedBy   []certificateUse
 	DaysLeft int
 	Expired  bool
 	// Expiring is within certs.ExpiryWarning of its end, not yet expired.
@@ -58,6 +60,7 @@ func (s *Server) certificateRow(c persistence.Certificate) certificateRow {
 	now := s.now()
 	return certificateRow{
 		Certificate: c,
+		Role:        certs.RoleOf(c),
 		DaysLeft:    certs.DaysLeft(c.NotAfter, now),
 		Expired:     !c.NotAfter.After(now),
 		Expiring:    c.NotAfter.After(now) && c.NotAfter.Before(now.Add(certs.ExpiryWarning)),
@@ -77,6 +80,10 @@ func (s *Server) certificatesPage(w http.ResponseWriter, r *http.Request) {
 	rows := make([]certificateRow, len(list))
 	for i, c := range list {
 		rows[i] = s.certificateRow(c)
+		if rows[i].UsedBy, err = s.certificateUses(r, c.ID); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 	}
 	s.render(w, r, http.StatusOK, "certificates", pageData{Title: "Certificates", Data: struct {
 		Certificates []certificateRow
@@ -84,10 +91,11 @@ func (s *Server) certificatesPage(w http.ResponseWriter, r *http.Request) {
 	}{rows, total}})
 }
 
-// certificateForm is the upload form: the description typed and why the upload was
-// refused. The password is never shown back.
+// certificateForm is the upload form: the description typed, whether it is a partner's,
+// and why the upload was refused. The password is never shown back.
 type certificateForm struct {
 	Description string
+	Partner     bool
 	Errors      map[string]string
 	CSRFField   string
 	CSRFToken   string
@@ -103,7 +111,8 @@ func (s *Server) renderCertificateForm(w http.ResponseWriter, r *http.Request, s
 }
 
 func (s *Server) uploadCertificatePage(w http.ResponseWriter, r *http.Request) {
-	file, password, description, err := readCertificateForm(r)
+	up, err := readCertificateForm(r)
+	description := up.Description
 	if err != nil {
 		var fe *persistence.FieldError
 		if !errors.As(err, &fe) {
@@ -111,14 +120,14 @@ func (s *Server) uploadCertificatePage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		status := http.StatusUnprocessableEntity
-		if fe == errFileTooLarge {
+		if fe.Message == errFileTooLarge.Message {
 			status = http.StatusRequestEntityTooLarge
 		}
-		s.renderCertificateForm(w, r, status, certificateForm{Description: description,
+		s.renderCertificateForm(w, r, status, certificateForm{Description: description, Partner: up.Partner,
 			Errors: map[string]string{fe.Field: fe.Message}})
 		return
 	}
-	stored, err := certs.Import(r.Context(), s.store, s.sealer, file, password, description)
+	stored, err := certs.ImportUpload(r.Context(), s.store, s.sealer, up)
 	if err != nil {
 		errs, ok := fieldMessages(err)
 		status := http.StatusUnprocessableEntity
@@ -129,7 +138,7 @@ func (s *Server) uploadCertificatePage(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, err)
 			return
 		}
-		s.renderCertificateForm(w, r, status, certificateForm{Description: description, Errors: errs})
+		s.renderCertificateForm(w, r, status, certificateForm{Description: description, Partner: up.Partner, Errors: errs})
 		return
 	}
 	if len(stored) == 1 {
@@ -141,39 +150,56 @@ func (s *Server) uploadCertificatePage(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/ui/certificates", http.StatusSeeOther)
 }
 
-// readCertificateForm reads the upload's file, password and description. The CSRF check
-// has already parsed the multipart form.
-func readCertificateForm(r *http.Request) (file []byte, password, description string, err error) {
+// readCertificateForm reads the upload's certificate file, optional key file, password,
+// description and whether it is a partner's. The CSRF check has already parsed the
+// multipart form.
+func readCertificateForm(r *http.Request) (certs.Upload, error) {
 	if err := r.ParseMultipartForm(32 << 20); err != nil {
-		return nil, "", "", err
+		return certs.Upload{}, err
 	}
-	description = r.PostFormValue("description")
-	password = r.PostFormValue("password")
-	if len(description) > maxCertField {
-		return nil, "", description[:maxCertField], &persistence.FieldError{Field: "description", Message: "too long"}
+	up := certs.Upload{Description: r.PostFormValue("description"), Password: r.PostFormValue("password"),
+		Partner: r.PostFormValue("partner") != ""}
+	if len(up.Description) > maxCertField {
+		up.Description = up.Description[:maxCertField]
+		return up, &persistence.FieldError{Field: "description", Message: "too long"}
 	}
-	if len(password) > maxCertField {
-		return nil, "", description, &persistence.FieldError{Field: "password", Message: "too long"}
+	if len(up.Password) > maxCertField {
+		return up, &persistence.FieldError{Field: "password", Message: "too long"}
 	}
-	f, hdr, err := r.FormFile("file")
+	var err error
+	if up.File, err = readFormFile(r, "file"); err != nil {
+		return up, err
+	}
+	if up.File == nil {
+		return up, &persistence.FieldError{Field: "file", Message: "required"}
+	}
+	up.Key, err = readFormFile(r, "key")
+	return up, err
+}
+
+// readFormFile reads an uploaded file of at most certs.MaxUploadSize; nil when none was
+// chosen.
+func readFormFile(r *http.Request, field string) ([]byte, error) {
+	f, hdr, err := r.FormFile(field)
 	if errors.Is(err, http.ErrMissingFile) {
-		return nil, "", description, &persistence.FieldError{Field: "file", Message: "required"}
+		return nil, nil
 	}
 	if err != nil {
-		return nil, "", description, err
+		return nil, err
 	}
 	defer f.Close()
+	tooLarge := &persistence.FieldError{Field: field, Message: errFileTooLarge.Message}
 	if hdr.Size > certs.MaxUploadSize {
-		return nil, "", description, errFileTooLarge
+		return nil, tooLarge
 	}
-	file, err = io.ReadAll(io.LimitReader(f, certs.MaxUploadSize+1))
+	b, err := io.ReadAll(io.LimitReader(f, certs.MaxUploadSize+1))
 	if err != nil {
-		return nil, "", description, err
+		return nil, err
 	}
-	if len(file) > certs.MaxUploadSize {
-		return nil, "", description, errFileTooLarge
+	if len(b) > certs.MaxUploadSize {
+		return nil, tooLarge
 	}
-	return file, password, description, nil
+	return b, nil
 }
 
 // errFileTooLarge refuses a certificate file over certs.MaxUploadSize.
@@ -203,34 +229,61 @@ type certificateUse struct {
 	Link string
 }
 
-func (s *Server) certificatePage(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.loadCertificate(w, r)
-	if !ok {
-		return
-	}
-	uses, err := s.store.ListCertificateUses(r.Context(), c.ID)
+// certificateUses lists the records that use a certificate, each linked to its page:
+// plugin instances, and the parties whose module records (an AS2 profile) name it.
+func (s *Server) certificateUses(r *http.Request, id int64) ([]certificateUse, error) {
+	uses, err := s.store.ListCertificateUses(r.Context(), id)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return nil, err
 	}
-	usedBy := make([]certificateUse, 0, len(uses))
+	out := make([]certificateUse, 0, len(uses))
 	for _, u := range uses {
 		cu := certificateUse{Kind: strings.ReplaceAll(u.Kind, "_", " "), Name: u.Name}
 		if u.Kind == records.PluginCertificateUse {
 			if rec, err := s.store.GetPluginConfig(r.Context(), persistence.InstanceName(u.Name)); err == nil {
 				cu.Link = "/ui/plugins/" + string(rec.Type) + "/" + string(rec.Name)
 			}
+		} else {
+			cu.Link = s.partyLink(r, u.Kind, u.Name)
 		}
-		usedBy = append(usedBy, cu)
+		out = append(out, cu)
 	}
-	s.render(w, r, http.StatusOK, "certificate", pageData{Title: "Certificate " + strconv.FormatInt(c.ID, 10), Data: struct {
+	return out, nil
+}
+
+// partyLink is the page of the party a module's record names: the use kind of a record
+// of our side says "local" (an AS2 local profile belongs to an organization), of the
+// partner's side "remote"; "" when no such party exists.
+func (s *Server) partyLink(r *http.Request, kind, name string) string {
+	order := []partyPages{partnerPages, organizationPages}
+	if strings.Contains(kind, "local") {
+		order[0], order[1] = order[1], order[0]
+	}
+	for _, p := range order {
+		if _, err := s.store.GetParty(r.Context(), p.Kind, persistence.PartyName(name)); err == nil {
+			return p.Path + "/" + name
+		}
+	}
+	return ""
+}
+
+func (s *Server) certificatePage(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.loadCertificate(w, r)
+	if !ok {
+		return
+	}
+	row := s.certificateRow(c)
+	var err error
+	if row.UsedBy, err = s.certificateUses(r, c.ID); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "certificate", pageData{Title: "Certificate " + c.Subject, Data: struct {
 		Cert      certificateRow
-		UsedBy    []certificateUse
 		PEM       string
 		CSRFField string
 		CSRFToken string
-	}{s.certificateRow(c), usedBy, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.DER})),
-		session.CSRFField, sessionCSRFToken(r)}})
+	}{row, string(certs.PEM(c.DER)), session.CSRFField, sessionCSRFToken(r)}})
 }
 
 func (s *Server) deleteCertificatePage(w http.ResponseWriter, r *http.Request) {

@@ -127,6 +127,16 @@ func (f *fakeServices) callLog() []string {
 // CSRF token is added unless withCSRF is false.
 func (cb *configBundle) upload(t *testing.T, path string, fields map[string]string, file []byte, withCSRF bool) response {
 	t.Helper()
+	files := map[string][]byte{}
+	if file != nil {
+		files["file"] = file
+	}
+	return cb.uploadFiles(t, path, fields, files, withCSRF)
+}
+
+// uploadFiles posts a multipart form of fields and files, each file a part named by its key.
+func (cb *configBundle) uploadFiles(t *testing.T, path string, fields map[string]string, files map[string][]byte, withCSRF bool) response {
+	t.Helper()
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	if withCSRF {
@@ -135,12 +145,12 @@ func (cb *configBundle) upload(t *testing.T, path string, fields map[string]stri
 	for k, v := range fields {
 		mw.WriteField(k, v)
 	}
-	if file != nil {
-		fw, err := mw.CreateFormFile("file", "upload.bin")
+	for name, data := range files {
+		fw, err := mw.CreateFormFile(name, name+".bin")
 		if err != nil {
 			t.Fatal(err)
 		}
-		fw.Write(file)
+		fw.Write(data)
 	}
 	mw.Close()
 	req, err := http.NewRequest(http.MethodPost, cb.srv.URL+path, &buf)

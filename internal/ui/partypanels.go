@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"wharf/internal/module"
 	"wharf/internal/persistence"
@@ -129,6 +130,9 @@ func (s *Server) savePanelPage(p partyPages) http.Handler {
 			// Shown again as typed; panel fields never hold secrets.
 			for i, f := range panel.Fields {
 				panel.Fields[i].Value = r.PostForm.Get(f.Name)
+				if f.Multiple {
+					panel.Fields[i].Value = strings.Join(r.PostForm[f.Name], ", ")
+				}
 				if f.Kind == module.FieldCheckbox && panel.Fields[i].Value != "" {
 					panel.Fields[i].Value = "true"
 				}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"wharf/internal/certs"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/records"
@@ -357,18 +358,16 @@ func parseMapField(text string) (map[string]string, error) {
 	return m, nil
 }
 
+// certificateOptions are the stored certificates a certificate field offers, each named
+// by subject, expiry, role and use.
 func (s *Server) certificateOptions(r *http.Request) ([]certificateOption, error) {
-	list, _, err := s.store.ListCertificates(r.Context(), persistence.ListOptions{Limit: 1000})
+	choices, err := certs.Choices(r.Context(), s.store, s.now())
 	if err != nil {
 		return nil, err
 	}
-	out := make([]certificateOption, len(list))
-	for i, c := range list {
-		label := fmt.Sprintf("%d: %s, until %s", c.ID, c.Subject, c.NotAfter.UTC().Format(time.DateOnly))
-		if c.HasPrivateKey {
-			label += ", with private key"
-		}
-		out[i] = certificateOption{ID: strconv.FormatInt(c.ID, 10), Label: label}
+	out := make([]certificateOption, len(choices))
+	for i, c := range choices {
+		out[i] = certificateOption{ID: strconv.FormatInt(c.ID, 10), Label: c.Label}
 	}
 	return out, nil
 }

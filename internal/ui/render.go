@@ -42,6 +42,8 @@ var funcs = template.FuncMap{
 	"static":      static.URL,
 	"csrfField":   func() string { return session.CSRFField },
 	"filterInput": newFilterInput,
+	"textField":   newTextField,
+	"sendParties": newPartySelect,
 }
 
 // filterInput is one text field of a list page's filter form, drawn by the

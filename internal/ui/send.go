@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"mime/multipart"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"wharf/internal/persistence"
@@ -49,10 +50,31 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 type sendForm struct {
 	From, To, Source, Target, FileName string
 	Errors                             map[string]string
+	// preselect fills in From, To and Target where there is one sensible choice.
+	preselect bool
 }
 
+// partyChoices are the parties a select offers, those of the expected kind first, and a
+// value typed (sent) that names none of them, kept so the refused form shows it.
+type partyChoices struct {
+	First, Second []persistence.Party
+	Other         string
+}
+
+func choicesOf(first, second []persistence.Party, value string) partyChoices {
+	c := partyChoices{First: first, Second: second, Other: value}
+	for _, p := range append(slices.Clip(first), second...) {
+		if string(p.Name) == value {
+			c.Other = ""
+		}
+	}
+	return c
+}
+
+// sendPage shows the form with From, To and Target chosen where there is only one
+// sensible choice: the one organization, the one partner, the one target.
 func (s *Server) sendPage(w http.ResponseWriter, r *http.Request) {
-	s.renderSend(w, r, http.StatusOK, sendForm{})
+	s.renderSend(w, r, http.StatusOK, sendForm{preselect: true})
 }
 
 func (s *Server) renderSend(w http.ResponseWriter, r *http.Request, status int, f sendForm) {
@@ -77,17 +99,28 @@ func (s *Server) renderSend(w http.ResponseWriter, r *http.Request, status int, 
 		s.fail(w, r, err)
 		return
 	}
+	if f.preselect {
+		if len(orgs) == 1 {
+			f.From = string(orgs[0].Name)
+		}
+		if len(partners) == 1 {
+			f.To = string(partners[0].Name)
+		}
+		if len(targets) == 1 {
+			f.Target = string(targets[0])
+		}
+	}
 	s.render(w, r, status, "send", pageData{Title: "Send a message", Data: struct {
-		Form          sendForm
-		Organizations []persistence.Party
-		Partners      []persistence.Party
-		Sources       []persistence.InstanceName
-		Targets       []persistence.InstanceName
-		LimitMiB      int64
-		Available     bool
-		CSRFField     string
-		CSRFToken     string
-	}{f, orgs, partners, sources, targets, limit >> 20, s.ingest != nil, session.CSRFField, sessionCSRFToken(r)}})
+		Form      sendForm
+		From, To  partyChoices
+		Sources   []persistence.InstanceName
+		Targets   []persistence.InstanceName
+		LimitMiB  int64
+		Available bool
+		CSRFField string
+		CSRFToken string
+	}{f, choicesOf(orgs, partners, f.From), choicesOf(partners, orgs, f.To), sources, targets, limit >> 20,
+		s.ingest != nil, session.CSRFField, sessionCSRFToken(r)}})
 }
 
 // sendSubmit sends the uploaded document by hand through the same rules as the REST API's
@@ -160,4 +193,15 @@ func uploadProblem(h *multipart.FileHeader, limit int64) string {
 		return fmt.Sprintf("The file is larger than the limit of %d MiB (setting %s).", limit>>20, settings.MaxUploadMiB)
 	}
 	return ""
+}
+
+// partySelect is a party select's options as the "send-parties" template draws them.
+type partySelect struct {
+	Choices                 partyChoices
+	Value                   string
+	FirstLabel, SecondLabel string
+}
+
+func newPartySelect(c partyChoices, value, firstLabel, secondLabel string) partySelect {
+	return partySelect{Choices: c, Value: value, FirstLabel: firstLabel, SecondLabel: secondLabel}
 }

@@ -221,3 +221,35 @@ func TestSendUnavailable(t *testing.T) {
 		t.Errorf("send without an ingester = %d, want 503", r.status)
 	}
 }
+
+// The send form picks parties from lists, named and grouped, and chooses for the operator
+// where there is only one sensible choice.
+func TestSendFormPicksParties(t *testing.T) {
+	sb := setupSend(t)
+	form := sb.get(t, "/ui/send", http.StatusOK)
+	for _, want := range []string{
+		`<select id="from" name="from" required`, `<select id="to" name="to" required`,
+		`<optgroup label="Our organizations"><option value="local" selected>Us (local)</option>`,
+		`<optgroup label="Partners"><option value="acme" selected>ACME Corp (acme)</option>`,
+	} {
+		if !strings.Contains(form, want) {
+			t.Errorf("send form lacks %s\n%s", want, form)
+		}
+	}
+	if strings.Contains(form, `type="text" required maxlength="64"`) {
+		t.Error("a party is still typed")
+	}
+	// Two targets: none is chosen for the operator.
+	if strings.Contains(form, `<option value="inbox" selected>`) || strings.Contains(form, `<option value="archive" selected>`) {
+		t.Error("a target is chosen among two")
+	}
+	// With one organization more, From is left to the operator; To stays chosen.
+	if _, err := sb.store.CreateParty(context.Background(), persistence.Party{Kind: persistence.PartyOrganization, Name: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	form = sb.get(t, "/ui/send", http.StatusOK)
+	if strings.Contains(form, `<option value="local" selected>`) || !strings.Contains(form, `<option value="acme" selected>`) ||
+		!strings.Contains(form, `<option value="second">second</option>`) {
+		t.Errorf("with two organizations:\n%s", form)
+	}
+}

@@ -167,3 +167,25 @@ func OpenSSLPKCS12(tb testing.TB, leaf Pair, chain []*x509.Certificate, password
 	}
 	return data
 }
+
+// Issue makes a certificate for the public key pub and subject, signed by ca and valid
+// from a day ago for a year, as a CA answers a certificate request.
+func Issue(tb testing.TB, ca Pair, subject pkix.Name, pub crypto.PublicKey) *x509.Certificate {
+	tb.Helper()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(tb),
+		Subject:      subject,
+		NotBefore:    time.Now().Add(-24 * time.Hour),
+		NotAfter:     time.Now().Add(365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.Key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"wharf/internal/certs"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/protocol/as2/profile"
@@ -25,6 +26,15 @@ const (
 
 // PartyPanel is the organization's local profile or the partner's remote profile.
 func (rt *Runtime) PartyPanel(ctx context.Context, kind persistence.PartyKind, name persistence.PartyName) (module.PartyPanel, bool, error) {
+	if kind != persistence.PartyOrganization && kind != persistence.PartyPartner {
+		return module.PartyPanel{}, false, nil
+	}
+	// Certificates are picked from lists and named by subject, never by id.
+	choices, err := certs.Choices(ctx, rt.core.Store, time.Now())
+	if err != nil {
+		return module.PartyPanel{}, false, err
+	}
+	names := namesOf(choices)
 	switch kind {
 	case persistence.PartyOrganization:
 		p := module.PartyPanel{Module: ModuleName, Title: "AS2 local profile",
@@ -32,18 +42,18 @@ func (rt *Runtime) PartyPanel(ctx context.Context, kind persistence.PartyKind, n
 		l, err := rt.profiles.GetLocal(ctx, name)
 		switch {
 		case isNotFound(err):
-			p.Fields = profile.LocalFields(profile.NewLocal())
+			p.Fields = profile.CertificateSelects(profile.LocalFields(profile.NewLocal()), choices)
 			return p, true, nil
 		case err != nil:
 			return module.PartyPanel{}, false, err
 		}
 		p.Exists = true
-		p.Fields = profile.LocalFields(l)
+		p.Fields = profile.CertificateSelects(profile.LocalFields(l), choices)
 		p.Details = []module.PanelDetail{
 			{Label: "AS2 id", Value: string(l.AS2ID)},
-			{Label: "Signing certificate", Value: certText(l.SigningCertificateID)},
-			{Label: "Decryption certificate", Value: certText(l.DecryptionCertificateID)},
-			{Label: "MDN signing certificate", Value: mdnSignerText(l)},
+			{Label: "Signing certificate", Value: names.name(l.SigningCertificateID)},
+			{Label: "Decryption certificate", Value: names.name(l.DecryptionCertificateID)},
+			{Label: "MDN signing certificate", Value: mdnSignerText(l, names)},
 			{Label: "Chain in signatures", Value: yesNo(l.IncludeChain)},
 			{Label: "MDN notification to", Value: orNone(l.MDNNotificationTo)},
 			{Label: "Largest inbound message", Value: strconv.Itoa(l.MaxMessageSizeMiB) + " MiB"},
@@ -59,21 +69,21 @@ func (rt *Runtime) PartyPanel(ctx context.Context, kind persistence.PartyKind, n
 		r, err := rt.profiles.GetRemote(ctx, name)
 		switch {
 		case isNotFound(err):
-			p.Fields = profile.RemoteFields(profile.NewRemote())
+			p.Fields = profile.CertificateSelects(profile.RemoteFields(profile.NewRemote()), choices)
 			return p, true, nil
 		case err != nil:
 			return module.PartyPanel{}, false, err
 		}
 		p.Exists = true
-		p.Fields = profile.RemoteFields(r)
+		p.Fields = profile.CertificateSelects(profile.RemoteFields(r), choices)
 		p.Details = []module.PanelDetail{
 			{Label: "AS2 id", Value: string(r.AS2ID)},
 			{Label: "Endpoint URL", Value: r.EndpointURL},
-			{Label: "Partner certificates", Value: idsText(r.PartnerCertificateIDs)},
+			{Label: "Partner certificates", Value: names.names(r.PartnerCertificateIDs)},
 			{Label: "Outbound", Value: fmt.Sprintf("signed %s, encrypted %s, compressed %s", r.SigningAlgorithm, r.EncryptionAlgorithm, compressionText(r))},
 			{Label: "Receipt", Value: fmt.Sprintf("MDN %s, signed %s", r.MDNMode, yesNo(r.SignedMDN))},
 			{Label: "Inbound", Value: fmt.Sprintf("signature required %s, encryption required %s", yesNo(r.RequireSigned), yesNo(r.RequireEncrypted))},
-			{Label: "TLS trust", Value: trustText(r)},
+			{Label: "TLS trust", Value: trustText(r, names)},
 			{Label: "Updated", Value: r.UpdatedAt.UTC().Format(time.RFC3339)},
 		}
 		p.Actions = []module.PanelAction{
@@ -148,24 +158,6 @@ func (rt *Runtime) RunPartyAction(ctx context.Context, kind persistence.PartyKin
 			Summary: fmt.Sprintf("Test message %d sent from %s to %s.", m.ID, m.From, m.To)}, nil
 	}
 	return module.ActionResult{}, fmt.Errorf("as2: no action %q for a %s: %w", action, kind, persistence.ErrNotFound)
-}
-
-func certText(id int64) string {
-	if id == 0 {
-		return "none"
-	}
-	return "#" + strconv.FormatInt(id, 10)
-}
-
-func idsText(ids []int64) string {
-	if len(ids) == 0 {
-		return "none"
-	}
-	parts := make([]string, len(ids))
-	for i, id := range ids {
-		parts[i] = certText(id)
-	}
-	return strings.Join(parts, ", ")
 }
 
 func orNone(s string) string {

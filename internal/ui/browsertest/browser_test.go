@@ -257,10 +257,7 @@ func TestBrowserFlows(t *testing.T) {
 	bin := chromium(t)
 	h := start(t)
 	b := newBrowser(t, bin, h)
-	steps := []struct {
-		name string
-		run  func(t *testing.T, b *browser)
-	}{
+	runSteps(t, b, []browserStep{
 		{"problems are seen", stepProblemsAreSeen},
 		{"first administrator set-up", stepSetup},
 		{"sign in", stepSignIn},
@@ -273,7 +270,20 @@ func TestBrowserFlows(t *testing.T) {
 		{"configure single sign-on", stepConfigureSSO},
 		{"sign out", stepSignOut},
 		{"single sign-on", stepSingleSignOn},
-	}
+	})
+	t.Logf("screenshots in %s", b.shots)
+}
+
+// browserStep is one step of a browser flow.
+type browserStep struct {
+	name string
+	run  func(t *testing.T, b *browser)
+}
+
+// runSteps runs the steps in order, each a subtest that must leave the pages clean; a
+// failed step stops the ones after it, which need it.
+func runSteps(t *testing.T, b *browser, steps []browserStep) {
+	t.Helper()
 	for _, s := range steps {
 		ok := t.Run(s.name, func(t *testing.T) {
 			s.run(t, b)
@@ -283,7 +293,6 @@ func TestBrowserFlows(t *testing.T) {
 			t.Fatalf("step %q failed; the steps after it need it", s.name)
 		}
 	}
-	t.Logf("screenshots in %s", b.shots)
 }
 
 // stepProblemsAreSeen holds the net that catches problems: an inline script the page's CSP

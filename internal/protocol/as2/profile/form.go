@@ -35,6 +35,8 @@ type formField struct {
 	kind              module.PanelFieldKind
 	enc               encoding
 	options           []string
+	// pick makes the field a select of stored certificates (see CertificateSelects).
+	pick certPick
 }
 
 func names[T ~string](all []T) []string {
@@ -47,21 +49,21 @@ func names[T ~string](all []T) []string {
 
 var localForm = []formField{
 	{name: "as2_id", label: "AS2 id", hint: "How partners address this organization.", kind: module.FieldText},
-	{name: "signing_certificate_id", label: "Signing certificate id", hint: "A certificate with its private key; 0 for none.", kind: module.FieldNumber, enc: encInt},
-	{name: "decryption_certificate_id", label: "Decryption certificate id", hint: "A certificate with its private key; 0 for none.", kind: module.FieldNumber, enc: encInt},
-	{name: "previous_decryption_certificate_id", label: "Previous decryption certificate id", hint: "Also tried during a key rollover; empty for none.", kind: module.FieldNumber, enc: encOptionalInt},
+	{name: "signing_certificate_id", label: "Signing certificate", hint: "One of our certificates with its private key; it signs our messages.", kind: module.FieldNumber, enc: encInt, pick: certPick{ours: true, none: "0", noneLabel: "None"}},
+	{name: "decryption_certificate_id", label: "Decryption certificate", hint: "One of our RSA certificates with its private key; partners encrypt to it.", kind: module.FieldNumber, enc: encInt, pick: certPick{ours: true, none: "0", noneLabel: "None"}},
+	{name: "previous_decryption_certificate_id", label: "Previous decryption certificate", hint: "Also tried during a key rollover.", kind: module.FieldNumber, enc: encOptionalInt, pick: certPick{ours: true, noneLabel: "None"}},
 	{name: "mdn_notification_to", label: "MDN notification to", hint: "The Disposition-Notification-To value sent.", kind: module.FieldText},
 	{name: "max_message_size_mib", label: "Largest inbound message (MiB)", kind: module.FieldNumber, enc: encInt},
-	{name: "mdn_signing_certificate_id", label: "MDN signing certificate id", hint: "Signs our MDNs; empty for the signing certificate.", kind: module.FieldNumber, enc: encOptionalInt},
+	{name: "mdn_signing_certificate_id", label: "MDN signing certificate", hint: "Signs our MDNs.", kind: module.FieldNumber, enc: encOptionalInt, pick: certPick{ours: true, noneLabel: "The signing certificate"}},
 	{name: "include_chain", label: "Send the certificate chain in signatures", hint: "The intermediates above our certificates, from the certificate store.", kind: module.FieldCheckbox, enc: encBool},
 }
 
 var remoteForm = []formField{
 	{name: "as2_id", label: "AS2 id", hint: "The partner's AS2 identifier.", kind: module.FieldText},
 	{name: "endpoint_url", label: "Endpoint URL", hint: "Where messages to the partner are posted.", kind: module.FieldURL},
-	{name: "partner_certificate_ids", label: "Partner certificate ids", hint: "Separated by commas; the newest valid one encrypts.", kind: module.FieldText, enc: encIDs},
-	{name: "our_signing_certificate_id", label: "Our signing certificate id", hint: "Overrides the organization's; empty for its own.", kind: module.FieldNumber, enc: encOptionalInt},
-	{name: "our_decryption_certificate_id", label: "Our decryption certificate id", hint: "Overrides the organization's; empty for its own.", kind: module.FieldNumber, enc: encOptionalInt},
+	{name: "partner_certificate_ids", label: "Partner certificates", hint: "The partner's own certificates (never one with our key); the newest valid one encrypts.", kind: module.FieldText, enc: encIDs, pick: certPick{multiple: true}},
+	{name: "our_signing_certificate_id", label: "Our signing certificate", hint: "Overrides the organization's.", kind: module.FieldNumber, enc: encOptionalInt, pick: certPick{ours: true, noneLabel: "The organization's"}},
+	{name: "our_decryption_certificate_id", label: "Our decryption certificate", hint: "Overrides the organization's.", kind: module.FieldNumber, enc: encOptionalInt, pick: certPick{ours: true, noneLabel: "The organization's"}},
 	{name: "compress", label: "Compress", kind: module.FieldCheckbox, enc: encBool},
 	{name: "compression_order", label: "Compression order", hint: "When also signed: compress before signing (the signature covers the compressed data) or after.", kind: module.FieldSelect, options: names(AllCompressionOrders)},
 	{name: "signing_algorithm", label: "Signing algorithm", kind: module.FieldSelect, options: names(AllSigningAlgorithms)},
@@ -85,7 +87,7 @@ var remoteForm = []formField{
 	{name: "request_timeout_seconds", label: "Request timeout (s)", kind: module.FieldNumber, enc: encInt},
 	{name: "receipt_timeout_minutes", label: "Receipt timeout (min)", kind: module.FieldNumber, enc: encInt},
 	{name: "tls_trust", label: "TLS trust", hint: "system roots (plus the roots below), the profile's roots alone, or a pinned certificate.", kind: module.FieldSelect, options: names(AllTLSTrusts)},
-	{name: "tls_trust_certificate_ids", label: "TLS roots (certificate ids)", hint: "Separated by commas.", kind: module.FieldText, enc: encIDs},
+	{name: "tls_trust_certificate_ids", label: "TLS roots", hint: "Authorities the partner's HTTPS server certificate chains to.", kind: module.FieldText, enc: encIDs, pick: certPick{multiple: true, roots: true}},
 	{name: "tls_pinned_sha256", label: "Pinned server certificate (SHA-256)", hint: "With pinned trust: the fingerprint of the partner's server certificate.", kind: module.FieldText},
 	{name: "max_message_size_mib", label: "Largest message (MiB)", kind: module.FieldNumber, enc: encInt},
 	{name: "algorithm_protection", label: "CMS algorithm protection (RFC 6211)", hint: "Adds the attribute to our signatures; some IBM products require it.", kind: module.FieldCheckbox, enc: encBool},
@@ -168,6 +170,10 @@ func formJSON(spec []formField, form url.Values) ([]byte, error) {
 	var errs []error
 	for _, f := range spec {
 		v := strings.TrimSpace(form.Get(f.name))
+		if f.enc == encIDs {
+			// A multiple select sends each id as a value of its own.
+			v = strings.Join(form[f.name], ",")
+		}
 		switch f.enc {
 		case encString:
 			obj[f.name] = v

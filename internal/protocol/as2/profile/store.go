@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 
+	"wharf/internal/certs"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 )
@@ -85,8 +86,9 @@ func (s *Store) changed() {
 type certRef struct {
 	field string
 	id    int64
-	// key requires a private key; decrypt requires one that decrypts (RSA).
-	key, decrypt bool
+	// key requires a private key; decrypt requires one that decrypts (RSA); partner
+	// refuses one with our private key.
+	key, decrypt, partner bool
 }
 
 func (l Local) certRefs() []certRef {
@@ -109,7 +111,7 @@ func (l Local) certRefs() []certRef {
 func (r Remote) certRefs() []certRef {
 	var out []certRef
 	for _, id := range r.PartnerCertificateIDs {
-		out = append(out, certRef{field: "partner_certificate_ids", id: id})
+		out = append(out, certRef{field: "partner_certificate_ids", id: id, partner: true})
 	}
 	if p := r.OurSigningCertificateID; p != nil {
 		out = append(out, certRef{field: "our_signing_certificate_id", id: *p, key: true})
@@ -155,6 +157,9 @@ func (s *Store) checkCertificates(ctx context.Context, refs []certRef) (map[int6
 		}
 		if err != nil {
 			return nil, fmt.Errorf("check certificate %d: %w", ref.id, err)
+		}
+		if ref.partner && rec.HasPrivateKey {
+			return nil, fieldErr(ref.field, certs.OwnAsPartner)
 		}
 		if ref.key && !rec.HasPrivateKey {
 			return nil, fieldErr(ref.field, fmt.Sprintf("certificate %d has no private key", ref.id))

@@ -234,6 +234,7 @@ func TestStoreRefusesBadReferences(t *testing.T) {
 			{"missing partner", nil, func(r *Remote) { r.Partner = "nobody" }, "partner"},
 			{"organization as partner", nil, func(r *Remote) { r.Partner = "local" }, "partner"},
 			{"missing partner certificate", nil, func(r *Remote) { r.PartnerCertificateIDs = []int64{keyless, 999} }, "partner_certificate_ids"},
+			{"our own key-holding certificate as the partner's", nil, func(r *Remote) { r.PartnerCertificateIDs = []int64{w.ourCert} }, "partner_certificate_ids"},
 			{"partner EC only, encrypting", nil, func(r *Remote) { r.PartnerCertificateIDs = []int64{ecPlain} }, "partner_certificate_ids"},
 			{"our signing without key", nil, func(r *Remote) { r.OurSigningCertificateID = &keyless }, "our_signing_certificate_id"},
 			{"our decryption without key", nil, func(r *Remote) { r.OurDecryptionCertificateID = &keyless }, "our_decryption_certificate_id"},
