@@ -39,6 +39,8 @@ type txn struct {
 	// transaction; alerts lists the messages OnMessageAlert reports after the commit.
 	lastChange map[int64]MessageAlert
 	alerts     []MessageAlert
+	// changes are the transitions OnChanges reports after the commit.
+	changes Changes
 	stmts      map[string]*sql.Stmt // SQLite only: see prepared
 	// unprepared lists statements this transaction compiled that the pool lacks.
 	unprepared []string
@@ -119,6 +121,7 @@ func (s *Store) runTx(ctx context.Context, db *bun.DB, opts *sql.TxOptions, fn f
 // afterCommit tells the hooks what a committed transaction did: the messages whose
 // history it wrote, and the alerts its status changes raise.
 func (s *Store) afterCommit(t *txn) {
+	s.reportChanges(t)
 	if len(t.announced) > 0 {
 		if fn := s.onHistory.Load(); fn != nil {
 			(*fn)(t.announced)
