@@ -41,7 +41,7 @@ type txn struct {
 	alerts     []MessageAlert
 	// changes are the transitions OnChanges reports after the commit.
 	changes Changes
-	stmts      map[string]*sql.Stmt // SQLite only: see prepared
+	stmts   map[string]*sql.Stmt // SQLite only: see prepared
 	// unprepared lists statements this transaction compiled that the pool lacks.
 	unprepared []string
 }
