@@ -104,9 +104,9 @@ type Engine struct {
 type pending struct {
 	q      Queue // nil: the engine's store
 	target persistence.InstanceName
-	c    persistence.Completion
-	ctx  context.Context
-	done chan struct{}
+	c      persistence.Completion
+	ctx    context.Context
+	done   chan struct{}
 }
 
 // NewEngine returns an engine; Start begins recording outcomes.

@@ -40,7 +40,11 @@ func (h *heard) LeaseExpired(t persistence.InstanceName) {
 	h.expired = append(h.expired, t)
 	h.mu.Unlock()
 }
-func (h *heard) Swept(r delivery.SweepReport) { h.mu.Lock(); h.passes = append(h.passes, r); h.mu.Unlock() }
+func (h *heard) Swept(r delivery.SweepReport) {
+	h.mu.Lock()
+	h.passes = append(h.passes, r)
+	h.mu.Unlock()
+}
 
 func (h *heard) snapshot() (woken int, outcomes []string, lost int) {
 	h.mu.Lock()
