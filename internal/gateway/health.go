@@ -30,6 +30,8 @@ type Health struct {
 	alerts   alert.Raiser
 	interval func() time.Duration
 	log      *slog.Logger
+	// metrics hears each check's findings; nil when the process keeps no metrics.
+	metrics healthMetrics
 
 	// check serializes the checks: a probe that arrives during one waits for it and
 	// takes its result.
@@ -48,6 +50,11 @@ type Health struct {
 
 var _ api.Health = (*Health)(nil)
 
+// healthMetrics hears what each check found and how long each ping took.
+type healthMetrics interface {
+	Checked(dbUp, busUp bool, dbPing, busPing time.Duration)
+}
+
 func newHealth(db, bus func(ctx context.Context) error, alerts alert.Raiser, interval func() time.Duration, log *slog.Logger) *Health {
 	return &Health{db: db, bus: bus, alerts: alerts, interval: interval, log: log.With("component", "health"),
 		nudge: make(chan struct{}, 1)}
@@ -62,8 +69,14 @@ func (h *Health) Check(ctx context.Context) api.Readiness {
 		return h.last
 	}
 	defer func() { h.checked = time.Now() }()
+	began := time.Now()
 	dbErr := ping(ctx, h.db)
+	dbTook := time.Since(began)
 	busErr := ping(ctx, h.bus)
+	busTook := time.Since(began) - dbTook
+	if h.metrics != nil {
+		h.metrics.Checked(dbErr == nil, busErr == nil, dbTook, busTook)
+	}
 	h.mu.Lock()
 	wasDown, wasBusDown := h.dbDown, h.busDown
 	h.dbDown, h.busDown = dbErr != nil, busErr != nil
