@@ -190,4 +190,3 @@ func TestRegistriesAreIndependent(t *testing.T) {
 		t.Errorf("the second registry counted the first's wake-ups")
 	}
 }
-
