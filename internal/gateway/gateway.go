@@ -205,6 +205,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	g.Health = newHealth(g.Store.Ping, g.Bus.Flush, g.Alerts,
 		func() time.Duration { return g.settings(context.Background()).HealthCheckInterval }, log)
 	g.Health.metrics = g.Metrics
+	g.Health.Expect(RoleEngine, RolePlugins, RoleSweeper)
 	g.Services.SetHealth(g.Health.Down)
 	sessions, err := session.NewManager(session.Config{
 		Key:             sessionKey,
@@ -306,6 +307,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.Engine.Start(ctx); err != nil {
 		return err
 	}
+	g.Health.Started(RoleEngine)
 	for _, name := range g.runtimeNames() {
 		if st, ok := g.Runtimes[name].(module.Stopper); ok {
 			if err := st.Start(ctx); err != nil {
@@ -316,9 +318,11 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.Services.StartAll(ctx); err != nil {
 		return err
 	}
+	g.Health.Started(RolePlugins)
 	if err := g.Sweeper.Start(ctx); err != nil {
 		return err
 	}
+	g.Health.Started(RoleSweeper)
 	if err := g.Certs.Start(ctx); err != nil {
 		return err
 	}
@@ -374,6 +378,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	var errs []error
 	g.stopOnce.Do(func() {
 		drain := g.settings(ctx).ShutdownDrainTimeout
+		if g.Health != nil {
+			g.Health.Stopping()
+		}
 		if g.server != nil {
 			hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			errs = append(errs, g.server.Shutdown(hctx))

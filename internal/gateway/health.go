@@ -9,6 +9,7 @@ import (
 	"wharf/internal/alert"
 	"wharf/internal/api"
 	"wharf/internal/persistence"
+	"wharf/internal/probe"
 )
 
 // healthPingTimeout bounds one ping of the database or the bus.
@@ -32,11 +33,13 @@ type Health struct {
 	log      *slog.Logger
 	// metrics hears each check's findings; nil when the process keeps no metrics.
 	metrics healthMetrics
+	// roles are what the process runs, each ready once started.
+	roles roleSet
 
 	// check serializes the checks: a probe that arrives during one waits for it and
 	// takes its result.
 	check   sync.Mutex
-	last    api.Readiness
+	last    probe.Readiness
 	checked time.Time
 
 	mu      sync.Mutex
@@ -60,9 +63,16 @@ func newHealth(db, bus func(ctx context.Context) error, alerts alert.Raiser, int
 		nudge: make(chan struct{}, 1)}
 }
 
-// Check pings the database and the bus now, records what it found, and raises or
-// resolves database_unavailable on a change.
-func (h *Health) Check(ctx context.Context) api.Readiness {
+// Check pings the database and the bus now, records what it found, raises or resolves
+// database_unavailable on a change, and adds whether the process's roles have started.
+func (h *Health) Check(ctx context.Context) probe.Readiness {
+	rd := h.ping(ctx)
+	rd.Roles, rd.Waiting = h.roles.state()
+	return rd
+}
+
+// ping checks the database and the bus, or answers from a check made within healthReuse.
+func (h *Health) ping(ctx context.Context) probe.Readiness {
 	h.check.Lock()
 	defer h.check.Unlock()
 	if !h.checked.IsZero() && time.Since(h.checked) < healthReuse {
@@ -103,7 +113,7 @@ func (h *Health) Check(ctx context.Context) api.Readiness {
 	case busErr == nil && wasBusDown:
 		h.log.Info("bus available again")
 	}
-	h.last = api.Readiness{Database: state(dbErr), Bus: state(busErr)}
+	h.last = probe.Readiness{Database: state(dbErr), Bus: state(busErr)}
 	return h.last
 }
 
