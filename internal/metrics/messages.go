@@ -55,7 +55,8 @@ func newMessageCounter(store Store, protocols map[persistence.PluginType]string,
 
 // changed tallies the status changes of one commit.
 func (c *messageCounter) changed(ms []db.StatusChange) {
-	if len(ms) == 0 {
+	// Without a store nothing could resolve the tally.
+	if len(ms) == 0 || c.store == nil {
 		return
 	}
 	c.mu.Lock()
@@ -90,7 +91,8 @@ func (c *messageCounter) resolve() {
 	defer cancel()
 	protocols, orgs, err := c.labels(ctx)
 	if err != nil {
-		c.log.Warn("read configuration for the message metrics", "err", err)
+		// The health monitor reports the outage; the tally waits for the next scrape.
+		c.log.Debug("read configuration for the message metrics", "err", err)
 		return
 	}
 	c.mu.Lock()

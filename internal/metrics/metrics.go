@@ -134,6 +134,3 @@ func (r *Registry) Handler(token string) http.Handler {
 		h.ServeHTTP(w, req)
 	})
 }
-
-// Gatherer is the registry, for tests and the plugin processes' own listener.
-func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }

@@ -52,8 +52,8 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counts, ends, err := c.read()
 	if err != nil {
-		// The families are left out; wharf_database_up tells why.
-		ch <- prometheus.NewInvalidMetric(c.deliveries, err)
+		// The families are left out while the database is out of reach; wharf_database_up
+		// tells why.
 		return
 	}
 	for _, n := range counts {
@@ -79,7 +79,8 @@ func (c *storeCollector) read() ([]db.TargetStateCount, map[string]time.Time, er
 		c.ends, c.err = c.store.CertificateExpiryByUse(ctx)
 	}
 	if c.err != nil {
-		c.log.Warn("read the database for the metrics", "err", c.err)
+		// The health monitor reports the outage; this is only its echo.
+		c.log.Debug("read the database for the metrics", "err", c.err)
 	}
 	c.readAt = c.now()
 	return c.counts, c.ends, c.err
