@@ -18,7 +18,7 @@ func newInboundMetrics(reg prometheus.Registerer) inboundMetrics {
 	m := inboundMetrics{
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wharf_inbound_requests_total",
-			Help: "Requests from outside that got past the concurrency limits, by protocol and receiving instance.",
+			Help: "Requests from outside that got a slot (past the per-address and capacity limits), by protocol and receiving instance.",
 		}, []string{"protocol", "instance"}),
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "wharf_inbound_requests_in_flight",
