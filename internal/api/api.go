@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"wharf/internal/auth/oidc"
+	"wharf/internal/httproute"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 )
@@ -145,5 +146,5 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(rt.pattern(), s.wrap(rt))
 	}
 	mux.Handle("/api/v1/", s.fallback(mux))
-	return s.withRequest(mux)
+	return s.withRequest(httproute.Note(mux))
 }

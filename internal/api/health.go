@@ -5,12 +5,6 @@ import (
 	"time"
 )
 
-// healthz is the load balancers' liveness check: it answers while the process serves.
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write([]byte("ok\n"))
-}
-
 type healthBody struct {
 	Status        string    `json:"status"`
 	Database      string    `json:"database"`

@@ -3,6 +3,8 @@ package api
 import (
 	"net/http"
 	"strings"
+
+	"wharf/internal/probe"
 )
 
 // bodyKind is what a route's request body must be.
@@ -32,8 +34,8 @@ func (rt route) pattern() string { return rt.method + " " + rt.path }
 // routes lists every route the server mounts.
 func (s *Server) routes() []route {
 	return append([]route{
-		{method: "GET", path: "/healthz", public: true, handle: s.healthz},
-		{method: "GET", path: "/readyz", public: true, handle: s.readyz},
+		{method: "GET", path: "/healthz", public: true, handle: probe.Healthz},
+		{method: "GET", path: "/readyz", public: true, handle: probe.Readyz(s.ready)},
 		{method: "GET", path: "/api/v1/openapi.yaml", public: true, handle: s.openAPI},
 		{method: "GET", path: "/api/v1/health", handle: s.health},
 

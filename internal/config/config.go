@@ -38,6 +38,7 @@ type Config struct {
 	NATSURL        string // empty means the embedded bus
 	NATSListen     string // host:port for the embedded bus to accept other processes; empty for none
 	AS2Addr        string // host:port of the default AS2 receiver on a new database; empty for its default
+	MetricsToken   string // bearer token /metrics requires; empty leaves /metrics open
 	LogLevel       slog.Level
 
 	// fromFlag marks the settings given as flags, so errors name the flag the operator
@@ -75,6 +76,7 @@ const (
 	bitNATSURL
 	bitNATSListen
 	bitAS2Addr
+	bitMetricsToken
 )
 
 var settings = []setting{
@@ -105,6 +107,8 @@ var settings = []setting{
 	{bit: bitAS2Addr, env: "WHARF_AS2_ADDR", flag: "as2-addr", check: checkAS2Addr,
 		usage: "host:port of the default AS2 receiver, used when a new database is seeded",
 		field: func(c *Config) *string { return &c.AS2Addr }},
+	{bit: bitMetricsToken, env: "WHARF_METRICS_TOKEN", check: checkMetricsToken,
+		field: func(c *Config) *string { return &c.MetricsToken }},
 }
 
 // logLevel has a typed field, so it sits outside the string table with the same shape.
@@ -341,4 +345,21 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// minMetricsToken is the shortest bearer token /metrics accepts as its protection.
+const minMetricsToken = 16
+
+// checkMetricsToken wants a token a scraper can send in a header: at least
+// minMetricsToken visible ASCII characters. The message never repeats the value.
+func checkMetricsToken(v string) error {
+	if len(v) < minMetricsToken {
+		return fmt.Errorf("the token must have at least %d characters", minMetricsToken)
+	}
+	for _, r := range v {
+		if r <= ' ' || r > '~' {
+			return errors.New("the token must be visible ASCII characters without spaces")
+		}
+	}
+	return nil
 }

@@ -35,6 +35,7 @@ func TestFromEnv(t *testing.T) {
 				"WHARF_NATS_URL=nats://n1:4222, tls://n2:4222",
 				"WHARF_NATS_LISTEN=127.0.0.1:4222",
 				"WHARF_AS2_ADDR=0.0.0.0:4080",
+				"WHARF_METRICS_TOKEN=scrape-0123456789abcdef",
 			},
 			want: Config{
 				DataDir:        "/var/lib/wharf",
@@ -48,6 +49,7 @@ func TestFromEnv(t *testing.T) {
 				NATSURL:        "nats://n1:4222, tls://n2:4222",
 				NATSListen:     "127.0.0.1:4222",
 				AS2Addr:        "0.0.0.0:4080",
+				MetricsToken:   "scrape-0123456789abcdef",
 			},
 		},
 		{
@@ -89,6 +91,10 @@ func TestFromEnv(t *testing.T) {
 		{name: "nats listen address without a port", env: []string{"WHARF_NATS_LISTEN=127.0.0.1"}, wantErr: []string{"WHARF_NATS_LISTEN"}},
 		{name: "as2 address without a host", env: []string{"WHARF_AS2_ADDR=:8081"}, wantErr: []string{"WHARF_AS2_ADDR", "0.0.0.0"}},
 		{name: "as2 address without a port", env: []string{"WHARF_AS2_ADDR=127.0.0.1"}, wantErr: []string{"WHARF_AS2_ADDR", "host:port"}},
+		{name: "metrics token too short", env: []string{"WHARF_METRICS_TOKEN=hunter2"},
+			wantErr: []string{"WHARF_METRICS_TOKEN", "16 characters"}, secret: "hunter2"},
+		{name: "metrics token with a space", env: []string{"WHARF_METRICS_TOKEN=hunter2 hunter2 hunter2"},
+			wantErr: []string{"WHARF_METRICS_TOKEN", "without spaces"}, secret: "hunter2"},
 		{name: "nats url of another scheme", env: []string{"WHARF_NATS_URL=http://n1:4222"}, wantErr: []string{"WHARF_NATS_URL", "nats://"}},
 		{name: "one bad nats url in a list", env: []string{"WHARF_NATS_URL=nats://user:hunter2@n1:4222,n2:4222"},
 			wantErr: []string{"WHARF_NATS_URL"}, secret: "hunter2"},

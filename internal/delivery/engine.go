@@ -64,6 +64,8 @@ type Config struct {
 	PollInterval time.Duration
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
+	// Metrics hears wake-ups, attempts and lost claims; nil counts nothing.
+	Metrics Metrics
 }
 
 func (c Config) withDefaults() Config {
@@ -75,6 +77,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Metrics == nil {
+		c.Metrics = noMetrics{}
 	}
 	return c
 }
@@ -97,10 +102,11 @@ type Engine struct {
 }
 
 type pending struct {
-	q    Queue // nil: the engine's store
-	c    persistence.Completion
-	ctx  context.Context
-	done chan struct{}
+	q      Queue // nil: the engine's store
+	target persistence.InstanceName
+	c      persistence.Completion
+	ctx    context.Context
+	done   chan struct{}
 }
 
 // NewEngine returns an engine; Start begins recording outcomes.
@@ -140,7 +146,10 @@ func (e *Engine) AddTarget(name persistence.InstanceName, d Deliverer, opts Targ
 		return fmt.Errorf("target %s already has a worker", name)
 	}
 	w := newWorker(e, name, d, opts.Options())
-	cancel, err := e.signals.OnWake(name, w.poke)
+	cancel, err := e.signals.OnWake(name, func() {
+		e.cfg.Metrics.Woken(name)
+		w.poke()
+	})
 	if err != nil {
 		return fmt.Errorf("subscribe wake-ups of %s: %w", name, err)
 	}
@@ -206,8 +215,8 @@ func (e *Engine) Stop(ctx context.Context) error {
 
 // complete queues an outcome and waits until it is written (or ctx ends), so a worker's
 // slot frees only when the database knows the result.
-func (e *Engine) complete(ctx context.Context, q Queue, c persistence.Completion) {
-	p := pending{q: q, c: c, ctx: ctx, done: make(chan struct{})}
+func (e *Engine) complete(ctx context.Context, q Queue, target persistence.InstanceName, c persistence.Completion) {
+	p := pending{q: q, target: target, c: c, ctx: ctx, done: make(chan struct{})}
 	e.completions <- p
 	<-p.done
 }
@@ -275,6 +284,7 @@ func (e *Engine) writeQueueBatch(q Queue, batch []pending) {
 	for i, p := range batch {
 		if err == nil && i < len(results) && results[i] != nil {
 			e.log.WarnContext(p.ctx, "outcome dropped: claim lost", "err", results[i])
+			e.cfg.Metrics.ClaimLost(p.target)
 		}
 		close(p.done)
 	}
@@ -315,6 +325,7 @@ func (e *Engine) writeBatch(batch []pending) {
 	for i, p := range batch {
 		if err == nil && results[i] != nil {
 			e.log.WarnContext(p.ctx, "outcome dropped: claim lost", "err", results[i])
+			e.cfg.Metrics.ClaimLost(p.target)
 		}
 		close(p.done)
 	}
@@ -462,13 +473,16 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 			return w.e.payloads.Open(ctx, p.Key)
 		},
 	}
+	began := time.Now()
 	res := w.deliver(ctx, a)
+	took := time.Since(began)
 	cancel()
 	<-renewDone
 
 	select {
 	case <-lost:
 		w.log.WarnContext(ctx, "attempt finished after its claim was lost; outcome dropped", "outcome", res.Kind)
+		w.e.cfg.Metrics.AttemptDone(w.name, AttemptLost, took)
 		w.keepPayloads(ctx, c, res)
 		return
 	default:
@@ -481,6 +495,7 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 		if err != nil {
 			w.log.ErrorContext(ctx, "release interrupted delivery", "err", err)
 		}
+		w.e.cfg.Metrics.AttemptDone(w.name, AttemptInterrupted, took)
 		w.keepPayloads(ctx, c, res)
 		return
 	}
@@ -498,7 +513,8 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 	default:
 		w.log.WarnContext(ctx, "delivery attempt failed", "outcome", comp.Kind, "attempt", c.Delivery.Attempts, "reason", comp.Reason)
 	}
-	w.e.complete(ctx, w.q, comp)
+	w.e.cfg.Metrics.AttemptDone(w.name, string(comp.Kind), took)
+	w.e.complete(ctx, w.q, w.name, comp)
 }
 
 // queue is where the worker claims: its target's own queue, or the message deliveries.
@@ -516,7 +532,7 @@ func (w *worker) keepPayloads(ctx context.Context, c persistence.Claim, res Resu
 	if len(res.Payloads) == 0 {
 		return
 	}
-	w.e.complete(ctx, w.q, persistence.Completion{DeliveryID: c.Delivery.ID, Kind: res.Kind, Payloads: res.Payloads,
+	w.e.complete(ctx, w.q, w.name, persistence.Completion{DeliveryID: c.Delivery.ID, Kind: res.Kind, Payloads: res.Payloads,
 		AckDeadline: res.Deadline})
 }
 
@@ -565,6 +581,7 @@ func (w *worker) renew(ctx context.Context, d persistence.Delivery, lease time.D
 			err := w.queue().RenewLease(context.WithoutCancel(ctx), d.ID, d.ClaimToken, w.e.cfg.Now().Add(lease))
 			if errors.Is(err, persistence.ErrLostClaim) {
 				w.log.WarnContext(ctx, "claim lost while delivering")
+				w.e.cfg.Metrics.ClaimLost(w.name)
 				close(lost)
 				return
 			}

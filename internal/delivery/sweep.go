@@ -35,6 +35,8 @@ type Sweeper struct {
 	// OnStalled is called after commit for each delivery the sweep stalled (the alert
 	// hook).
 	OnStalled func(ctx context.Context, d persistence.Delivery)
+	// Metrics, when set before Start, hears each pass and each expired lease.
+	Metrics SweepMetrics
 
 	done chan struct{}
 	quit chan struct{}
@@ -86,6 +88,16 @@ func (s *Sweeper) run(ctx context.Context) {
 // Pass runs one sweep.
 func (s *Sweeper) Pass(ctx context.Context, set SweepSettings) {
 	now := s.now()
+	m := s.Metrics
+	if m == nil {
+		m = noMetrics{}
+	}
+	rep := SweepReport{At: now}
+	began := time.Now()
+	defer func() {
+		rep.Duration = time.Since(began)
+		m.Swept(rep)
+	}()
 	for {
 		expired, err := s.store.ExpireLeases(ctx, now, SweepBatch)
 		if err != nil {
@@ -94,7 +106,9 @@ func (s *Sweeper) Pass(ctx context.Context, set SweepSettings) {
 		}
 		for _, d := range expired {
 			s.log.WarnContext(deliveryCtx(ctx, d), "lease expired; delivery is due again", "target", string(d.Target))
+			m.LeaseExpired(d.Target)
 		}
+		rep.ExpiredLeases += len(expired)
 		s.wakeTargets(expired)
 		if len(expired) < SweepBatch {
 			break
@@ -107,6 +121,8 @@ func (s *Sweeper) Pass(ctx context.Context, set SweepSettings) {
 			break
 		}
 		s.wakeTargets(woken)
+		rep.Woken += len(woken)
+		rep.Stalled += len(stalled)
 		for _, d := range stalled {
 			s.log.WarnContext(deliveryCtx(ctx, d), "delivery stalled: no worker claimed it", "target", string(d.Target), "wakeups", set.Wakeups.MaxDispatches)
 			if s.OnStalled != nil {
@@ -127,6 +143,7 @@ func (s *Sweeper) Pass(ctx context.Context, set SweepSettings) {
 			s.log.WarnContext(deliveryCtx(ctx, d), "no receipt or completion report before the deadline; delivery failed",
 				"target", string(d.Target), "reason", d.LastError)
 		}
+		rep.ExpiredAcks += len(failed)
 		if len(failed) < SweepBatch {
 			break
 		}

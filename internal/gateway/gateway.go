@@ -24,7 +24,9 @@ import (
 	"wharf/internal/config"
 	"wharf/internal/delivery"
 	"wharf/internal/dispatch"
+	"wharf/internal/httproute"
 	"wharf/internal/logging"
+	"wharf/internal/metrics"
 	"wharf/internal/module"
 	"wharf/internal/persistence/db"
 	"wharf/internal/secret"
@@ -66,6 +68,8 @@ type Gateway struct {
 	Notifications alert.Log
 	// OIDC signs users in through identity providers and verifies their access tokens.
 	OIDC *oidc.Manager
+	// Metrics is the process's Prometheus registry, served at /metrics.
+	Metrics *metrics.Registry
 
 	server   *http.Server
 	listener net.Listener
@@ -149,17 +153,20 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	if err != nil {
 		return nil, err
 	}
+	g.Metrics = g.newMetrics()
 	// Every commit that wrote a message's history is announced on the bus for live views.
 	g.Store.OnHistory(busSignals{bus: g.Bus, log: log}.Announce)
 	sig := busSignals{bus: g.Bus, log: log}
 	g.Dispatcher = dispatch.New(g.Store, g.Blobs, sig, log.With("component", "dispatch"))
 	g.Engine = delivery.NewEngine(g.Store, g.Blobs, sig, log, delivery.Config{
-		Lease: func() time.Duration { return g.settings(context.Background()).LeaseDuration },
+		Lease:   func() time.Duration { return g.settings(context.Background()).LeaseDuration },
+		Metrics: g.Metrics,
 	})
 	g.Sweeper = delivery.NewSweeper(g.Store, sig, log, func(ctx context.Context) delivery.SweepSettings {
 		s := g.settings(ctx)
 		return delivery.SweepSettings{Interval: s.SweepInterval, Wakeups: s.WakeupPolicy()}
 	})
+	g.Sweeper.Metrics = g.Metrics
 	g.Certs = certs.NewMonitor(g.Store, log.With("component", "certificates"))
 	g.Alerts = g.newAlerts(log)
 	baseURL, err := cfg.BaseURL()
@@ -178,6 +185,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		Ingest:  g.Dispatcher,
 		Alerts:  g.Alerts,
 		Bus:     moduleBus{g.Bus},
+		Inbound: g.Metrics,
 	}
 	g.Runtimes = map[string]any{}
 	for _, m := range module.Modules() {
@@ -196,6 +204,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes, Alerts: g.Alerts})
 	g.Health = newHealth(g.Store.Ping, g.Bus.Flush, g.Alerts,
 		func() time.Duration { return g.settings(context.Background()).HealthCheckInterval }, log)
+	g.Health.metrics = g.Metrics
+	g.Health.Expect(RoleEngine, RolePlugins, RoleSweeper)
 	g.Services.SetHealth(g.Health.Down)
 	sessions, err := session.NewManager(session.Config{
 		Key:             sessionKey,
@@ -297,6 +307,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.Engine.Start(ctx); err != nil {
 		return err
 	}
+	g.Health.Started(RoleEngine)
 	for _, name := range g.runtimeNames() {
 		if st, ok := g.Runtimes[name].(module.Stopper); ok {
 			if err := st.Start(ctx); err != nil {
@@ -307,9 +318,11 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.Services.StartAll(ctx); err != nil {
 		return err
 	}
+	g.Health.Started(RolePlugins)
 	if err := g.Sweeper.Start(ctx); err != nil {
 		return err
 	}
+	g.Health.Started(RoleSweeper)
 	if err := g.Certs.Start(ctx); err != nil {
 		return err
 	}
@@ -331,7 +344,8 @@ func (g *Gateway) Start(ctx context.Context) error {
 	mux.Handle("/ui/", g.UI.Handler())
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
 	mux.Handle("/", srv.Handler())
-	g.server = newHTTPServer(mux)
+	mux.Handle("GET /metrics", g.Metrics.Handler(g.cfg.MetricsToken))
+	g.server = newHTTPServer(g.Metrics.Instrument(httproute.Note(mux)))
 	// Shutdown waits for requests to finish; the UI's live streams finish only when told.
 	g.server.RegisterOnShutdown(g.UI.Close)
 	g.serveErr = make(chan error, 1)
@@ -364,6 +378,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	var errs []error
 	g.stopOnce.Do(func() {
 		drain := g.settings(ctx).ShutdownDrainTimeout
+		if g.Health != nil {
+			g.Health.Stopping()
+		}
 		if g.server != nil {
 			hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			errs = append(errs, g.server.Shutdown(hctx))

@@ -9,6 +9,7 @@ import (
 	"wharf/internal/alert"
 	"wharf/internal/api"
 	"wharf/internal/persistence"
+	"wharf/internal/probe"
 )
 
 // healthPingTimeout bounds one ping of the database or the bus.
@@ -30,11 +31,15 @@ type Health struct {
 	alerts   alert.Raiser
 	interval func() time.Duration
 	log      *slog.Logger
+	// metrics hears each check's findings; nil when the process keeps no metrics.
+	metrics healthMetrics
+	// roles are what the process runs, each ready once started.
+	roles roleSet
 
 	// check serializes the checks: a probe that arrives during one waits for it and
 	// takes its result.
 	check   sync.Mutex
-	last    api.Readiness
+	last    probe.Readiness
 	checked time.Time
 
 	mu      sync.Mutex
@@ -48,22 +53,40 @@ type Health struct {
 
 var _ api.Health = (*Health)(nil)
 
+// healthMetrics hears what each check found and how long each ping took.
+type healthMetrics interface {
+	Checked(dbUp, busUp bool, dbPing, busPing time.Duration)
+}
+
 func newHealth(db, bus func(ctx context.Context) error, alerts alert.Raiser, interval func() time.Duration, log *slog.Logger) *Health {
 	return &Health{db: db, bus: bus, alerts: alerts, interval: interval, log: log.With("component", "health"),
 		nudge: make(chan struct{}, 1)}
 }
 
-// Check pings the database and the bus now, records what it found, and raises or
-// resolves database_unavailable on a change.
-func (h *Health) Check(ctx context.Context) api.Readiness {
+// Check pings the database and the bus now, records what it found, raises or resolves
+// database_unavailable on a change, and adds whether the process's roles have started.
+func (h *Health) Check(ctx context.Context) probe.Readiness {
+	rd := h.ping(ctx)
+	rd.Roles, rd.Waiting = h.roles.state()
+	return rd
+}
+
+// ping checks the database and the bus, or answers from a check made within healthReuse.
+func (h *Health) ping(ctx context.Context) probe.Readiness {
 	h.check.Lock()
 	defer h.check.Unlock()
 	if !h.checked.IsZero() && time.Since(h.checked) < healthReuse {
 		return h.last
 	}
 	defer func() { h.checked = time.Now() }()
+	began := time.Now()
 	dbErr := ping(ctx, h.db)
+	dbTook := time.Since(began)
 	busErr := ping(ctx, h.bus)
+	busTook := time.Since(began) - dbTook
+	if h.metrics != nil {
+		h.metrics.Checked(dbErr == nil, busErr == nil, dbTook, busTook)
+	}
 	h.mu.Lock()
 	wasDown, wasBusDown := h.dbDown, h.busDown
 	h.dbDown, h.busDown = dbErr != nil, busErr != nil
@@ -90,7 +113,7 @@ func (h *Health) Check(ctx context.Context) api.Readiness {
 	case busErr == nil && wasBusDown:
 		h.log.Info("bus available again")
 	}
-	h.last = api.Readiness{Database: state(dbErr), Bus: state(busErr)}
+	h.last = probe.Readiness{Database: state(dbErr), Bus: state(busErr)}
 	return h.last
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"wharf/internal/alert"
 	"wharf/internal/gateway/gatewaytest"
+	"wharf/internal/metrics/metricstest"
 	"wharf/internal/notification"
 	"wharf/internal/persistence/db/dbtest"
 	"wharf/internal/services"
@@ -144,8 +145,11 @@ func TestDatabaseOutageShowsAndClears(t *testing.T) {
 	h.mustJSON("POST", "/api/v1/plugins/configs/notification-webhook", map[string]any{"name": "ops",
 		"url": hookSrv.URL + "/hook", "format": "generic", "signing_secret": "0123456789abcdef-secret"}, nil)
 	h.mustJSON("POST", "/api/v1/services/notification-webhook/ops/start", map[string]any{}, nil)
-	if code, body := readyz(t, gw); code != http.StatusOK || body["database"] != "ok" || body["bus"] != "ok" {
+	if code, body := readyz(t, gw); code != http.StatusOK || body["database"] != "ok" || body["bus"] != "ok" || body["roles"] != "ok" {
 		t.Fatalf("/readyz before the outage: %d %v", code, body)
+	}
+	if up := metricstest.Scrape(t, gw.URL()+"/metrics", "").Value("wharf_database_up", nil); up != 1 {
+		t.Fatalf("wharf_database_up before the outage: %v", up)
 	}
 
 	proxy.cut()
@@ -155,6 +159,11 @@ func TestDatabaseOutageShowsAndClears(t *testing.T) {
 	}
 	if code := getStatus(t, gw.URL()+"/healthz"); code != http.StatusOK {
 		t.Fatalf("/healthz during the outage: %d, want 200 (the process lives)", code)
+	}
+	// /metrics still answers, without what only the database knows.
+	if f := metricstest.Scrape(t, gw.URL()+"/metrics", ""); f.Value("wharf_database_up", nil) != 0 || f.Value("wharf_bus_up", nil) != 1 {
+		t.Fatalf("during the outage wharf_database_up = %v, wharf_bus_up = %v; want 0 and 1",
+			f.Value("wharf_database_up", nil), f.Value("wharf_bus_up", nil))
 	}
 	status, body := gw.API("GET", "/api/v1/messages", "", nil)
 	var apiErr struct {
@@ -185,6 +194,9 @@ func TestDatabaseOutageShowsAndClears(t *testing.T) {
 
 	proxy.mend()
 	poll(t, "/readyz to pass again", func() bool { code, _ := readyz(t, gw); return code == http.StatusOK })
+	if up := metricstest.Scrape(t, gw.URL()+"/metrics", "").Value("wharf_database_up", nil); up != 1 {
+		t.Fatalf("wharf_database_up after the outage: %v", up)
+	}
 	poll(t, "the alert to be recorded and resolved", func() bool {
 		as, total, err := gw.Notifications.ListAlerts(context.Background(), alert.Filter{Code: alert.DatabaseUnavailable})
 		return err == nil && total == 1 && as[0].ResolvedAt != nil

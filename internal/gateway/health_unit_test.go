@@ -12,6 +12,7 @@ import (
 
 	"wharf/internal/alert"
 	"wharf/internal/alert/alerttest"
+	"wharf/internal/probe"
 )
 
 // switchPing fails while down is set.
@@ -32,9 +33,9 @@ func TestHealthRaisesAndResolves(t *testing.T) {
 	r := &alerttest.Recorder{}
 	h := newHealth(dbPing.ping, busPing.ping, r, func() time.Duration { return time.Hour }, slog.New(slog.DiscardHandler))
 	ctx := context.Background()
-	check := func() {
+	check := func() probe.Readiness {
 		h.checked = time.Time{} // each step is a fresh check, not a reused result
-		h.Check(ctx)
+		return h.Check(ctx)
 	}
 	for _, step := range []struct {
 		db, bus bool // down
@@ -50,8 +51,7 @@ func TestHealthRaisesAndResolves(t *testing.T) {
 	} {
 		dbPing.down.Store(step.db)
 		busPing.down.Store(step.bus)
-		check()
-		if got := h.last.Ready(); got != step.ready {
+		if got := check().Ready(); got != step.ready {
 			t.Errorf("db down %v, bus down %v: ready %v", step.db, step.bus, got)
 		}
 		if got := h.Down(); !slices.Equal(got, step.down) {

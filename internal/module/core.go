@@ -82,6 +82,19 @@ type Core struct {
 	Alerts alert.Raiser
 	// Bus is the internal bus, for what a module tells its parts in other processes.
 	Bus Bus
+	// Inbound counts the requests a module's listeners take from outside, for the
+	// process's metrics; nil counts nothing.
+	Inbound InboundMetrics
+}
+
+// InboundMetrics counts requests from outside (a partner's AS2 requests) by protocol,
+// plugin instance and a reason code from the module's own short list, never by party,
+// address or id.
+type InboundMetrics interface {
+	// Began counts a request in progress; done ends it.
+	Began(protocol string, instance persistence.InstanceName) (done func())
+	// Refused counts a request refused for reason.
+	Refused(protocol string, instance persistence.InstanceName, reason string)
 }
 
 // Bus carries messages between processes (internal/bus in production). Subscribers of a

@@ -18,6 +18,7 @@ import (
 	"wharf/internal/auth/oidc"
 	"wharf/internal/auth/password"
 	"wharf/internal/auth/throttle"
+	"wharf/internal/httproute"
 	"wharf/internal/logging"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
@@ -210,7 +211,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	pages.HandleFunc("/ui/", s.notFound)
 	// Every state-changing request, signed in or not, must come from this site's pages.
-	guarded := s.sameOrigin(pages)
+	guarded := s.sameOrigin(httproute.Note(pages))
 
 	mux := http.NewServeMux()
 	mux.Handle(static.Prefix, static.Handler())
@@ -221,7 +222,7 @@ func (s *Server) Handler() http.Handler {
 			mux.Handle(rt.pattern, session.SecurityHeaders(session.LimitBody(bl.BodyLimit())(guarded)))
 		}
 	}
-	return mux
+	return httproute.Note(mux)
 }
 
 // partyReferenced refuses with ErrInUse while a module's record (an AS2 profile) names

@@ -41,6 +41,7 @@ func (t *txn) changed(tr transition, reason, actor string, at time.Time) {
 		at:         at,
 	})
 	t.touch(tr.d.MessageID)
+	t.noteDelivery(tr)
 	if (tr.d.State == persistence.DeliveryFailed || tr.d.State == persistence.DeliveryStalled) && t.s.onAlert.Load() != nil {
 		if t.lastChange == nil {
 			t.lastChange = make(map[int64]MessageAlert)
@@ -128,6 +129,7 @@ func (t *txn) settle(ctx context.Context) (map[int64]persistence.Message, error)
 				to:        string(status),
 				actor:     t.actor,
 			})
+			t.noteStatus(m, status)
 		}
 		if status != m.Status && (slices.Contains(alertStatuses, status) || slices.Contains(alertStatuses, m.Status)) &&
 			t.s.onAlert.Load() != nil {

@@ -170,6 +170,7 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 		}
 		m.CreatedAt, m.UpdatedAt = utc(m.CreatedAt), t.now
 		out[i] = m
+		t.noteStatus(m, m.Status)
 		msgRows = append(msgRows, []any{m.ID, m.Stage, m.Status, m.Refusal, m.From, m.To, m.Source,
 			m.OriginalFileName, m.Size, m.SHA256, m.CorrelationID, m.OriginEventID, t.s.tv(m.CreatedAt), now})
 		for _, p := range nm.Payloads {

@@ -106,6 +106,7 @@ type Store struct {
 	stmts  map[*bun.DB]map[string]*sql.Stmt // SQLite: compiled statements per pool
 
 	onHistory atomic.Pointer[func([]int64)] // see OnHistory
+	onChanges atomic.Pointer[func(Changes)] // see OnChanges
 	group     groupCommit                   // SQLite: write transactions that arrive together commit together
 }
 

@@ -42,6 +42,8 @@ type txn struct {
 	stmts      map[string]*sql.Stmt // SQLite only: see prepared
 	// unprepared lists statements this transaction compiled that the pool lacks.
 	unprepared []string
+	// changes are the transitions OnChanges reports after the commit.
+	changes Changes
 }
 
 // maxTxAttempts bounds how often a PostgreSQL transaction is run again after a deadlock
@@ -116,9 +118,10 @@ func (s *Store) runTx(ctx context.Context, db *bun.DB, opts *sql.TxOptions, fn f
 	return nil
 }
 
-// afterCommit tells the hooks what a committed transaction did: the messages whose
-// history it wrote, and the alerts its status changes raise.
+// afterCommit tells the hooks what a committed transaction did: its transitions, the
+// messages whose history it wrote, and the alerts its status changes raise.
 func (s *Store) afterCommit(t *txn) {
+	s.reportChanges(t)
 	if len(t.announced) > 0 {
 		if fn := s.onHistory.Load(); fn != nil {
 			(*fn)(t.announced)

@@ -156,6 +156,7 @@ func newReceiver(env module.Env, name persistence.InstanceName, cfg module.Confi
 		BaseURL:   rt.core.BaseURL,
 		TempDir:   filepath.Join(rt.core.DataDir, "tmp"),
 		Alerts:    rt.core.Alerts,
+		Metrics:   inboundMetrics(rt.core.Inbound),
 	}, name, c)
 }
 
@@ -237,4 +238,13 @@ func (rt *Runtime) PartyReferences(ctx context.Context, kind persistence.PartyKi
 	default:
 		return nil, err
 	}
+}
+
+// inboundMetrics is the core's counter of inbound requests as the receiver takes it: nil
+// stays nil (an interface holding a nil module.InboundMetrics would not be).
+func inboundMetrics(m module.InboundMetrics) receiver.Metrics {
+	if m == nil {
+		return nil
+	}
+	return m
 }

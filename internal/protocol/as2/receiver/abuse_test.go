@@ -247,15 +247,17 @@ func TestPerKeyLimits(t *testing.T) {
 			blocked     party
 			servedFrom  string
 			served      party
+			reason      string // the refusal's reason code in the metrics
 		}{
 			{"per address", func(c *Config) { c.MaxRequestsPerAddress = 1 },
-				"127.0.0.1", "127.0.0.1", other, attackerIP, other},
+				"127.0.0.1", "127.0.0.1", other, attackerIP, other, refusedAddressLimit},
 			{"per partner", func(c *Config) { c.MaxRequestsPerPartner = 1 },
-				"127.0.0.1", attackerIP, partner, attackerIP, other},
+				"127.0.0.1", attackerIP, partner, attackerIP, other, refusedPartnerLimit},
 		}
 		for i, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				rc := b.start(fmt.Sprintf("as2_keyed_%d", i), dir, func(c *Config, _ *Deps) { tt.change(c) })
+				metrics := &countingMetrics{}
+				rc := b.start(fmt.Sprintf("as2_keyed_%d", i), dir, func(c *Config, d *Deps) { tt.change(c); d.Metrics = metrics })
 				// The held request: its header and half its body, from partner.
 				held := doc(partner)
 				dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(tt.holdFrom)}}
@@ -269,12 +271,20 @@ func TestPerKeyLimits(t *testing.T) {
 				eventually(t, "the held request counted", func() bool {
 					return rc.perAddress.count(tt.holdFrom) == 1 && rc.perPartner.count(string(partner.name)) == 1
 				})
+				// A request refused by the address limit never holds a slot; one refused
+				// per partner holds one until its answer.
+				if metrics.inFlightNow() != 1 {
+					t.Errorf("%d requests in flight with the held one, want 1", metrics.inFlightNow())
+				}
 				a, err := sendFrom(tt.blockedFrom, rc.url(), doc(tt.blocked))
 				if err != nil {
 					t.Fatal(err)
 				}
 				if a.status != http.StatusTooManyRequests || a.header.Get("Retry-After") == "" {
 					t.Errorf("HTTP %d, Retry-After %q: %s; want 429 with Retry-After", a.status, a.header.Get("Retry-After"), a.body)
+				}
+				if got, want := metrics.last(), "as2 "+string(rc.name)+" "+tt.reason; got != want {
+					t.Errorf("metrics counted the refusal as %q, want %q", got, want)
 				}
 				a, err = sendFrom(tt.servedFrom, rc.url(), doc(tt.served))
 				if err != nil {
@@ -291,7 +301,8 @@ func TestPerKeyLimits(t *testing.T) {
 				}
 				conn.Close()
 				eventually(t, "the counts back to zero", func() bool {
-					return rc.perAddress.count(tt.holdFrom) == 0 && rc.perPartner.count(string(partner.name)) == 0
+					return rc.perAddress.count(tt.holdFrom) == 0 && rc.perPartner.count(string(partner.name)) == 0 &&
+						metrics.inFlightNow() == 0
 				})
 			})
 		}

@@ -109,6 +109,20 @@ type refusalTest struct {
 	// unknown is set for a request refused before both AS2 ids named profiles: it is
 	// counted among the unknown senders rather than kept as a refused message.
 	unknown bool
+	// reason is the refusal's reason code in the metrics; empty means the disposition,
+	// else the code of the HTTP status.
+	reason string
+}
+
+// wantReason is the reason code the metrics count tt under.
+func (tt refusalTest) wantReason() string {
+	switch {
+	case tt.reason != "":
+		return tt.reason
+	case tt.disposition != "":
+		return tt.disposition
+	}
+	return requestRefusal(tt.status)
 }
 
 // Bad requests and bad messages are refused with the right status or disposition. No
@@ -252,7 +266,7 @@ func TestRefusals(t *testing.T) {
 			r := withHeader(valid(t), "Disposition-Notification-To", "")
 			r.body = randomBytes(t, 500)
 			return r
-		}, status: 400},
+		}, status: 400, reason: "decryption-failed"},
 	}
 
 	for _, mode := range bodyModes {
@@ -265,7 +279,8 @@ func testRefusals(t *testing.T, org, partner, stranger party, tune func(*Receive
 		b := newBench(t, s, []party{org}, []party{partner, stranger})
 		dir := newDirectory()
 		dir.add(inbound(org, partner, func(r *profile.Remote) { r.MaxMessageSizeMiB = 1 }))
-		rc := b.start("as2_in", dir, nil, tune)
+		metrics := &countingMetrics{}
+		rc := b.start("as2_in", dir, func(_ *Config, d *Deps) { d.Metrics = metrics }, tune)
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				r := tt.req(t)
@@ -277,6 +292,9 @@ func testRefusals(t *testing.T, org, partner, stranger party, tune func(*Receive
 				}
 				if a.status != tt.status {
 					t.Fatalf("HTTP %d, want %d: %s", a.status, tt.status, a.body)
+				}
+				if got := metrics.last(); got != "as2 as2_in "+tt.wantReason() {
+					t.Errorf("metrics counted the refusal as %q, want %q", got, "as2 as2_in "+tt.wantReason())
 				}
 				if tt.disposition != "" {
 					m := parseMDN(t, a, org.cert)

@@ -41,10 +41,12 @@ func (rc *Receiver) admitPartner(w http.ResponseWriter, r *http.Request, partner
 	}
 	switch rc.perPartner.acquireFair(partner, share) {
 	case overMax:
+		rc.refused(refusedPartnerLimit)
 		rc.tooMany(w, r, "too many AS2 requests in progress for "+who,
 			append(attrs, "limit", rc.cfg.MaxRequestsPerPartner)...)
 		return false
 	case overShare:
+		rc.refused(refusedFairShare)
 		rc.tooMany(w, r, "the receiver is crowded and "+has+" fair share of requests in progress",
 			append(attrs, "share", share, "in_progress", len(rc.slots))...)
 		return false

@@ -58,6 +58,8 @@ type Deps struct {
 	TempDir string
 	// Alerts takes mdn_undeliverable; nil discards.
 	Alerts alert.Raiser
+	// Metrics counts requests in progress and refusals; nil counts nothing.
+	Metrics Metrics
 }
 
 // Receiver is a running as2-receiver instance: an HTTP(S) listener for AS2 messages and
@@ -69,6 +71,8 @@ type Receiver struct {
 	deps Deps
 	log  *slog.Logger
 	now  func() time.Time
+	// metrics is Deps.Metrics, or one that counts nothing.
+	metrics Metrics
 	// slots bounds the requests in progress. A request that finds none free waits for
 	// one up to queueWait, as one of at most as many waiters as there are slots, and is
 	// refused otherwise; either way before its body is read.
@@ -170,7 +174,12 @@ func newReceiver(deps Deps, name persistence.InstanceName, cfg *Config) (*Receiv
 	if tempDir == "" {
 		tempDir = os.TempDir()
 	}
+	var metrics Metrics = noMetrics{}
+	if deps.Metrics != nil {
+		metrics = deps.Metrics
+	}
 	return &Receiver{
+		metrics:     metrics,
 		host:        host,
 		tempDir:     tempDir,
 		spoolAbove:  defaultSpoolAbove,
@@ -233,11 +242,13 @@ func (rc *Receiver) limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		addr := remoteHost(r.RemoteAddr)
 		if !rc.perAddress.acquire(addr) {
+			rc.refused(refusedAddressLimit)
 			rc.tooMany(w, r, "too many AS2 requests in progress from this address", "limit", rc.cfg.MaxRequestsPerAddress)
 			return
 		}
 		defer rc.perAddress.release(addr)
 		if !rc.acquire(r.Context()) {
+			rc.refused(refusedBusy)
 			w.Header().Set("Retry-After", "30")
 			w.Header().Set("Connection", "close")
 			http.Error(w, "busy: too many AS2 requests in progress, retry later", http.StatusServiceUnavailable)
@@ -246,6 +257,8 @@ func (rc *Receiver) limit(next http.Handler) http.Handler {
 			return
 		}
 		defer func() { <-rc.slots }()
+		done := rc.metrics.Began(protocol, rc.name)
+		defer done()
 		next.ServeHTTP(w, r)
 	})
 }

@@ -18,6 +18,7 @@ import (
 func (rc *Receiver) refuseMessage(ctx context.Context, w http.ResponseWriter, x *exchange, disp mime.Disposition, cause error) {
 	rc.log.WarnContext(ctx, "AS2 message refused", "as2_message_id", x.env.messageID, "as2_from", string(x.env.from),
 		"as2_to", string(x.env.to), "disposition", disp.String(), "cause", cause.Error())
+	rc.refused(dispositionRefusal(disp))
 	ref := refusal{disposition: disp.String(), reason: plainReason(disp, cause)}
 	if x.env.mode == MDNNone {
 		rc.keepRefusal(ctx, x, ref)
@@ -79,6 +80,7 @@ func (rc *Receiver) refuseRequest(ctx context.Context, w http.ResponseWriter, x 
 		attrs = append(attrs, "cause", cause.Error())
 	}
 	rc.log.WarnContext(ctx, "AS2 request refused", attrs...)
+	rc.refused(requestRefusal(status))
 	if x.in.Remote.Partner != "" {
 		rc.keepRefusal(ctx, x, refusal{reason: text})
 	} else {
@@ -93,12 +95,14 @@ func (rc *Receiver) refuseRequest(ctx context.Context, w http.ResponseWriter, x 
 // again later; nothing was promised.
 func (rc *Receiver) unavailable(ctx context.Context, w http.ResponseWriter, x *exchange, what string, err error) {
 	rc.log.ErrorContext(ctx, "AS2 request failed: "+what, "as2_message_id", x.env.messageID, "err", err)
+	rc.refused(refusedUnavailable)
 	w.Header().Set("Retry-After", "60")
 	textAnswer(w, http.StatusServiceUnavailable, "The gateway cannot take the message now; send it again later.")
 }
 
 func (rc *Receiver) busy(ctx context.Context, w http.ResponseWriter, x *exchange, text string) {
 	rc.log.InfoContext(ctx, "AS2 request deferred", "as2_message_id", x.env.messageID, "reason", text)
+	rc.refused(refusedRepeatBusy)
 	// Within a lease the row is finished, or stale and taken over by the resend.
 	w.Header().Set("Retry-After", strconv.Itoa(int(reservationLease/time.Second)))
 	textAnswer(w, http.StatusServiceUnavailable, text)
