@@ -40,6 +40,8 @@ type PartyPanel struct {
 	Fields []PanelField
 	// Actions are offered while the record exists.
 	Actions []PanelAction
+	// Cards are boxes of facts shown after the panel (what a partner needs from us).
+	Cards []PanelCard
 }
 
 // PanelDetail is one label and value of a panel.
@@ -57,6 +59,8 @@ const (
 	FieldNumber   PanelFieldKind = "number"
 	FieldCheckbox PanelFieldKind = "checkbox"
 	FieldSelect   PanelFieldKind = "select"
+	FieldFile     PanelFieldKind = "file"
+	FieldTextarea PanelFieldKind = "textarea"
 )
 
 // PanelField is one input of a panel's form. Value is what the input shows ("true" for

@@ -27,6 +27,7 @@ func (s *Server) partyPanelRoutes() []pageRoute {
 			pageRoute{"GET " + base + "/edit", s.panelFormPage(p)},
 			pageRoute{"POST " + base, s.savePanelPage(p)},
 			pageRoute{"POST " + base + "/actions/{action}", s.panelActionPage(p)},
+			pageRoute{"GET " + base + "/downloads/{download}", s.panelDownloadPage(p)},
 		)
 	}
 	return out
