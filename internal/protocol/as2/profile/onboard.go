@@ -43,7 +43,7 @@ type OnboardedPartner struct {
 // (name, display_name, as2_id, endpoint_url, certificate, profile_file, preset). When a
 // later write fails, what the earlier ones created is removed again.
 func (s *Store) Onboard(ctx context.Context, in NewPartner) (OnboardedPartner, error) {
-	rem, chain, name, err := s.planOnboarding(ctx, in)
+	rem, chain, name, err := s.planOnboarding(ctx, &in)
 	if err != nil {
 		return OnboardedPartner{}, err
 	}
@@ -71,8 +71,9 @@ func (s *Store) Onboard(ctx context.Context, in NewPartner) (OnboardedPartner, e
 }
 
 // planOnboarding checks the input and returns the profile to create (without its party
-// and certificate ids), the certificates to store and the party's name.
-func (s *Store) planOnboarding(ctx context.Context, in NewPartner) (Remote, []*x509.Certificate, persistence.PartyName, error) {
+// and certificate ids), the certificates to store and the party's name; a display name
+// left empty takes the file's.
+func (s *Store) planOnboarding(ctx context.Context, in *NewPartner) (Remote, []*x509.Certificate, persistence.PartyName, error) {
 	var errs []error
 	rem := NewRemote()
 	var chain []*x509.Certificate
