@@ -221,3 +221,49 @@ func TestPartnerWizard(t *testing.T) {
 		})
 	}
 }
+
+// TestPartnerWizardRefusals: the first step shows every wrong field beside its own input
+// at once, keeps what was typed, names a foreign profile file, and writes nothing.
+func TestPartnerWizardRefusals(t *testing.T) {
+	h := start(t)
+	c, _ := h.signedIn(t, "ada")
+	w := &counted{client: c}
+	tests := []struct {
+		name   string
+		fields map[string]string
+		files  map[string][]byte
+		errors []string
+		kept   []string
+	}{
+		{"typed values wrong", map[string]string{"as2_id": `ACME"`, "endpoint_url": "ftp://acme.example/as2", "name": "Acme!"}, nil,
+			[]string{"f-as2_id-error", "f-endpoint_url-error", "f-certificate-error", "f-name-error"}, []string{`value="ftp://acme.example/as2"`, `value="Acme!"`}},
+		{"foreign profile file", nil, map[string][]byte{"profile_file": []byte(`{"format":"openas2-partnerships/1"}`)},
+			[]string{"f-profile_file-error"}, []string{"openas2-partnerships/1"}},
+		{"a private key as certificate", map[string]string{"as2_id": "ACME", "endpoint_url": "https://acme.example/as2",
+			"certificate_pem": "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"}, nil,
+			[]string{"f-certificate-error"}, []string{`value="ACME"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := w.submitFiles(t, "/ui/partners/new", tt.fields, tt.files, 0)
+			if r.status != http.StatusUnprocessableEntity {
+				t.Fatalf("= %d\n%s", r.status, r.body)
+			}
+			for _, want := range append(tt.errors, tt.kept...) {
+				if !strings.Contains(r.body, want) {
+					t.Errorf("the refused form lacks %s", want)
+				}
+			}
+		})
+	}
+	var partners struct {
+		Total int `json:"total"`
+	}
+	h.mustJSON("GET", "/api/v1/partners", nil, &partners)
+	if partners.Total != 0 {
+		t.Errorf("refused forms created %d partners", partners.Total)
+	}
+	if r := c.post(t, "/ui/partners/nobody/setup/security", map[string][]string{"preset": {"wharf"}}); r.status != http.StatusNotFound {
+		t.Errorf("the preset step of a missing partner = %d", r.status)
+	}
+}
