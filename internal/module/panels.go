@@ -72,6 +72,10 @@ type PanelField struct {
 	Kind    PanelFieldKind
 	Value   string
 	Options []string // of a select
+	// Group is the part of the form the field is shown in ("" for none); a Folded
+	// group is folded away until opened.
+	Group  string
+	Folded bool
 }
 
 // PanelAction is a tool the operator runs from the panel.

@@ -80,6 +80,8 @@ func TestBrowserPartnerWizard(t *testing.T) {
 	if loc := b.location(t); loc != "/ui/partners/wharf-b" {
 		t.Errorf("the wizard ends at %s", loc)
 	}
+	b.open(t, "/ui/partners/wharf-b/panels/as2/edit")
+	b.shootBoth(t, "partner-as2-form")
 	b.checkClean(t, "the partner wizard")
 	t.Logf("screenshots in %s", b.shots)
 }

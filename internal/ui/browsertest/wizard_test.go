@@ -158,7 +158,7 @@ func TestPartnerWizard(t *testing.T) {
 				base := "/ui/partners/" + side.partner + "/setup/"
 				wantSeeOther(t, c.submitFiles(t, "/ui/partners/new", nil, map[string][]byte{"profile_file": side.file}, 0), base+"security")
 				sec := c.get(t, base+"security").body
-				for _, want := range []string{"Wharf defaults", "Compatible with older partners", "OpenAS2", "Duplicate content", "refuse"} {
+				for _, want := range []string{"Wharf defaults", "Compatible with older partners", "OpenAS2", "sends again under a new Message-ID", "refuse"} {
 					if !strings.Contains(sec, want) {
 						t.Errorf("the security step lacks %q", want)
 					}
@@ -211,6 +211,15 @@ func TestPartnerWizard(t *testing.T) {
 			out := msg.Protocols.AS2.Outbound
 			if msg.Status != "delivered" || len(out) != 1 || out[0].MDN == nil || !out[0].MDN.Signed || !out[0].MDN.MICMatched {
 				t.Errorf("test message: %+v", msg)
+			}
+
+			// The full profile form stays for later edits, in parts, the advanced one folded.
+			form := ca.get(t, "/ui/partners/wharf-b/panels/as2/edit").body
+			for _, want := range []string{"<legend>Identity</legend>", "<legend>Security</legend>", "<legend>Receipts</legend>",
+				`<details class="form-group-folded"><summary>Advanced</summary>`, "Where to send messages"} {
+				if !strings.Contains(form, want) {
+					t.Errorf("the profile form lacks %s", want)
+				}
 			}
 
 			// What a newcomer did for A's partner: one submission per step, nothing typed.
