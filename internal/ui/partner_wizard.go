@@ -246,19 +246,28 @@ func wizardTool(wz module.PartnerWizard, partner persistence.PartyName, name str
 	return module.PanelAction{}, "", "", false
 }
 
-func (s *Server) wizardToolPage(w http.ResponseWriter, r *http.Request) {
-	wz, _, party, ok := s.loadWizardPartner(w, r)
+// loadWizardTool reads the partner and the tool step the path names, as the step's page
+// without a result; any missing piece is a 404, already answered.
+func (s *Server) loadWizardTool(w http.ResponseWriter, r *http.Request) (wizardPage, module.PartnerWizard, module.PartyPanels, bool) {
+	wz, panels, party, ok := s.loadWizardPartner(w, r)
 	if !ok {
-		return
+		return wizardPage{}, nil, nil, false
 	}
 	tool, next, nextLabel, ok := wizardTool(wz, party.Name, r.PathValue("tool"))
 	if !ok {
 		s.notFound(w, r)
+		return wizardPage{}, nil, nil, false
+	}
+	return wizardPage{Step: tool.Name, Partner: string(party.Name), Tool: tool, Next: next, NextLabel: nextLabel}, wz, panels, true
+}
+
+func (s *Server) wizardToolPage(w http.ResponseWriter, r *http.Request) {
+	pg, wz, _, ok := s.loadWizardTool(w, r)
+	if !ok {
 		return
 	}
-	pg := wizardPage{Step: tool.Name, Partner: string(party.Name), Tool: tool, Next: next, NextLabel: nextLabel}
 	if id, err := strconv.ParseInt(r.URL.Query().Get("message"), 10, 64); err == nil && id > 0 {
-		if pg.Progress, ok = s.wizardProgress(w, r, party.Name, id); !ok {
+		if pg.Progress, ok = s.wizardProgress(w, r, persistence.PartyName(pg.Partner), id); !ok {
 			return
 		}
 	}
@@ -266,16 +275,12 @@ func (s *Server) wizardToolPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) wizardRunToolPage(w http.ResponseWriter, r *http.Request) {
-	wz, panels, party, ok := s.loadWizardPartner(w, r)
+	pg, wz, panels, ok := s.loadWizardTool(w, r)
 	if !ok {
 		return
 	}
-	tool, next, nextLabel, ok := wizardTool(wz, party.Name, r.PathValue("tool"))
-	if !ok {
-		s.notFound(w, r)
-		return
-	}
-	res, err := panels.RunPartyAction(r.Context(), persistence.PartyPartner, party.Name, tool.Name, messageActor(r))
+	partner := persistence.PartyName(pg.Partner)
+	res, err := panels.RunPartyAction(r.Context(), persistence.PartyPartner, partner, pg.Tool.Name, messageActor(r))
 	var fe *persistence.FieldError
 	switch {
 	case errors.As(err, &fe):
@@ -286,9 +291,9 @@ func (s *Server) wizardRunToolPage(w http.ResponseWriter, r *http.Request) {
 	}
 	if res.MessageID != 0 {
 		// The message is followed on a page of its own, so a reload does not send again.
-		http.Redirect(w, r, partnerPages.Path+"/"+string(party.Name)+"/setup/"+tool.Name+"?message="+strconv.FormatInt(res.MessageID, 10), http.StatusSeeOther)
+		http.Redirect(w, r, partnerPages.Path+"/"+pg.Partner+"/setup/"+pg.Tool.Name+"?message="+strconv.FormatInt(res.MessageID, 10), http.StatusSeeOther)
 		return
 	}
-	s.renderWizard(w, r, http.StatusOK, wz, wizardPage{Step: tool.Name, Partner: string(party.Name), Tool: tool,
-		Result: &res, Next: next, NextLabel: nextLabel})
+	pg.Result = &res
+	s.renderWizard(w, r, http.StatusOK, wz, pg)
 }
