@@ -111,7 +111,13 @@ func (s *Store) planOnboarding(ctx context.Context, in *NewPartner) (Remote, []*
 		}
 	}
 	party, err := persistence.ParsePartyName(name)
-	if err != nil {
+	if name == "" {
+		if in.Name == "" && (in.File != nil || in.AS2ID != "") {
+			errs = append(errs, fieldErr("name", "required: no name can be made from the AS2 id; type one"))
+		} else {
+			errs = append(errs, fieldErr("name", "required"))
+		}
+	} else if err != nil {
 		errs = append(errs, fieldErr("name", err.Error()))
 	} else if _, err := s.core.GetParty(ctx, persistence.PartyPartner, party); err == nil {
 		errs = append(errs, fieldErr("name", fmt.Sprintf("a partner named %q exists already", party)))

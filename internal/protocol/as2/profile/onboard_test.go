@@ -114,7 +114,8 @@ func TestOnboardRefusals(t *testing.T) {
 			in     NewPartner
 			fields []string
 		}{
-			{"everything missing", NewPartner{Name: "initech"}, []string{"as2_id", "endpoint_url", "certificate"}},
+			{"everything missing", NewPartner{}, []string{"name", "as2_id", "endpoint_url", "certificate"}},
+			{"no name from the AS2 id", NewPartner{AS2ID: "--", EndpointURL: "http://x/as2", Certificate: certPEM}, []string{"name"}},
 			{"bad values", NewPartner{Name: "Initech!", AS2ID: `x"y`, EndpointURL: "ftp://x", Certificate: certPEM}, []string{"name", "as2_id", "endpoint_url"}},
 			{"name taken", NewPartner{Name: "acme", AS2ID: "INITECH", EndpointURL: "http://x/as2", Certificate: certPEM}, []string{"name"}},
 			{"AS2 id taken", NewPartner{Name: "initech", AS2ID: "ACME", EndpointURL: "http://x/as2", Certificate: certPEM}, []string{"as2_id"}},
