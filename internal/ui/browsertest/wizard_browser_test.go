@@ -82,6 +82,14 @@ func TestBrowserPartnerWizard(t *testing.T) {
 	}
 	b.open(t, "/ui/partners/wharf-b/panels/as2/edit")
 	b.shootBoth(t, "partner-as2-form")
+
+	// The pages of the flow in the other theme.
+	b.setTheme(t, map[string]string{"light": "dark", "dark": "light"}[b.theme(t)])
+	for name, path := range map[string]string{"our-as2-details": "/ui/organizations/local", "wizard-1-partner": "/ui/partners/new",
+		"wizard-2-security": "/ui/partners/wharf-b/setup/security", "partner-as2-form": "/ui/partners/wharf-b/panels/as2/edit"} {
+		b.open(t, path)
+		b.shootBoth(t, name)
+	}
 	b.checkClean(t, "the partner wizard")
 	t.Logf("screenshots in %s", b.shots)
 }
