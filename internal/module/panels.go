@@ -41,6 +41,8 @@ type PartyPanel struct {
 	Fields []PanelField
 	// Actions are offered while the record exists.
 	Actions []PanelAction
+	// Cards are boxes of facts shown after the panel (what a partner needs from us).
+	Cards []PanelCard
 }
 
 // PanelDetail is one label and value of a panel.
@@ -58,6 +60,8 @@ const (
 	FieldNumber   PanelFieldKind = "number"
 	FieldCheckbox PanelFieldKind = "checkbox"
 	FieldSelect   PanelFieldKind = "select"
+	FieldFile     PanelFieldKind = "file"
+	FieldTextarea PanelFieldKind = "textarea"
 )
 
 // PanelField is one input of a panel's form. Value is what the input shows ("true" for
@@ -70,6 +74,10 @@ type PanelField struct {
 	Kind    PanelFieldKind
 	Value   string
 	Options []string // of a select, each its own label
+	// Group is the part of the form the field is shown in ("" for none); a Folded
+	// group is folded away until opened.
+	Group  string
+	Folded bool
 	// Choices, when set, are a select's options with labels (and groups) of their own,
 	// such as certificates shown by subject and expiry and sent by id.
 	Choices []PanelChoice

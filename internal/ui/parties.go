@@ -89,6 +89,10 @@ func (s *Server) listPartiesPage(p partyPages) http.Handler {
 
 func (s *Server) newPartyPage(p partyPages) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if wz, _ := s.partnerWizard(); wz != nil && p.Kind == persistence.PartyPartner && !r.URL.Query().Has("basic") {
+			s.wizardStartPage(w, r, wz)
+			return
+		}
 		s.renderPartyForm(w, r, http.StatusOK, partyForm{Pages: p})
 	})
 }

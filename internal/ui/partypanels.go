@@ -28,6 +28,7 @@ func (s *Server) partyPanelRoutes() []pageRoute {
 			pageRoute{"GET " + base + "/edit", s.panelFormPage(p)},
 			pageRoute{"POST " + base, s.savePanelPage(p)},
 			pageRoute{"POST " + base + "/actions/{action}", s.panelActionPage(p)},
+			pageRoute{"GET " + base + "/downloads/{download}", s.panelDownloadPage(p)},
 		)
 	}
 	return out
@@ -85,17 +86,20 @@ func (s *Server) loadPanel(w http.ResponseWriter, r *http.Request, p partyPages)
 
 // panelForm is the panel's edit form: the fields with what was typed, and why it was refused.
 type panelForm struct {
-	Pages     partyPages
-	Party     persistence.Party
-	Panel     module.PartyPanel
-	Path      string
-	Errors    map[string]string
+	Pages  partyPages
+	Party  persistence.Party
+	Panel  module.PartyPanel
+	Path   string
+	Errors map[string]string
+	// Groups are the panel's fields in their parts of the form.
+	Groups    []fieldGroup
 	CSRFField string
 	CSRFToken string
 }
 
 func (s *Server) renderPanelForm(w http.ResponseWriter, r *http.Request, status int, f panelForm) {
 	f.CSRFField, f.CSRFToken = session.CSRFField, sessionCSRFToken(r)
+	f.Groups = fieldGroups(f.Panel.Fields, f.Errors)
 	f.Path = f.Pages.Path + "/" + string(f.Party.Name) + "/panels/" + f.Panel.Module
 	s.render(w, r, status, "party_panel_form", pageData{Title: f.Panel.Title + " of " + string(f.Party.Name), Data: f})
 }

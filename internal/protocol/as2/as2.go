@@ -7,6 +7,7 @@ package as2
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -109,10 +110,24 @@ func (rt *Runtime) senderDeps() sender.Deps {
 // partners on this host can reach is refused (empty), so a profile must name its URL
 // once the receiver listens behind a public name.
 func (rt *Runtime) asyncMDNURL(string) string {
-	ctx := context.Background()
-	cfgs, err := rt.core.Store.ListPluginConfigs(ctx, persistence.PluginAS2Receiver)
+	c, err := rt.receiverConfig(context.Background())
 	if err != nil {
 		return ""
+	}
+	// The last listener is the HTTPS one when there are two.
+	ls := c.Listeners()
+	l := ls[len(ls)-1]
+	return l.Scheme() + "://" + l.Addr + c.MDNPath
+}
+
+// errNoReceiver is receiverConfig's answer when no as2-receiver is enabled.
+var errNoReceiver = errors.New("no as2-receiver instance is enabled, so partners have nowhere to send")
+
+// receiverConfig is the config of the first enabled as2-receiver instance.
+func (rt *Runtime) receiverConfig(ctx context.Context) (*receiver.Config, error) {
+	cfgs, err := rt.core.Store.ListPluginConfigs(ctx, persistence.PluginAS2Receiver)
+	if err != nil {
+		return nil, fmt.Errorf("list as2-receiver instances: %w", err)
 	}
 	for _, rec := range cfgs {
 		if !rec.Enabled {
@@ -122,16 +137,11 @@ func (rt *Runtime) asyncMDNURL(string) string {
 		if err != nil {
 			continue
 		}
-		c, ok := in.Config.(*receiver.Config)
-		if !ok {
-			continue
+		if c, ok := in.Config.(*receiver.Config); ok {
+			return c, nil
 		}
-		// The last listener is the HTTPS one when there are two.
-		ls := c.Listeners()
-		l := ls[len(ls)-1]
-		return l.Scheme() + "://" + l.Addr + c.MDNPath
 	}
-	return ""
+	return nil, errNoReceiver
 }
 
 func newReceiver(env module.Env, name persistence.InstanceName, cfg module.Config) (module.Service, error) {
@@ -176,7 +186,9 @@ func newSender(env module.Env, name persistence.InstanceName, cfg module.Config)
 
 // APIRoutes are the profile routes and the operator tools.
 func (rt *Runtime) APIRoutes() []module.APIRoute {
-	return append(rt.profiles.Routes(), rt.toolRoutes()...)
+	routes := append(rt.profiles.Routes(), rt.profiles.OnboardingRoutes()...)
+	routes = append(routes, rt.partnerProfileRoute())
+	return append(routes, rt.toolRoutes()...)
 }
 
 // Panel is the AS2 part of a message's detail: what was received (inbound), refused

@@ -62,6 +62,11 @@ func (rt *Runtime) PartyPanel(ctx context.Context, kind persistence.PartyKind, n
 		p.Actions = []module.PanelAction{
 			{Name: actionDelete, Label: "Delete AS2 profile", Confirm: "Delete the AS2 local profile of " + string(name) + "?"},
 		}
+		card, err := rt.detailsCard(ctx, name)
+		if err != nil {
+			return module.PartyPanel{}, false, err
+		}
+		p.Cards = []module.PanelCard{card}
 		return p, true, nil
 	case persistence.PartyPartner:
 		p := module.PartyPanel{Module: ModuleName, Title: "AS2 profile",

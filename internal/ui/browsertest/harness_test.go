@@ -73,8 +73,15 @@ type harness struct {
 // side by side, and the sweep runs often, so retries show within a test's patience.
 func start(t *testing.T) *harness {
 	t.Helper()
+	return startOn(t, "")
+}
+
+// startOn is start on the database dbURL names (SQLite in the data directory when empty).
+func startOn(t *testing.T, dbURL string) *harness {
+	t.Helper()
 	logs := &logBuffer{t: t}
 	gw := gatewaytest.Start(t, gatewaytest.Options{
+		DBURL: dbURL,
 		// A fixed free port, not 0: the public URL derived from the address is the
 		// redirect URL single sign-on hands the identity provider.
 		HTTPAddr: "127.0.0.1:" + strconv.Itoa(gatewaytest.FreePort(t)),

@@ -37,6 +37,8 @@ type formField struct {
 	options           []string
 	// pick makes the field a select of stored certificates (see CertificateSelects).
 	pick certPick
+	// group is the part of the form the field is shown in (see form_groups.go).
+	group formGroup
 }
 
 func names[T ~string](all []T) []string {
@@ -48,49 +50,49 @@ func names[T ~string](all []T) []string {
 }
 
 var localForm = []formField{
-	{name: "as2_id", label: "AS2 id", hint: "How partners address this organization.", kind: module.FieldText},
-	{name: "signing_certificate_id", label: "Signing certificate", hint: "One of our certificates with its private key; it signs our messages.", kind: module.FieldNumber, enc: encInt, pick: certPick{ours: true, none: "0", noneLabel: "None"}},
-	{name: "decryption_certificate_id", label: "Decryption certificate", hint: "One of our RSA certificates with its private key; partners encrypt to it.", kind: module.FieldNumber, enc: encInt, pick: certPick{ours: true, none: "0", noneLabel: "None"}},
-	{name: "previous_decryption_certificate_id", label: "Previous decryption certificate", hint: "Also tried during a key rollover.", kind: module.FieldNumber, enc: encOptionalInt, pick: certPick{ours: true, noneLabel: "None"}},
-	{name: "mdn_notification_to", label: "MDN notification to", hint: "The Disposition-Notification-To value sent.", kind: module.FieldText},
-	{name: "max_message_size_mib", label: "Largest inbound message (MiB)", kind: module.FieldNumber, enc: encInt},
-	{name: "mdn_signing_certificate_id", label: "MDN signing certificate", hint: "Signs our MDNs.", kind: module.FieldNumber, enc: encOptionalInt, pick: certPick{ours: true, noneLabel: "The signing certificate"}},
-	{name: "include_chain", label: "Send the certificate chain in signatures", hint: "The intermediates above our certificates, from the certificate store.", kind: module.FieldCheckbox, enc: encBool},
+	{name: "as2_id", label: "Our AS2 id", hint: "How partners address this organization.", kind: module.FieldText, group: groupIdentity},
+	{name: "signing_certificate_id", label: "Signing certificate", hint: "One of our certificates with its private key; it signs our messages.", kind: module.FieldNumber, enc: encInt, pick: certPick{ours: true, none: "0", noneLabel: "None"}, group: groupIdentity},
+	{name: "decryption_certificate_id", label: "Decryption certificate", hint: "One of our RSA certificates with its private key; partners encrypt to it.", kind: module.FieldNumber, enc: encInt, pick: certPick{ours: true, none: "0", noneLabel: "None"}, group: groupIdentity},
+	{name: "previous_decryption_certificate_id", label: "Previous decryption certificate", hint: "Also tried during a key rollover.", kind: module.FieldNumber, enc: encOptionalInt, pick: certPick{ours: true, noneLabel: "None"}, group: groupAdvanced},
+	{name: "mdn_notification_to", label: "Receipts requested from", hint: "The address our messages ask receipts for (the Disposition-Notification-To header); empty for our AS2 id.", kind: module.FieldText, group: groupReceipts},
+	{name: "max_message_size_mib", label: "Largest inbound message (MiB)", kind: module.FieldNumber, enc: encInt, group: groupLimits},
+	{name: "mdn_signing_certificate_id", label: "MDN signing certificate", hint: "Signs our MDNs.", kind: module.FieldNumber, enc: encOptionalInt, pick: certPick{ours: true, noneLabel: "The signing certificate"}, group: groupReceipts},
+	{name: "include_chain", label: "Send the certificate chain in signatures", hint: "The intermediates above our certificates, from the certificate store.", kind: module.FieldCheckbox, enc: encBool, group: groupAdvanced},
 }
 
 var remoteForm = []formField{
-	{name: "as2_id", label: "AS2 id", hint: "The partner's AS2 identifier.", kind: module.FieldText},
-	{name: "endpoint_url", label: "Endpoint URL", hint: "Where messages to the partner are posted.", kind: module.FieldURL},
-	{name: "partner_certificate_ids", label: "Partner certificates", hint: "The partner's own certificates (never one with our key); the newest valid one encrypts.", kind: module.FieldText, enc: encIDs, pick: certPick{multiple: true}},
-	{name: "our_signing_certificate_id", label: "Our signing certificate", hint: "Overrides the organization's.", kind: module.FieldNumber, enc: encOptionalInt, pick: certPick{ours: true, noneLabel: "The organization's"}},
-	{name: "our_decryption_certificate_id", label: "Our decryption certificate", hint: "Overrides the organization's.", kind: module.FieldNumber, enc: encOptionalInt, pick: certPick{ours: true, noneLabel: "The organization's"}},
-	{name: "compress", label: "Compress", kind: module.FieldCheckbox, enc: encBool},
-	{name: "compression_order", label: "Compression order", hint: "When also signed: compress before signing (the signature covers the compressed data) or after.", kind: module.FieldSelect, options: names(AllCompressionOrders)},
-	{name: "signing_algorithm", label: "Signing algorithm", kind: module.FieldSelect, options: names(AllSigningAlgorithms)},
-	{name: "encryption_algorithm", label: "Encryption algorithm", kind: module.FieldSelect, options: names(AllEncryptionAlgorithms)},
-	{name: "gcm_confirmed", label: "Partner confirmed it opens AES-GCM", hint: "Needed for aes128-gcm and aes256-gcm; OpenAS2 4.9.0 and pyas2-lib 1.4.4 cannot open it.", kind: module.FieldCheckbox, enc: encBool},
-	{name: "key_transport", label: "Key transport", kind: module.FieldSelect, options: names(AllKeyTransports)},
-	{name: "mdn_mode", label: "MDN", kind: module.FieldSelect, options: names(AllMDNModes)},
-	{name: "signed_mdn", label: "Ask for a signed MDN", kind: module.FieldCheckbox, enc: encBool},
-	{name: "mdn_mic_algorithm", label: "MDN MIC algorithm", kind: module.FieldSelect, options: names(AllMICAlgorithms)},
-	{name: "async_mdn_url", label: "Async MDN URL", hint: "Empty: the receiver's MDN path.", kind: module.FieldURL},
-	{name: "require_signed", label: "Require signed messages", kind: module.FieldCheckbox, enc: encBool},
-	{name: "require_encrypted", label: "Require encrypted messages", kind: module.FieldCheckbox, enc: encBool},
-	{name: "allow_sha1", label: "Accept SHA-1 from this partner", kind: module.FieldCheckbox, enc: encBool},
-	{name: "mic_preference", label: "MIC of our MDNs", hint: "When the partner signs with one digest and asks for another MIC: auto follows its product (OpenAS2 the requested one, pyas2-lib the signature's), else the requested one.", kind: module.FieldSelect, options: names(AllMICPreferences)},
-	{name: "async_mdn_hosts", label: "Async MDN hosts", hint: "Hosts besides the endpoint URL's that our async MDNs may go to (e.g. localhost, which some products send by default), separated by commas.", kind: module.FieldText, enc: encStrings},
-	{name: "duplicate_filename", label: "Duplicate file name", kind: module.FieldSelect, options: names(AllDuplicateFilenames)},
-	{name: "duplicate_filename_window_hours", label: "Duplicate window (hours)", kind: module.FieldNumber, enc: encInt},
-	{name: "duplicate_content", label: "Duplicate content", hint: "A document the partner sent before under another Message-ID; warn or refuse for OpenAS2.", kind: module.FieldSelect, options: names(AllDuplicateFilenames)},
-	{name: "duplicate_content_window_hours", label: "Duplicate content window (hours)", kind: module.FieldNumber, enc: encInt},
-	{name: "connect_timeout_seconds", label: "Connect timeout (s)", kind: module.FieldNumber, enc: encInt},
-	{name: "request_timeout_seconds", label: "Request timeout (s)", kind: module.FieldNumber, enc: encInt},
-	{name: "receipt_timeout_minutes", label: "Receipt timeout (min)", kind: module.FieldNumber, enc: encInt},
-	{name: "tls_trust", label: "TLS trust", hint: "system roots (plus the roots below), the profile's roots alone, or a pinned certificate.", kind: module.FieldSelect, options: names(AllTLSTrusts)},
-	{name: "tls_trust_certificate_ids", label: "TLS roots", hint: "Authorities the partner's HTTPS server certificate chains to.", kind: module.FieldText, enc: encIDs, pick: certPick{multiple: true, roots: true}},
-	{name: "tls_pinned_sha256", label: "Pinned server certificate (SHA-256)", hint: "With pinned trust: the fingerprint of the partner's server certificate.", kind: module.FieldText},
-	{name: "max_message_size_mib", label: "Largest message (MiB)", kind: module.FieldNumber, enc: encInt},
-	{name: "algorithm_protection", label: "CMS algorithm protection (RFC 6211)", hint: "Adds the attribute to our signatures; some IBM products require it.", kind: module.FieldCheckbox, enc: encBool},
+	{name: "as2_id", label: "The partner's AS2 id", hint: "As the partner gave it.", kind: module.FieldText, group: groupIdentity},
+	{name: "endpoint_url", label: "Where to send messages", hint: "The partner's AS2 address.", kind: module.FieldURL, group: groupIdentity},
+	{name: "partner_certificate_ids", label: "Partner certificates", hint: "The partner's own certificates (never one with our key); the newest valid one encrypts.", kind: module.FieldText, enc: encIDs, pick: certPick{multiple: true}, group: groupIdentity},
+	{name: "our_signing_certificate_id", label: "Our signing certificate", hint: "Overrides the organization's.", kind: module.FieldNumber, enc: encOptionalInt, pick: certPick{ours: true, noneLabel: "The organization's"}, group: groupAdvanced},
+	{name: "our_decryption_certificate_id", label: "Our decryption certificate", hint: "Overrides the organization's.", kind: module.FieldNumber, enc: encOptionalInt, pick: certPick{ours: true, noneLabel: "The organization's"}, group: groupAdvanced},
+	{name: "compress", label: "Compress our messages", kind: module.FieldCheckbox, enc: encBool, group: groupSecurity},
+	{name: "compression_order", label: "Compression order", hint: "When also signed: compress before signing (the signature covers the compressed data) or after.", kind: module.FieldSelect, options: names(AllCompressionOrders), group: groupAdvanced},
+	{name: "signing_algorithm", label: "Sign our messages with", hint: "none sends them unsigned.", kind: module.FieldSelect, options: names(AllSigningAlgorithms), group: groupSecurity},
+	{name: "encryption_algorithm", label: "Encrypt our messages with", hint: "none sends them unencrypted.", kind: module.FieldSelect, options: names(AllEncryptionAlgorithms), group: groupSecurity},
+	{name: "gcm_confirmed", label: "Partner confirmed it opens AES-GCM", hint: "Needed for aes128-gcm and aes256-gcm; OpenAS2 4.9.0 and pyas2-lib 1.4.4 cannot open it.", kind: module.FieldCheckbox, enc: encBool, group: groupSecurity},
+	{name: "key_transport", label: "How the message key is wrapped", hint: "rsa-pkcs1v15 is what most products expect; rsa-oaep where the partner asks for it.", kind: module.FieldSelect, options: names(AllKeyTransports), group: groupAdvanced},
+	{name: "mdn_mode", label: "Receipt to ask for", hint: "sync: in the same connection; async: later, at our receipt address; none: no receipt.", kind: module.FieldSelect, options: names(AllMDNModes), group: groupReceipts},
+	{name: "signed_mdn", label: "Ask for a signed receipt", kind: module.FieldCheckbox, enc: encBool, group: groupReceipts},
+	{name: "mdn_mic_algorithm", label: "Checksum (MIC) the receipt should carry", kind: module.FieldSelect, options: names(AllMICAlgorithms), group: groupReceipts},
+	{name: "async_mdn_url", label: "Where the partner sends asynchronous receipts", hint: "Empty: our receiver's receipt address.", kind: module.FieldURL, group: groupReceipts},
+	{name: "require_signed", label: "Refuse unsigned messages from the partner", kind: module.FieldCheckbox, enc: encBool, group: groupSecurity},
+	{name: "require_encrypted", label: "Refuse unencrypted messages from the partner", kind: module.FieldCheckbox, enc: encBool, group: groupSecurity},
+	{name: "allow_sha1", label: "Accept SHA-1 signatures from the partner", hint: "Only for old products that cannot use SHA-2.", kind: module.FieldCheckbox, enc: encBool, group: groupSecurity},
+	{name: "mic_preference", label: "Checksum (MIC) of our receipts", hint: "When the partner signs with one digest and asks for another MIC: auto follows its product (OpenAS2 the requested one, pyas2-lib the signature's), else the requested one.", kind: module.FieldSelect, options: names(AllMICPreferences), group: groupReceipts},
+	{name: "async_mdn_hosts", label: "Other hosts our asynchronous receipts may go to", hint: "Hosts besides the endpoint URL's that our async MDNs may go to (e.g. localhost, which some products send by default), separated by commas.", kind: module.FieldText, enc: encStrings, group: groupReceipts},
+	{name: "duplicate_filename", label: "A file name the partner sends again", hint: "accept, warn (delivered and flagged) or refuse.", kind: module.FieldSelect, options: names(AllDuplicateFilenames), group: groupLimits},
+	{name: "duplicate_filename_window_hours", label: "…counts as sent again within (hours)", kind: module.FieldNumber, enc: encInt, group: groupLimits},
+	{name: "duplicate_content", label: "A document the partner sends again under a new Message-ID", hint: "A document the partner sent before under another Message-ID; warn or refuse for OpenAS2.", kind: module.FieldSelect, options: names(AllDuplicateFilenames), group: groupLimits},
+	{name: "duplicate_content_window_hours", label: "…counts as sent again within (hours)", kind: module.FieldNumber, enc: encInt, group: groupLimits},
+	{name: "connect_timeout_seconds", label: "Time to connect (seconds)", kind: module.FieldNumber, enc: encInt, group: groupLimits},
+	{name: "request_timeout_seconds", label: "Time for a whole request (seconds)", kind: module.FieldNumber, enc: encInt, group: groupLimits},
+	{name: "receipt_timeout_minutes", label: "Time to wait for an asynchronous receipt (minutes)", kind: module.FieldNumber, enc: encInt, group: groupLimits},
+	{name: "tls_trust", label: "TLS trust", hint: "system roots (plus the roots below), the profile's roots alone, or a pinned certificate.", kind: module.FieldSelect, options: names(AllTLSTrusts), group: groupAdvanced},
+	{name: "tls_trust_certificate_ids", label: "TLS roots", hint: "Authorities the partner's HTTPS server certificate chains to.", kind: module.FieldText, enc: encIDs, pick: certPick{multiple: true, roots: true}, group: groupAdvanced},
+	{name: "tls_pinned_sha256", label: "Pinned server certificate (SHA-256)", hint: "With pinned trust: the fingerprint of the partner's server certificate.", kind: module.FieldText, group: groupAdvanced},
+	{name: "max_message_size_mib", label: "Largest message (MiB)", kind: module.FieldNumber, enc: encInt, group: groupLimits},
+	{name: "algorithm_protection", label: "CMS algorithm protection (RFC 6211)", hint: "Adds the attribute to our signatures; some IBM products require it.", kind: module.FieldCheckbox, enc: encBool, group: groupAdvanced},
 }
 
 // LocalFields is the local profile's form showing l.
@@ -119,7 +121,8 @@ func withValue(fields []module.PanelField, name, value string) []module.PanelFie
 }
 
 func (f formField) panelField() module.PanelField {
-	return module.PanelField{Name: f.name, Label: f.label, Hint: f.hint, Kind: f.kind, Options: f.options}
+	return module.PanelField{Name: f.name, Label: f.label, Hint: f.hint, Kind: f.kind, Options: f.options,
+		Group: f.group.title, Folded: f.group.folded}
 }
 
 // fieldsOf reads each field's value from the profile's JSON form. A profile that cannot

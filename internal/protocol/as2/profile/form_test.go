@@ -95,3 +95,21 @@ func TestRemoteFormGCMAndDuplicateContent(t *testing.T) {
 		}
 	})
 }
+
+// TestFormsAreGrouped: every field of the profile forms is in a part of the form, and
+// only the advanced part is folded away.
+func TestFormsAreGrouped(t *testing.T) {
+	for name, fields := range map[string][]module.PanelField{"local": LocalFields(NewLocal()), "remote": RemoteFields(NewRemote())} {
+		for _, f := range fields {
+			if f.Group == "" {
+				t.Errorf("%s form: %s is in no group", name, f.Name)
+			}
+			if f.Folded != (f.Group == groupAdvanced.title) {
+				t.Errorf("%s form: %s in %q folded %v", name, f.Name, f.Group, f.Folded)
+			}
+			if f.Label == f.Name {
+				t.Errorf("%s form: %s has no label for people", name, f.Name)
+			}
+		}
+	}
+}
