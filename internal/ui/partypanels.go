@@ -84,17 +84,28 @@ func (s *Server) loadPanel(w http.ResponseWriter, r *http.Request, p partyPages)
 
 // panelForm is the panel's edit form: the fields with what was typed, and why it was refused.
 type panelForm struct {
-	Pages     partyPages
-	Party     persistence.Party
-	Panel     module.PartyPanel
-	Path      string
-	Errors    map[string]string
+	Pages  partyPages
+	Party  persistence.Party
+	Panel  module.PartyPanel
+	Path   string
+	Errors map[string]string
+	// Summary lists every error above the form; one naming no field of the panel shows
+	// only there.
+	Summary   []errorItem
 	CSRFField string
 	CSRFToken string
 }
 
 func (s *Server) renderPanelForm(w http.ResponseWriter, r *http.Request, status int, f panelForm) {
 	f.CSRFField, f.CSRFToken = session.CSRFField, sessionCSRFToken(r)
+	f.Summary = formSummary(f.Errors, func(field string) (string, string) {
+		for _, pf := range f.Panel.Fields {
+			if pf.Name == field {
+				return "f-" + field, pf.Label
+			}
+		}
+		return "", ""
+	})
 	f.Path = f.Pages.Path + "/" + string(f.Party.Name) + "/panels/" + f.Panel.Module
 	s.render(w, r, status, "party_panel_form", pageData{Title: f.Panel.Title + " of " + string(f.Party.Name), Data: f})
 }
@@ -133,7 +144,7 @@ func (s *Server) savePanelPage(p partyPages) http.Handler {
 					panel.Fields[i].Value = "true"
 				}
 			}
-			s.renderPanelForm(w, r, http.StatusUnprocessableEntity, panelForm{Pages: p, Party: party, Panel: panel, Errors: unplacedErrors(errs, panel.Fields)})
+			s.renderPanelForm(w, r, http.StatusUnprocessableEntity, panelForm{Pages: p, Party: party, Panel: panel, Errors: errs})
 			return
 		}
 		setFlash(w, "panel-saved")
@@ -142,27 +153,6 @@ func (s *Server) savePanelPage(p partyPages) http.Handler {
 }
 
 // unplacedErrors moves the errors of fields the form does not show (the body, a nested
-// key) under "", which the form shows above its fields.
-func unplacedErrors(errs map[string]string, fields []module.PanelField) map[string]string {
-	shown := map[string]bool{}
-	for _, f := range fields {
-		shown[f.Name] = true
-	}
-	out := map[string]string{}
-	for k, v := range errs {
-		if !shown[k] {
-			if out[""] != "" {
-				continue
-			}
-			if k != "" {
-				v = k + ": " + v
-			}
-			k = ""
-		}
-		out[k] = v
-	}
-	return out
-}
 
 func (s *Server) panelActionPage(p partyPages) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

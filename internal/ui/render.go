@@ -42,6 +42,9 @@ var funcs = template.FuncMap{
 	"static":      static.URL,
 	"csrfField":   func() string { return session.CSRFField },
 	"filterInput": newFilterInput,
+	// errorSummary lists a refused form's errors above it: {{template "error-summary"
+	// errorSummary .Errors ""}}, the second argument prefixing the inputs' ids.
+	"errorSummary": errorSummary,
 }
 
 // filterInput is one text field of a list page's filter form, drawn by the

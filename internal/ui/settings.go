@@ -44,10 +44,11 @@ func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, status i
 	}
 	s.render(w, r, status, "settings", pageData{Title: "Settings", Data: struct {
 		Settings  []settingRow
+		Errors    map[string]string
 		Admin     bool
 		CSRFField string
 		CSRFToken string
-	}{rows, isAdmin(r), session.CSRFField, sessionCSRFToken(r)}})
+	}{rows, errs, isAdmin(r), session.CSRFField, sessionCSRFToken(r)}})
 }
 
 // saveSettingsPage writes the settings whose value differs from the current one, through
