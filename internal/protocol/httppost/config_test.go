@@ -103,7 +103,7 @@ func TestPosterConfigRefuses(t *testing.T) {
 		{"header twice", `"url":"https://a.example","headers":{"authorization":"a"},"secret_headers":{"Authorization":"b"}`, "secret_headers", "already set"},
 		{"line break in a value", `"url":"https://a.example","secret_headers":{"X-Key":"a\r\nX-Evil: 1"}`, "secret_headers", "control character"},
 		{"max_concurrent", `"url":"https://a.example","max_concurrent":300`, "max_concurrent", "between"},
-		{"headers of the wrong type", `"url":"https://a.example","headers":["a"]`, "headers", "must be"},
+		{"headers of the wrong type", `"url":"https://a.example","headers":["a"]`, "headers", "Name: value per line"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
