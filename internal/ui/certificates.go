@@ -3,6 +3,7 @@ package ui
 import (
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -105,17 +106,16 @@ func (s *Server) renderCertificateForm(w http.ResponseWriter, r *http.Request, s
 func (s *Server) uploadCertificatePage(w http.ResponseWriter, r *http.Request) {
 	file, password, description, err := readCertificateForm(r)
 	if err != nil {
-		var fe *persistence.FieldError
-		if !errors.As(err, &fe) {
+		errs, ok := fieldMessages(err)
+		if !ok {
 			badForm(w, err)
 			return
 		}
 		status := http.StatusUnprocessableEntity
-		if fe == errFileTooLarge {
+		if errors.Is(err, errFileTooLarge) {
 			status = http.StatusRequestEntityTooLarge
 		}
-		s.renderCertificateForm(w, r, status, certificateForm{Description: description,
-			Errors: map[string]string{fe.Field: fe.Message}})
+		s.renderCertificateForm(w, r, status, certificateForm{Description: description, Errors: errs})
 		return
 	}
 	stored, err := certs.Import(r.Context(), s.store, s.sealer, file, password, description)
@@ -149,15 +149,18 @@ func readCertificateForm(r *http.Request) (file []byte, password, description st
 	}
 	description = r.PostFormValue("description")
 	password = r.PostFormValue("password")
+	var errs persistence.FieldErrors
 	if len(description) > maxCertField {
-		return nil, "", description[:maxCertField], &persistence.FieldError{Field: "description", Message: "too long"}
+		description = description[:maxCertField]
+		errs.Add("description", fmt.Sprintf("Use at most %d characters.", maxCertField))
 	}
 	if len(password) > maxCertField {
-		return nil, "", description, &persistence.FieldError{Field: "password", Message: "too long"}
+		errs.Add("password", fmt.Sprintf("Use at most %d characters.", maxCertField))
 	}
 	f, hdr, err := r.FormFile("file")
 	if errors.Is(err, http.ErrMissingFile) {
-		return nil, "", description, &persistence.FieldError{Field: "file", Message: "required"}
+		errs.Add("file", "Choose a certificate file: PEM, DER or PKCS#12.")
+		return nil, "", description, errs
 	}
 	if err != nil {
 		return nil, "", description, err
@@ -172,6 +175,9 @@ func readCertificateForm(r *http.Request) (file []byte, password, description st
 	}
 	if len(file) > certs.MaxUploadSize {
 		return nil, "", description, errFileTooLarge
+	}
+	if err := errs.Err(); err != nil {
+		return nil, "", description, err
 	}
 	return file, password, description, nil
 }
