@@ -19,10 +19,12 @@ import (
 type fakePanels struct {
 	mu   sync.Mutex
 	code string
+	// orgs offers the panel on organization pages too.
+	orgs bool
 }
 
 func (f *fakePanels) PartyPanel(_ context.Context, kind persistence.PartyKind, _ persistence.PartyName) (module.PartyPanel, bool, error) {
-	if kind != persistence.PartyPartner {
+	if kind != persistence.PartyPartner && !f.orgs {
 		return module.PartyPanel{}, false, nil
 	}
 	f.mu.Lock()
