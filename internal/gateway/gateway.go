@@ -27,6 +27,7 @@ import (
 	"wharf/internal/logging"
 	"wharf/internal/module"
 	"wharf/internal/persistence/db"
+	"wharf/internal/product"
 	"wharf/internal/secret"
 	"wharf/internal/services"
 	"wharf/internal/settings"
@@ -34,9 +35,6 @@ import (
 	"wharf/internal/ui"
 	"wharf/internal/ui/session"
 )
-
-// Version is the build's version, set by the linker.
-var Version = "dev"
 
 // Gateway is one standalone Wharf process.
 type Gateway struct {
@@ -322,7 +320,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		Ops:      ops{g},
 		Sealer:   g.Box,
 		Logger:   g.log.With("component", "api"),
-		Version:  Version,
+		Version:  product.Version(),
 		Modules:  g.moduleAPIs(),
 		OIDC:     g.OIDC,
 		Health:   g.Health,

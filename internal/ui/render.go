@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"strings"
 
 	"wharf/internal/persistence"
+	"wharf/internal/product"
 	"wharf/internal/ui/session"
 	"wharf/internal/ui/static"
 )
@@ -45,6 +47,7 @@ var funcs = template.FuncMap{
 	// errorSummary lists a refused form's errors above it: {{template "error-summary"
 	// errorSummary .Errors ""}}, the second argument prefixing the inputs' ids.
 	"errorSummary": errorSummary,
+	"navLink":      newNavLink,
 }
 
 // filterInput is one text field of a list page's filter form, drawn by the
@@ -71,13 +74,30 @@ func parsePages() (map[string]*template.Template, error) {
 	return pages, nil
 }
 
-// pageData is what every page gets: the layout reads Title, Flash and Session,
-// the view reads Data.
+// pageData is what every page gets: the layout reads Title, Flash, Session, Path and
+// Version, the view reads Data.
 type pageData struct {
 	Title   string
 	Flash   *flash
 	Session *session.Session
 	Data    any
+	// Path is the request's path, for the navigation to mark the current page.
+	Path string
+	// Version is Wharf's version, shown in the footer.
+	Version string
+}
+
+// navLink is one entry of the navigation, drawn by the "nav-link" template.
+type navLink struct {
+	Href, Label string
+	Current     bool
+}
+
+// newNavLink marks the entry of the page at path current: its own page and the pages
+// under it (a partner's page is under Partners); the dashboard only at its own path.
+func newNavLink(current, href, label string) navLink {
+	on := current == href || (href != "/ui/" && strings.HasPrefix(current, href+"/"))
+	return navLink{Href: href, Label: label, Current: on}
 }
 
 // flash is a one-time notice shown on the page a redirect lands on.
@@ -153,6 +173,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, view
 	if d.Flash == nil {
 		d.Flash = takeFlash(w, r)
 	}
+	d.Path, d.Version = r.URL.Path, product.Version()
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, d); err != nil {
 		s.fail(w, r, fmt.Errorf("render %s: %w", view, err))

@@ -65,11 +65,12 @@
 		return prefersDark ? "dark" : "light";
 	}
 
+	// The toggle names the theme it switches to.
 	function syncToggles() {
 		var dark = effectiveTheme() === "dark";
 		var toggles = document.querySelectorAll("[data-theme-toggle]");
 		for (var i = 0; i < toggles.length; i++) {
-			toggles[i].setAttribute("aria-pressed", dark ? "true" : "false");
+			toggles[i].textContent = dark ? "Switch to light theme" : "Switch to dark theme";
 		}
 	}
 
