@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"wharf/internal/persistence"
 	"wharf/internal/product"
+	"wharf/internal/records"
 )
 
 var currentRE = regexp.MustCompile(`<a class="sidenav-link" href="([^"]+)" aria-current="page">`)
@@ -48,5 +50,37 @@ func TestLayout(t *testing.T) {
 	if r.status != http.StatusOK || strings.Contains(r.body, `href="/ui/tokens"`) || strings.Contains(r.body, `href="/ui/identity-providers"`) ||
 		strings.Contains(r.body, `href="/ui/users"`) {
 		t.Errorf("an operator's navigation offers the administrators' pages\n%s", r.body)
+	}
+}
+
+// TestDeleteButtonsNameWhatTheyDelete: a screen reader hears "Delete route outbox (local →
+// acme) → inbox", not a row of "Delete"; no template has a bare Delete or Revoke button.
+func TestDeleteButtonsNameWhatTheyDelete(t *testing.T) {
+	pb := setupPages(t)
+	pb.seedRouting(t)
+	if _, err := records.CreateRoute(context.Background(), pb.store, records.RouteInput{Source: "outbox", From: "local", To: "acme", Target: "inbox"}); err != nil {
+		t.Fatal(err)
+	}
+	body := pb.get(t, "/ui/routes", http.StatusOK)
+	if want := `Delete<span class="visually-hidden"> route outbox (local → acme) → inbox</span></button>`; !strings.Contains(body, want) {
+		t.Errorf("routes page lacks %q\n%s", want, body)
+	}
+	if body := pb.get(t, "/ui/partners/acme", http.StatusOK); !strings.Contains(body, `Delete<span class="visually-hidden"> partner acme</span>`) {
+		t.Errorf("partner page's delete button names nothing\n%s", body)
+	}
+	entries, err := templateFiles.ReadDir("templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		raw, err := templateFiles.ReadFile("templates/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bare := range []string{">Delete</button>", ">Revoke</button>", ">Remove</button>"} {
+			if strings.Contains(string(raw), bare) {
+				t.Errorf("%s has a button %q that does not say what it deletes", e.Name(), bare)
+			}
+		}
 	}
 }

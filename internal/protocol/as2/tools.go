@@ -37,7 +37,7 @@ type CheckResult struct {
 
 // checkConnection walks the way to a partner's endpoint step by step (name lookup, TCP,
 // TLS with the profile's trust, one HTTP request), so an operator sees where it breaks.
-// Any HTTP answer counts as reachable: AS2 endpoints answer a GET with anything from
+// The HTTP answer is judged by judgeProbe: AS2 endpoints answer a GET with anything from
 // 200 to 405.
 func checkConnection(ctx context.Context, out profile.Outbound) CheckResult {
 	res := CheckResult{Partner: string(out.Remote.Partner), EndpointURL: out.Remote.EndpointURL}
@@ -128,11 +128,7 @@ func checkConnection(ctx context.Context, out profile.Outbound) CheckResult {
 			return "", fmt.Errorf("GET %s: %w", u.Redacted(), err)
 		}
 		resp.Body.Close()
-		detail := "answered " + resp.Status
-		if sv := resp.Header.Get("Server"); sv != "" {
-			detail += " (server " + sv + ")"
-		}
-		return detail, nil
+		return judgeProbe(resp)
 	})
 	return res
 }
