@@ -61,10 +61,12 @@ func newFilterInput(id, name, typ, label, value, placeholder string, errs map[st
 	return filterInput{ID: id, Name: name, Type: typ, Label: label, Value: value, Placeholder: placeholder, Error: errs[name]}
 }
 
-func parsePages() (map[string]*template.Template, error) {
+// parsePages parses every view with the layout; zone is the display zone the "when"
+// function shows times in.
+func parsePages(zone *displayZone) (map[string]*template.Template, error) {
 	pages := make(map[string]*template.Template, len(views))
 	for _, v := range views {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles,
+		t, err := template.New("layout.html").Funcs(funcs).Funcs(template.FuncMap{"when": zone.when}).ParseFS(templateFiles,
 			"templates/layout.html", "templates/"+v+".html")
 		if err != nil {
 			return nil, fmt.Errorf("ui: parse template %s: %w", v, err)
@@ -173,6 +175,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, view
 	if d.Flash == nil {
 		d.Flash = takeFlash(w, r)
 	}
+	s.zone.refresh(r.Context(), s.store)
 	d.Path, d.Version = r.URL.Path, product.Version()
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, d); err != nil {

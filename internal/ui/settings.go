@@ -88,6 +88,7 @@ func (s *Server) saveSettingsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(changed) > 0 {
+		s.zone.changed()
 		if s.settingsChanged != nil {
 			s.settingsChanged(r.Context())
 		}
