@@ -176,6 +176,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		Ingest:  g.Dispatcher,
 		Alerts:  g.Alerts,
 		Bus:     moduleBus{g.Bus},
+		Product: g.productName,
 	}
 	g.Runtimes = map[string]any{}
 	for _, m := range module.Modules() {
@@ -191,7 +192,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 			g.Notifications = l
 		}
 	}
-	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes, Alerts: g.Alerts})
+	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes, Alerts: g.Alerts, Product: g.productName})
 	g.Health = newHealth(g.Store.Ping, g.Bus.Flush, g.Alerts,
 		func() time.Duration { return g.settings(context.Background()).HealthCheckInterval }, log)
 	g.Services.SetHealth(g.Health.Down)
@@ -249,6 +250,11 @@ func (g *Gateway) settings(ctx context.Context) settings.Values {
 	}
 	g.setCache, g.setAt, g.setRead = v, time.Now(), err == nil
 	return g.setCache
+}
+
+// productName is the product string Wharf sends, per the hide_version setting.
+func (g *Gateway) productName() string {
+	return product.String(g.settings(context.Background()).HideVersion)
 }
 
 // settingsChanged drops the cached settings so a change applies to the next reader.
@@ -329,7 +335,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	mux.Handle("/ui/", g.UI.Handler())
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
 	mux.Handle("/", srv.Handler())
-	g.server = newHTTPServer(mux)
+	g.server = newHTTPServer(mux, g.productName)
 	// Shutdown waits for requests to finish; the UI's live streams finish only when told.
 	g.server.RegisterOnShutdown(g.UI.Close)
 	g.serveErr = make(chan error, 1)

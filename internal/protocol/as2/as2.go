@@ -101,6 +101,7 @@ func (rt *Runtime) senderDeps() sender.Deps {
 		BaseURL:     rt.core.BaseURL,
 		AsyncMDNURL: rt.asyncMDNURL,
 		Alerts:      rt.core.Alerts,
+		Product:     rt.core.Product,
 	}
 }
 
@@ -156,6 +157,7 @@ func newReceiver(env module.Env, name persistence.InstanceName, cfg module.Confi
 		BaseURL:   rt.core.BaseURL,
 		TempDir:   filepath.Join(rt.core.DataDir, "tmp"),
 		Alerts:    rt.core.Alerts,
+		Product:   rt.core.Product,
 	}, name, c)
 }
 

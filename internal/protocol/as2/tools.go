@@ -39,7 +39,7 @@ type CheckResult struct {
 // TLS with the profile's trust, one HTTP request), so an operator sees where it breaks.
 // The HTTP answer is judged by judgeProbe: AS2 endpoints answer a GET with anything from
 // 200 to 405.
-func checkConnection(ctx context.Context, out profile.Outbound) CheckResult {
+func checkConnection(ctx context.Context, out profile.Outbound, userAgent string) CheckResult {
 	res := CheckResult{Partner: string(out.Remote.Partner), EndpointURL: out.Remote.EndpointURL}
 	timeout := time.Duration(out.Remote.ConnectTimeoutSeconds) * time.Second
 	if timeout <= 0 {
@@ -133,9 +133,6 @@ func checkConnection(ctx context.Context, out profile.Outbound) CheckResult {
 	return res
 }
 
-// userAgent names us to partners.
-const userAgent = "Wharf AS2"
-
 // testMessageInput is the body of a test-message request; both fields are optional.
 type testMessageInput struct {
 	Organization string `json:"organization"`
@@ -224,7 +221,7 @@ func (rt *Runtime) toolRoutes() []module.APIRoute {
 				if err != nil {
 					return 0, nil, err
 				}
-				return http.StatusOK, checkConnection(r.Context(), out), nil
+				return http.StatusOK, checkConnection(r.Context(), out, rt.core.ProductName()), nil
 			}},
 		{Method: "POST", Path: "/api/v1/as2/remote-profiles/{partner}/test-message", Body: module.BodyJSON,
 			Handle: func(r *http.Request) (int, any, error) {
