@@ -47,9 +47,9 @@ func (l Local) Validate() error {
 		case *p < 1:
 			errs.Add("previous_decryption_certificate_id", "must be a certificate id, or null")
 		case l.DecryptionCertificateID == 0:
-			errs.Add("previous_decryption_certificate_id", "needs a decryption_certificate_id to follow")
+			errs.Add("previous_decryption_certificate_id", "needs a decryption certificate to follow")
 		case *p == l.DecryptionCertificateID:
-			errs.Add("previous_decryption_certificate_id", "must differ from decryption_certificate_id")
+			errs.Add("previous_decryption_certificate_id", "must differ from the decryption certificate")
 		}
 	}
 	if err := checkHeaderText(l.MDNNotificationTo, maxMDNNotificationTo); err != nil {
@@ -108,7 +108,7 @@ func (r Remote) Validate() error {
 		errs.Add("encryption_algorithm", "3des is accepted inbound only; choose an AES cipher")
 	}
 	if r.EncryptionAlgorithm.GCM() && !r.GCMConfirmed {
-		errs.Add("gcm_confirmed", "AES-GCM needs the partner's confirmation that it opens AES-GCM (OpenAS2 4.9.0 and pyas2-lib 1.4.4 do not); set gcm_confirmed or choose an AES-CBC cipher")
+		errs.Add("gcm_confirmed", "AES-GCM needs the partner's confirmation that it opens AES-GCM (OpenAS2 4.9.0 and pyas2-lib 1.4.4 do not): confirm it, or choose an AES-CBC cipher")
 	}
 	if r.AsyncMDNURL != "" {
 		if err := checkURL(r.AsyncMDNURL); err != nil {
@@ -134,7 +134,7 @@ func (r Remote) Validate() error {
 		}
 	}
 	if r.ConnectTimeoutSeconds > r.RequestTimeoutSeconds {
-		errs.Add("connect_timeout_seconds", "must not exceed request_timeout_seconds")
+		errs.Add("connect_timeout_seconds", "must not be longer than the request timeout")
 	}
 	if err := checkRetry(r); !errs.Merge(err) {
 		return err
@@ -149,9 +149,9 @@ func (r Remote) Validate() error {
 	if len(r.PartnerCertificateIDs) == 0 {
 		switch {
 		case r.EncryptionAlgorithm != EncryptNone:
-			errs.Add("partner_certificate_ids", "encryption needs a partner certificate to encrypt to; add one or set encryption_algorithm to none")
+			errs.Add("partner_certificate_ids", "encryption needs a partner certificate to encrypt to: add one, or choose no encryption")
 		case r.RequireSigned:
-			errs.Add("partner_certificate_ids", "require_signed needs a partner certificate to verify signatures with")
+			errs.Add("partner_certificate_ids", "requiring signed messages needs a partner certificate to verify signatures with")
 		case r.SignedMDN && r.MDNMode != MDNNone:
 			errs.Add("partner_certificate_ids", "a signed MDN needs a partner certificate to verify it with")
 		}
