@@ -6,6 +6,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -127,35 +128,49 @@ func (f *fakeServices) callLog() []string {
 // CSRF token is added unless withCSRF is false.
 func (cb *configBundle) upload(t *testing.T, path string, fields map[string]string, file []byte, withCSRF bool) response {
 	t.Helper()
+	form := url.Values{}
+	for k, v := range fields {
+		form.Set(k, v)
+	}
+	if withCSRF {
+		form.Set(session.CSRFField, cb.csrf)
+	}
+	return postMultipart(t, cb.c, cb.srv.URL+path, form, "upload.bin", file)
+}
+
+// postMultipart posts form as multipart/form-data, as a browser does, with file as the
+// part "file" named fileName when file is not nil (an empty file input sends the part
+// with no name and no bytes).
+func postMultipart(t *testing.T, c *client, target string, form url.Values, fileName string, file []byte) response {
+	t.Helper()
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
-	if withCSRF {
-		mw.WriteField(session.CSRFField, cb.csrf)
-	}
-	for k, v := range fields {
-		mw.WriteField(k, v)
+	for k, vs := range form {
+		for _, v := range vs {
+			mw.WriteField(k, v)
+		}
 	}
 	if file != nil {
-		fw, err := mw.CreateFormFile("file", "upload.bin")
+		fw, err := mw.CreateFormFile("file", fileName)
 		if err != nil {
 			t.Fatal(err)
 		}
 		fw.Write(file)
 	}
 	mw.Close()
-	req, err := http.NewRequest(http.MethodPost, cb.srv.URL+path, &buf)
+	req, err := http.NewRequest(http.MethodPost, target, &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", mw.FormDataContentType())
-	res, err := cb.c.http.Do(req)
+	res, err := c.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
 	var body bytes.Buffer
 	body.ReadFrom(res.Body)
-	cb.c.seen = append(cb.c.seen, body.String())
+	c.seen = append(c.seen, body.String())
 	return response{status: res.StatusCode, header: res.Header, body: body.String()}
 }
 

@@ -1,10 +1,7 @@
 package ui
 
 import (
-	"bytes"
 	"html/template"
-	"log/slog"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -12,9 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"wharf/internal/dispatch"
 	"wharf/internal/module"
-	"wharf/internal/storage"
 	"wharf/internal/ui/session"
 )
 
@@ -26,13 +21,9 @@ type formsBundle struct {
 
 func setupForms(t *testing.T) *formsBundle {
 	t.Helper()
-	blobs, err := storage.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	withIngest, _ := ingestDeps(t)
 	ab := setupAccounts(t, func(d *Deps) {
-		d.Payloads = blobs
-		d.Ingest = dispatch.New(d.Store, blobs, nopWaker{}, slog.New(slog.DiscardHandler))
+		withIngest(d)
 		d.PartyPanels = []module.PartyPanels{&fakePanels{orgs: true}}
 		d.Services = &fakeServices{store: d.Store}
 		withOIDC(d)
@@ -45,32 +36,8 @@ func setupForms(t *testing.T) *formsBundle {
 // as a browser sends a form whose file input is left empty.
 func (fb *formsBundle) multipart(t *testing.T, path string, form url.Values) response {
 	t.Helper()
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	mw.WriteField(session.CSRFField, fb.csrf)
-	for k, vs := range form {
-		for _, v := range vs {
-			mw.WriteField(k, v)
-		}
-	}
-	// An empty file input still sends its part, with no file name.
-	if _, err := mw.CreateFormFile("file", ""); err != nil {
-		t.Fatal(err)
-	}
-	mw.Close()
-	req, err := http.NewRequest(http.MethodPost, fb.srv.URL+path, &buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	res, err := fb.c.http.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var body bytes.Buffer
-	body.ReadFrom(res.Body)
-	return response{status: res.StatusCode, header: res.Header, body: body.String()}
+	form.Set(session.CSRFField, fb.csrf)
+	return postMultipart(t, fb.c, fb.srv.URL+path, form, "", []byte{})
 }
 
 // badField is an input a case fills wrongly: its element id and, unless it is a secret

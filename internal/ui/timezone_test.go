@@ -51,6 +51,18 @@ var timeFormatting = regexp.MustCompile(`<time\b|\.Format\b|\.UTC\b|\.Unix\b|\.I
 // TestTemplatesFormatTimesOneWay fails when a template formats a time itself instead of
 // through the "when" function, which keeps one layout and the display zone everywhere.
 func TestTemplatesFormatTimesOneWay(t *testing.T) {
+	eachTemplate(t, func(name, text string) {
+		for i, line := range strings.Split(text, "\n") {
+			if m := timeFormatting.FindString(line); m != "" {
+				t.Errorf("%s:%d formats a time with %q; use {{when …}}", name, i+1, m)
+			}
+		}
+	})
+}
+
+// eachTemplate calls fn with the name and text of every embedded template.
+func eachTemplate(t *testing.T, fn func(name, text string)) {
+	t.Helper()
 	entries, err := templateFiles.ReadDir("templates")
 	if err != nil {
 		t.Fatal(err)
@@ -60,11 +72,7 @@ func TestTemplatesFormatTimesOneWay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, line := range strings.Split(string(raw), "\n") {
-			if m := timeFormatting.FindString(line); m != "" {
-				t.Errorf("%s:%d formats a time with %q; use {{when …}}", e.Name(), i+1, m)
-			}
-		}
+		fn(e.Name(), string(raw))
 	}
 }
 

@@ -212,20 +212,28 @@ func (b *bundle) code(t *testing.T, secret string) string {
 // code is not the current one.
 func (b *bundle) enroll(t *testing.T, c *client, name string) (secret string, codes []string) {
 	t.Helper()
+	secret, _, codes = b.completeSetup(t, c, name)
+	b.clock.Add(30 * time.Second)
+	return secret, codes
+}
+
+// completeSetup creates a user and completes their set-up link now; it returns the TOTP
+// secret, the code the set-up spent and the recovery codes.
+func (b *bundle) completeSetup(t *testing.T, c *client, name string) (secret, spent string, codes []string) {
+	t.Helper()
 	link := b.newUser(t, name)
 	form := c.get(t, link)
 	if form.status != http.StatusOK {
 		t.Fatalf("GET set-up link = %d", form.status)
 	}
 	secret = match(t, secretRE, form.body)
+	spent = b.code(t, secret)
 	done := c.post(t, link, url.Values{"state": {match(t, stateRE, form.body)}, "password": {testPassword},
-		"password_confirm": {testPassword}, "code": {b.code(t, secret)}})
+		"password_confirm": {testPassword}, "code": {spent}})
 	if done.status != http.StatusOK {
 		t.Fatalf("POST set-up = %d\n%s", done.status, done.body)
 	}
-	codes = codesRE.FindAllString(done.body, -1)
-	b.clock.Add(30 * time.Second)
-	return secret, codes
+	return secret, spent, codesRE.FindAllString(done.body, -1)
 }
 
 // signIn runs both steps and returns the final answer.
@@ -455,14 +463,7 @@ func TestTOTPCodeWorksOnce(t *testing.T) {
 func TestFirstSignInAfterSetup(t *testing.T) {
 	b := setup(t)
 	c := b.client(t)
-	link := b.newUser(t, "alice")
-	form := c.get(t, link)
-	secret := match(t, secretRE, form.body)
-	spent := b.code(t, secret)
-	if done := c.post(t, link, url.Values{"state": {match(t, stateRE, form.body)}, "password": {testPassword},
-		"password_confirm": {testPassword}, "code": {spent}}); done.status != http.StatusOK {
-		t.Fatalf("set-up = %d\n%s", done.status, done.body)
-	}
+	secret, spent, _ := b.completeSetup(t, c, "alice")
 	for i := range 5 {
 		r := c.signIn(t, "alice", testPassword, spent, "")
 		if r.status != http.StatusUnprocessableEntity || !strings.Contains(r.body, codeReused) || strings.Contains(r.body, codeRefusal) {

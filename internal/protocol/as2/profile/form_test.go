@@ -65,18 +65,24 @@ func TestFormJSON(t *testing.T) {
 	}
 }
 
+// storedRemoteForm stores the world's partner profile and returns its form as filled in.
+func storedRemoteForm(e *env) url.Values {
+	w := e.world()
+	e.mustCreate(w)
+	form := url.Values{}
+	for _, f := range RemoteFields(w.remote) {
+		if f.Value != "" {
+			form.Set(f.Name, f.Value)
+		}
+	}
+	return form
+}
+
 // TestRemoteFormNamesEveryField: a refused partner form names every invalid field at
 // once, the ones that are not numbers and the ones the profile's checks refuse.
 func TestRemoteFormNamesEveryField(t *testing.T) {
 	forEachDB(t, func(t *testing.T, e *env) {
-		w := e.world()
-		e.mustCreate(w)
-		form := url.Values{}
-		for _, f := range RemoteFields(w.remote) {
-			if f.Value != "" {
-				form.Set(f.Name, f.Value)
-			}
-		}
+		form := storedRemoteForm(e)
 		form.Set("connect_timeout_seconds", "ten")
 		form.Set("endpoint_url", "ftp://acme.example/as2")
 		form.Set("receipt_timeout_minutes", "0")
@@ -96,14 +102,7 @@ func TestRemoteFormNamesEveryField(t *testing.T) {
 // and the duplicate content policy.
 func TestRemoteFormGCMAndDuplicateContent(t *testing.T) {
 	forEachDB(t, func(t *testing.T, e *env) {
-		w := e.world()
-		e.mustCreate(w)
-		form := url.Values{}
-		for _, f := range RemoteFields(w.remote) {
-			if f.Value != "" {
-				form.Set(f.Name, f.Value)
-			}
-		}
+		form := storedRemoteForm(e)
 		form.Set("encryption_algorithm", "aes256-gcm")
 		if _, err := e.store.SaveRemoteForm(e.ctx, "acme", form); fieldOf(err) != "gcm_confirmed" {
 			t.Fatalf("GCM without the acknowledgement: %v", err)
