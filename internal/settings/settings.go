@@ -112,6 +112,16 @@ var catalogue = []Setting{
 // Catalogue returns every setting in display order.
 func Catalogue() []Setting { return slices.Clone(catalogue) }
 
+// Label names the setting key for people; an unknown key is its own label.
+func Label(key string) string {
+	for _, s := range catalogue {
+		if s.Key == key {
+			return s.Label
+		}
+	}
+	return key
+}
+
 // Keys returns every setting key in display order.
 func Keys() []string {
 	keys := make([]string, len(catalogue))

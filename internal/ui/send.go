@@ -172,7 +172,7 @@ func uploadProblem(h *multipart.FileHeader, limit int64) string {
 	case h.Size == 0:
 		return "The file is empty: a document needs at least one byte."
 	case h.Size > limit:
-		return fmt.Sprintf("The file is larger than the limit of %d MiB (setting %s).", limit>>20, settings.MaxUploadMiB)
+		return fmt.Sprintf("The file is larger than the limit of %d MiB (setting “%s”).", limit>>20, settings.Label(settings.MaxUploadMiB))
 	}
 	return ""
 }

@@ -133,7 +133,7 @@ func (c *Config) Validate() error {
 		errs.Add("mdn_path", err.Error())
 	}
 	if c.MDNPath == c.Path {
-		errs.Add("mdn_path", "must differ from path")
+		errs.Add("mdn_path", "must differ from the message path")
 	}
 	if c.TLSCertificateID != nil && *c.TLSCertificateID <= 0 {
 		errs.Add("tls_certificate_id", "must be a certificate id")
@@ -143,9 +143,9 @@ func (c *Config) Validate() error {
 		case *p < 0 || *p > 65535:
 			errs.Add("tls_port", "must be between 0 and 65535")
 		case *p != 0 && *p == c.Port:
-			errs.Add("tls_port", "must differ from port, which serves plain HTTP when tls_port is set")
+			errs.Add("tls_port", "must differ from the port, which serves plain HTTP when a TLS port is set")
 		case c.TLSCertificateID == nil:
-			errs.Add("tls_port", "serves HTTPS with tls_certificate_id; set that as well")
+			errs.Add("tls_port", "serves HTTPS with a TLS certificate: choose one as well")
 		}
 	}
 	if c.MaxConcurrentRequests < 1 || c.MaxConcurrentRequests > MaxConcurrentRequestsLimit {
@@ -189,10 +189,10 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.ReadHeaderTimeout > c.ReadTimeout {
-		errs.Add("read_header_timeout", "must not exceed read_timeout")
+		errs.Add("read_header_timeout", "must not be longer than the read timeout")
 	}
 	if c.BodyIdleTimeout > c.ReadTimeout {
-		errs.Add("body_idle_timeout", "must not exceed read_timeout")
+		errs.Add("body_idle_timeout", "must not be longer than the read timeout")
 	}
 	return errs.Err()
 }
