@@ -37,7 +37,7 @@ func TestLayout(t *testing.T) {
 	body := ab.get(t, "/ui/", http.StatusOK)
 	for _, want := range []string{
 		`href="/ui/tokens">API tokens</a>`, `href="/ui/identity-providers">Identity providers</a>`,
-		`data-theme-toggle><span class="theme-toggle-verb">Switch to </span><span data-theme-name>dark</span> theme</button>`,
+		`data-theme-toggle><span><span class="theme-toggle-verb">Switch to </span><span data-theme-name>dark</span> theme</span></button>`,
 		`<footer class="footer"><p>Wharf ` + product.Version() + `</p></footer>`,
 	} {
 		if !strings.Contains(body, want) {
