@@ -15,9 +15,10 @@ import (
 	"wharf/internal/config"
 	"wharf/internal/gateway"
 	"wharf/internal/logging"
+	"wharf/internal/product"
 )
 
-func version() string { return gateway.Version }
+func version() string { return product.Version() }
 
 // loadConfig reads the environment and the command's flags; flags win over variables.
 func loadConfig(name string, args []string, flags ...string) (config.Config, []string, error) {

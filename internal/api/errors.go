@@ -137,23 +137,8 @@ func (s *Server) classify(r *http.Request, err error) *apiError {
 
 // fieldErrors collects every *persistence.FieldError in err's tree, in order.
 func fieldErrors(err error) []*persistence.FieldError {
-	var out []*persistence.FieldError
-	var walk func(error)
-	walk = func(e error) {
-		switch x := e.(type) {
-		case nil:
-		case *persistence.FieldError:
-			out = append(out, x)
-		case interface{ Unwrap() []error }:
-			for _, c := range x.Unwrap() {
-				walk(c)
-			}
-		case interface{ Unwrap() error }:
-			walk(x.Unwrap())
-		}
-	}
-	walk(err)
-	return out
+	fes, _ := persistence.AllFieldErrors(err)
+	return fes
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {

@@ -174,3 +174,23 @@ func (b *bundle) secretHeaders(t *testing.T, name string) map[string]string {
 	}
 	return in.Config.(*httppost.PosterConfig).SecretHeaders
 }
+
+// TestPluginConfigRefusalListsEveryField: one 400 names every invalid field in details,
+// each under its own key, whether its value does not decode or the config refuses it.
+func TestPluginConfigRefusalListsEveryField(t *testing.T) {
+	eachStore(t, func(t *testing.T, b *bundle) {
+		body := `{"name":"Bad Name","directory":"relative/dir","interval":"soon","batch_size":"many"}`
+		e := b.must(400, "POST", "/api/v1/plugins/configs/file-poller", body).errorOf(t)
+		if e.Code != "INVALID_INPUT" {
+			t.Fatalf("error = %+v", e)
+		}
+		for _, field := range []string{"name", "directory", "interval", "batch_size"} {
+			if e.Details[field] == nil {
+				t.Errorf("details lack %s: %v", field, e.Details)
+			}
+		}
+		if msg, _ := e.Details["interval"].(string); !strings.Contains(msg, "duration") {
+			t.Errorf("interval's message %q does not say a duration is wanted", msg)
+		}
+	})
+}

@@ -29,6 +29,7 @@ import (
 	"wharf/internal/metrics"
 	"wharf/internal/module"
 	"wharf/internal/persistence/db"
+	"wharf/internal/product"
 	"wharf/internal/secret"
 	"wharf/internal/services"
 	"wharf/internal/settings"
@@ -36,9 +37,6 @@ import (
 	"wharf/internal/ui"
 	"wharf/internal/ui/session"
 )
-
-// Version is the build's version, set by the linker.
-var Version = "dev"
 
 // Gateway is one standalone Wharf process.
 type Gateway struct {
@@ -186,6 +184,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		Alerts:  g.Alerts,
 		Bus:     moduleBus{g.Bus},
 		Inbound: g.Metrics,
+		Product: g.productName,
 	}
 	g.Runtimes = map[string]any{}
 	for _, m := range module.Modules() {
@@ -201,7 +200,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 			g.Notifications = l
 		}
 	}
-	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes, Alerts: g.Alerts})
+	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes, Alerts: g.Alerts, Product: g.productName})
 	g.Health = newHealth(g.Store.Ping, g.Bus.Flush, g.Alerts,
 		func() time.Duration { return g.settings(context.Background()).HealthCheckInterval }, log)
 	g.Health.metrics = g.Metrics
@@ -261,6 +260,11 @@ func (g *Gateway) settings(ctx context.Context) settings.Values {
 	}
 	g.setCache, g.setAt, g.setRead = v, time.Now(), err == nil
 	return g.setCache
+}
+
+// productName is the product string Wharf sends, per the hide_version setting.
+func (g *Gateway) productName() string {
+	return product.String(g.settings(context.Background()).HideVersion)
 }
 
 // settingsChanged drops the cached settings so a change applies to the next reader.
@@ -335,7 +339,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		Ops:      ops{g},
 		Sealer:   g.Box,
 		Logger:   g.log.With("component", "api"),
-		Version:  Version,
+		Version:  product.Version(),
 		Modules:  g.moduleAPIs(),
 		OIDC:     g.OIDC,
 		Health:   g.Health,
@@ -345,7 +349,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
 	mux.Handle("/", srv.Handler())
 	mux.Handle("GET /metrics", g.Metrics.Handler(g.cfg.MetricsToken))
-	g.server = newHTTPServer(g.Metrics.Instrument(httproute.Note(mux)))
+	g.server = newHTTPServer(g.Metrics.Instrument(httproute.Note(mux)), g.productName)
 	// Shutdown waits for requests to finish; the UI's live streams finish only when told.
 	g.server.RegisterOnShutdown(g.UI.Close)
 	g.serveErr = make(chan error, 1)

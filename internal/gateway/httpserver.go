@@ -23,9 +23,13 @@ const (
 )
 
 // newHTTPServer is the REST and web UI server around h.
-func newHTTPServer(h http.Handler) *http.Server {
+func newHTTPServer(h http.Handler, product func() string) *http.Server {
+	named := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Server", product())
+		h.ServeHTTP(w, r)
+	})
 	return &http.Server{
-		Handler:           bodyrate.Handler(h, bodyrate.Limits{Idle: httpBodyIdle, MinRate: httpMinBodyRate, Whole: httpReadTimeout}),
+		Handler:           bodyrate.Handler(named, bodyrate.Limits{Idle: httpBodyIdle, MinRate: httpMinBodyRate, Whole: httpReadTimeout}),
 		ReadHeaderTimeout: httpReadHeaderTimeout,
 		ReadTimeout:       httpReadTimeout,
 		IdleTimeout:       httpIdleTimeout,

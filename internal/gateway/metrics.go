@@ -4,6 +4,7 @@ import (
 	"wharf/internal/metrics"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
+	"wharf/internal/product"
 )
 
 // newMetrics builds the process's metrics and hooks the store's commits to them; the
@@ -26,7 +27,7 @@ func (g *Gateway) newMetrics() *metrics.Registry {
 			}
 			return g.Alerts.Dropped()
 		},
-		Version: Version,
+		Version: product.Version(),
 		Logger:  g.log,
 	})
 	g.Store.OnChanges(reg.Changes)

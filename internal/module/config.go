@@ -37,37 +37,38 @@ func Decode(t persistence.PluginType, body []byte, stored *persistence.PluginCon
 	if err := json.Unmarshal(body, &fields); err != nil {
 		return Instance{}, &persistence.FieldError{Field: "body", Message: "not a JSON object: " + err.Error()}
 	}
+	// Every field is checked before refusing, so one refusal names all that is wrong.
+	var errs persistence.FieldErrors
 	in := Instance{Type: t, Enabled: true}
 	if raw, ok := fields["name"]; ok {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return Instance{}, &persistence.FieldError{Field: "name", Message: "must be a string"}
+			errs.Add("name", "Enter a name: 1 to 64 of a-z, 0-9, _ and -.")
+		} else if n, err := persistence.ParseInstanceName(s); err != nil {
+			errs.Add("name", err.Error())
+		} else {
+			in.Name = n
 		}
-		n, err := persistence.ParseInstanceName(s)
-		if err != nil {
-			return Instance{}, &persistence.FieldError{Field: "name", Message: err.Error()}
-		}
-		in.Name = n
 		delete(fields, "name")
 	} else if stored == nil {
-		return Instance{}, &persistence.FieldError{Field: "name", Message: "required"}
+		errs.Add("name", "required")
 	}
 	if stored != nil {
 		if in.Name != "" && in.Name != stored.Name {
-			return Instance{}, &persistence.FieldError{Field: "name", Message: "cannot be changed"}
+			errs.Add("name", "cannot be changed")
 		}
 		in.Name = stored.Name
 	}
 	if raw, ok := fields["type"]; ok {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil || s != string(t) {
-			return Instance{}, &persistence.FieldError{Field: "type", Message: fmt.Sprintf("must be %q", t)}
+			errs.Add("type", fmt.Sprintf("must be %q", t))
 		}
 		delete(fields, "type")
 	}
 	if raw, ok := fields["enabled"]; ok {
 		if err := json.Unmarshal(raw, &in.Enabled); err != nil {
-			return Instance{}, &persistence.FieldError{Field: "enabled", Message: "must be true or false"}
+			errs.Add("enabled", "Choose yes or no.")
 		}
 		delete(fields, "enabled")
 	}
@@ -90,7 +91,10 @@ func Decode(t persistence.PluginType, body []byte, stored *persistence.PluginCon
 		}
 	}
 	cfg, err := decodeStrict(p, fields)
-	if err != nil {
+	if !errs.Merge(err) {
+		return Instance{}, err
+	}
+	if err := errs.Err(); err != nil {
 		return Instance{}, err
 	}
 	if err := checkSecretBinding(p, cfg, storedFields, kept); err != nil {
@@ -198,32 +202,11 @@ func openSecrets(sealed []byte, s Sealer) (map[string]json.RawMessage, error) {
 	return out, nil
 }
 
-func decodeStrict(p Plugin, fields map[string]json.RawMessage) (Config, error) {
-	raw, err := json.Marshal(fields)
-	if err != nil {
-		return nil, err
-	}
-	cfg := p.NewConfig()
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
-		return nil, jsonFieldError(err, p, fields)
-	}
-	if err := cfg.Validate(); err != nil {
-		var fe *persistence.FieldError
-		if errors.As(err, &fe) {
-			return nil, fe
-		}
-		return nil, &persistence.FieldError{Field: "config", Message: err.Error()}
-	}
-	return cfg, nil
-}
-
 // jsonFieldError names the field a decoding error is about.
 func jsonFieldError(err error, p Plugin, fields map[string]json.RawMessage) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return &persistence.FieldError{Field: te.Field, Message: fmt.Sprintf("must be %s", te.Type)}
+		return &persistence.FieldError{Field: te.Field, Message: "This field does not take a " + te.Value + "."}
 	}
 	msg := err.Error()
 	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {

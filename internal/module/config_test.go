@@ -140,3 +140,34 @@ func TestRegisterRefusesDuplicates(t *testing.T) {
 	Register(Module{Name: "again", Plugins: []Plugin{{Type: testType, Role: RoleTarget, NewConfig: func() Config { return &testConfig{} },
 		NewTarget: func(Env, persistence.InstanceName, Config) (delivery.Deliverer, error) { return nopTarget{}, nil }}}})
 }
+
+// TestDecodeNamesEveryInvalidField: one refusal names every field that is wrong, each
+// under its own name and in words for people, whether the value does not decode or the
+// config's own checks refuse it.
+func TestDecodeNamesEveryInvalidField(t *testing.T) {
+	body := `{"name": "Bad Name", "url": "", "count": "three", "wait": "soon", "colour": "red"}`
+	_, err := Decode(testType, []byte(body), nil, reverseSealer{})
+	got, ok := persistence.AllFieldErrors(err)
+	if !ok {
+		t.Fatalf("Decode = %v, want only field errors", err)
+	}
+	byField := map[string]string{}
+	for _, fe := range got {
+		byField[fe.Field] = fe.Message
+	}
+	want := map[string]string{
+		"name":   "invalid instance name",
+		"url":    "required",
+		"count":  "Enter a whole number, e.g. 3.",
+		"wait":   "Enter a duration such as 30s, 5m or 1h.",
+		"colour": "unknown field",
+	}
+	for field, msg := range want {
+		if !strings.Contains(byField[field], msg) {
+			t.Errorf("error of %s = %q, want one containing %q (all: %v)", field, byField[field], msg, byField)
+		}
+	}
+	if len(byField) != len(want) {
+		t.Errorf("errors = %v, want exactly %d", byField, len(want))
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"wharf/internal/alert"
 	"wharf/internal/persistence"
+	"wharf/internal/product"
 	"wharf/internal/storage"
 )
 
@@ -82,9 +83,22 @@ type Core struct {
 	Alerts alert.Raiser
 	// Bus is the internal bus, for what a module tells its parts in other processes.
 	Bus Bus
+	// Product returns the product string Wharf sends now (see package product); nil
+	// means the version is shown.
+	Product func() string
 	// Inbound counts the requests a module's listeners take from outside, for the
 	// process's metrics; nil counts nothing.
 	Inbound InboundMetrics
+}
+
+// ProductName is the product string for a User-Agent, Server or Reporting-UA field.
+func (c Core) ProductName() string { return productName(c.Product) }
+
+func productName(f func() string) string {
+	if f == nil {
+		return product.String(false)
+	}
+	return f()
 }
 
 // InboundMetrics counts requests from outside (a partner's AS2 requests) by protocol,

@@ -93,7 +93,13 @@ type Env struct {
 	// Alerts takes the alerts an instance raises (a file it cannot route); it never
 	// blocks. Nil means alert.Discard.
 	Alerts alert.Raiser
+	// Product returns the product string Wharf sends now (see package product); nil
+	// means the version is shown.
+	Product func() string
 }
+
+// ProductName is the product string for a User-Agent, Server or Reporting-UA field.
+func (e Env) ProductName() string { return productName(e.Product) }
 
 // Raiser returns Alerts, or alert.Discard when there is none.
 func (e Env) Raiser() alert.Raiser {

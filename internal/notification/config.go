@@ -114,7 +114,8 @@ func (c *Config) SecretDestination() string { return c.URL }
 // Validate checks the config; errors are *persistence.FieldError and never repeat the
 // URL, a header value or the secret.
 func (c *Config) Validate() error {
-	if err := delivery.CheckTargetOptions(c.TargetOptions); err != nil {
+	var errs persistence.FieldErrors
+	if err := delivery.CheckTargetOptions(c.TargetOptions); !errs.Merge(err) {
 		return err
 	}
 	if c.AwaitCompletion != 0 {
@@ -122,43 +123,45 @@ func (c *Config) Validate() error {
 		return &persistence.FieldError{Field: "await_completion", Message: "a notifier does not wait for completion reports; leave it empty"}
 	}
 	if err := httptarget.CheckURL(c.URL, "headers"); err != nil {
-		return &persistence.FieldError{Field: "url", Message: err.Error()}
+		errs.Add("url", err.Error())
 	}
 	if _, err := ParseFormat(string(c.Format)); err != nil {
-		return &persistence.FieldError{Field: "format", Message: err.Error()}
+		errs.Add("format", err.Error())
 	}
 	if _, err := alert.ParseSeverity(string(c.MinSeverity)); err != nil {
-		return &persistence.FieldError{Field: "min_severity", Message: err.Error()}
+		errs.Add("min_severity", err.Error())
 	}
 	for _, code := range c.Codes {
 		if _, err := alert.ParseCode(string(code)); err != nil {
-			return &persistence.FieldError{Field: "codes", Message: err.Error()}
+			errs.Add("codes", err.Error())
 		}
 	}
 	if len(c.SigningSecret) > maxSecretLength {
-		return &persistence.FieldError{Field: "signing_secret", Message: fmt.Sprintf("longer than %d bytes", maxSecretLength)}
+		errs.Add("signing_secret", fmt.Sprintf("longer than %d bytes", maxSecretLength))
 	}
 	if c.SigningSecret != "" {
 		if _, err := secretKey(c.SigningSecret); err != nil {
-			return &persistence.FieldError{Field: "signing_secret", Message: err.Error()}
+			errs.Add("signing_secret", err.Error())
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
 		if err := checkHeader(name, c.Headers[name]); err != nil {
-			return &persistence.FieldError{Field: "headers", Message: err.Error()}
+			errs.Add("headers", err.Error())
 		}
 	}
-	switch {
-	case c.Cooldown < 0 || time.Duration(c.Cooldown) > 7*24*time.Hour:
-		return &persistence.FieldError{Field: "cooldown", Message: "must be between 0s and 168h"}
-	case c.RateLimit < 1 || c.RateLimit > 10000:
-		return &persistence.FieldError{Field: "rate_limit", Message: "must be between 1 and 10000"}
-	case time.Duration(c.RateWindow) < time.Second || time.Duration(c.RateWindow) > 24*time.Hour:
-		return &persistence.FieldError{Field: "rate_window", Message: "must be between 1s and 24h"}
-	case c.Timeout <= 0 || time.Duration(c.Timeout) > 5*time.Minute:
-		return &persistence.FieldError{Field: "timeout", Message: "must be between 1ms and 5m"}
+	if c.Cooldown < 0 || time.Duration(c.Cooldown) > 7*24*time.Hour {
+		errs.Add("cooldown", "must be between 0s and 168h")
 	}
-	return nil
+	if c.RateLimit < 1 || c.RateLimit > 10000 {
+		errs.Add("rate_limit", "must be between 1 and 10000")
+	}
+	if time.Duration(c.RateWindow) < time.Second || time.Duration(c.RateWindow) > 24*time.Hour {
+		errs.Add("rate_window", "must be between 1s and 24h")
+	}
+	if c.Timeout <= 0 || time.Duration(c.Timeout) > 5*time.Minute {
+		errs.Add("timeout", "must be between 1ms and 5m")
+	}
+	return errs.Err()
 }
 
 // reservedHeaders are set by the notifier itself, besides those the transport sets.

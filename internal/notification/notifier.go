@@ -80,7 +80,7 @@ func (n *Notifier) Deliver(ctx context.Context, at delivery.Attempt) delivery.Re
 		req.Header[k] = vs
 	}
 	req.Header.Set("Content-Type", r.ContentType)
-	req.Header.Set("User-Agent", "Wharf")
+	req.Header.Set("User-Agent", n.rt.core.ProductName())
 	if n.key != nil && n.cfg.Format.Signed() {
 		// The id is the same on every attempt of a row, so a receiver can drop a repeat.
 		Sign(req.Header, n.key, "wharf-notification-"+strconv.FormatInt(at.Delivery.ID, 10), n.now(), r.Body)

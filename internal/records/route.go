@@ -55,15 +55,15 @@ func CreateRoute(ctx context.Context, st Store, in RouteInput) (persistence.Rout
 	if r.Target, err = persistence.ParseInstanceName(in.Target); err != nil {
 		errs = append(errs, fieldError("target", err.Error()))
 	}
-	if len(errs) > 0 {
-		return persistence.Route{}, errors.Join(errs...)
-	}
-
+	// The references that parsed are looked up too, so one refusal names every field.
 	for _, c := range []struct {
 		field string
 		name  persistence.InstanceName
 		role  module.Role
 	}{{"source", r.Source, module.RoleSource}, {"target", r.Target, module.RoleTarget}} {
+		if c.name == "" {
+			continue
+		}
 		err := checkInstanceRole(ctx, st, c.field, c.name, c.role)
 		var fe *persistence.FieldError
 		switch {
@@ -77,7 +77,7 @@ func CreateRoute(ctx context.Context, st Store, in RouteInput) (persistence.Rout
 		field string
 		p     persistence.PartyPattern
 	}{{"from", r.From}, {"to", r.To}} {
-		if c.p == persistence.AnyParty {
+		if c.p == persistence.AnyParty || c.p == "" {
 			continue
 		}
 		ok, err := partyExists(ctx, st, persistence.PartyName(c.p))

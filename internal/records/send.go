@@ -57,6 +57,39 @@ type SendInput struct {
 // SendMessage validates a message sent by hand and hands it to the ingester, which stores
 // and dispatches it. The body is read only once everything else is valid.
 func SendMessage(ctx context.Context, st Store, ing module.Ingester, in SendInput) (persistence.Message, error) {
+	item, err := checkSend(ctx, st, in)
+	if err != nil {
+		return persistence.Message{}, err
+	}
+	res, err := ing.Ingest(ctx, []module.Incoming{item})
+	if err != nil {
+		return persistence.Message{}, fmt.Errorf("send message by hand: %w", err)
+	}
+	if len(res) != 1 {
+		return persistence.Message{}, fmt.Errorf("send message by hand: the ingester answered %d results for 1 item", len(res))
+	}
+	if err := res[0].Err; err != nil {
+		var fe *persistence.FieldError
+		switch {
+		case errors.As(err, &fe):
+			return persistence.Message{}, err
+		case errors.Is(err, module.ErrUnknownParty):
+			return persistence.Message{}, fieldError("to", err.Error())
+		}
+		return persistence.Message{}, fmt.Errorf("send message by hand: %w", err)
+	}
+	return res[0].Message, nil
+}
+
+// CheckSend checks a message sent by hand without sending it, so a form whose file is
+// refused still learns what else is wrong.
+func CheckSend(ctx context.Context, st Store, in SendInput) error {
+	_, err := checkSend(ctx, st, in)
+	return err
+}
+
+// checkSend validates a message sent by hand and returns what the ingester takes.
+func checkSend(ctx context.Context, st Store, in SendInput) (module.Incoming, error) {
 	var errs []error
 	item := module.Incoming{Source: ManualSource, Body: in.Body, Actor: in.Actor, ByOperator: true}
 	var err error
@@ -89,17 +122,17 @@ func SendMessage(ctx context.Context, st Store, ing module.Ingester, in SendInpu
 	if in.Source == "" && in.Target == "" {
 		errs = append(errs, fieldError("target", "name a target instance, or a source instance whose routes choose the targets"))
 	}
-	if len(errs) > 0 {
-		return persistence.Message{}, errors.Join(errs...)
-	}
-
+	// The references that parsed are looked up too, so one refusal names every field.
 	for _, c := range []struct {
 		field string
 		name  persistence.PartyName
 	}{{"from", item.From}, {"to", item.To}} {
+		if c.name == "" {
+			continue
+		}
 		ok, err := partyExists(ctx, st, c.name)
 		if err != nil {
-			return persistence.Message{}, err
+			return module.Incoming{}, err
 		}
 		if !ok {
 			errs = append(errs, fieldError(c.field, fmt.Sprintf("no organization or partner named %q", c.name)))
@@ -119,35 +152,17 @@ func SendMessage(ctx context.Context, st Store, ing module.Ingester, in SendInpu
 		case errors.As(err, &fe):
 			errs = append(errs, fe)
 		case err != nil:
-			return persistence.Message{}, err
+			return module.Incoming{}, err
 		}
 	}
 	if len(errs) > 0 {
-		return persistence.Message{}, errors.Join(errs...)
+		return module.Incoming{}, errors.Join(errs...)
 	}
 	if source != "" {
 		item.Source = source
 	}
 	item.Target = target
-
-	res, err := ing.Ingest(ctx, []module.Incoming{item})
-	if err != nil {
-		return persistence.Message{}, fmt.Errorf("send message by hand: %w", err)
-	}
-	if len(res) != 1 {
-		return persistence.Message{}, fmt.Errorf("send message by hand: the ingester answered %d results for 1 item", len(res))
-	}
-	if err := res[0].Err; err != nil {
-		var fe *persistence.FieldError
-		switch {
-		case errors.As(err, &fe):
-			return persistence.Message{}, err
-		case errors.Is(err, module.ErrUnknownParty):
-			return persistence.Message{}, fieldError("to", err.Error())
-		}
-		return persistence.Message{}, fmt.Errorf("send message by hand: %w", err)
-	}
-	return res[0].Message, nil
+	return item, nil
 }
 
 // parseReference checks a client-given correlation or origin event id; empty is allowed

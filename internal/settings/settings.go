@@ -29,6 +29,7 @@ const (
 	RefusedBodyMaxMiB    = "refused_body_max_mib"
 	RefusedBodyBudgetMiB = "refused_body_budget_mib"
 	HealthCheckInterval  = "health_check_interval"
+	HideVersion          = "hide_version"
 )
 
 // MaxWakeupBackoff caps the doubling delay between unanswered wake-ups.
@@ -36,7 +37,9 @@ const MaxWakeupBackoff = 5 * time.Minute
 
 // Setting describes one entry of the catalogue.
 type Setting struct {
-	Key         string
+	Key string
+	// Label names the setting for people, as the settings page shows it.
+	Label       string
 	Default     string
 	Description string
 	check       func(string) error
@@ -45,64 +48,79 @@ type Setting struct {
 // catalogue lists every setting once, in the order they are shown.
 var catalogue = []Setting{
 	{
-		Key: MaxDispatches, Default: "5",
+		Key: MaxDispatches, Label: "Wake-ups before a delivery stalls", Default: "5",
 		Description: "Unanswered wake-ups before a delivery is stalled (1 to 100).",
 		check:       intBetween(1, 100),
 	},
 	{
-		Key: WakeupBackoff, Default: "10s",
+		Key: WakeupBackoff, Label: "Delay after an unanswered wake-up", Default: "10s",
 		Description: "Delay after the first unanswered wake-up, doubling with each further one, capped at 5m (1s to 5m).",
 		check:       durationBetween(time.Second, MaxWakeupBackoff),
 	},
 	{
-		Key: LeaseDuration, Default: "60s",
+		Key: LeaseDuration, Label: "Claim lease", Default: "60s",
 		Description: "How long a claimed delivery stays with its worker without a renewal (10s to 10m).",
 		check:       durationBetween(10*time.Second, 10*time.Minute),
 	},
 	{
-		Key: SweepInterval, Default: "5s",
+		Key: SweepInterval, Label: "Sweep interval", Default: "5s",
 		Description: "Time between two runs of the sweep (100ms to 1m).",
 		check:       durationBetween(100*time.Millisecond, time.Minute),
 	},
 	{
-		Key: ShutdownDrainTimeout, Default: "30s",
+		Key: ShutdownDrainTimeout, Label: "Shutdown drain time", Default: "30s",
 		Description: "How long a stopping process waits for in-flight work (1s to 10m).",
 		check:       durationBetween(time.Second, 10*time.Minute),
 	},
 	{
-		Key: MaxUploadMiB, Default: "100",
+		Key: MaxUploadMiB, Label: "Largest document sent by hand (MiB)", Default: "100",
 		Description: "Largest document sent by hand, in MiB (1 to 10240).",
 		check:       intBetween(1, 10240),
 	},
 	{
-		Key: DisplayTimezone, Default: "UTC",
+		Key: DisplayTimezone, Label: "Time zone of the web UI", Default: "UTC",
 		Description: "IANA time zone in which times are shown, such as Europe/Berlin.",
 		check:       timezone,
 	},
 	{
-		Key: CertificateWarning, Default: "30",
+		Key: CertificateWarning, Label: "Certificate expiry warning (days)", Default: "30",
 		Description: "Days before its end a certificate raises a certificate_expiring alert (1 to 365).",
 		check:       intBetween(1, 365),
 	},
 	{
-		Key: RefusedBodyMaxMiB, Default: "10",
+		Key: RefusedBodyMaxMiB, Label: "Refused body kept (MiB)", Default: "10",
 		Description: "Most of a refused inbound message's raw body kept for diagnosis, in MiB; a longer body is kept cut short (0 to 1024, 0 keeps none).",
 		check:       intBetween(0, 1024),
 	},
 	{
-		Key: RefusedBodyBudgetMiB, Default: "100",
+		Key: RefusedBodyBudgetMiB, Label: "Refused bodies kept per partner a day (MiB)", Default: "100",
 		Description: "Most raw body of refused inbound messages kept per partner over 24 hours, in MiB; once used up, refusals are kept without their body (0 to 102400, 0 keeps none).",
 		check:       intBetween(0, 102400),
 	},
 	{
-		Key: HealthCheckInterval, Default: "10s",
+		Key: HealthCheckInterval, Label: "Health check interval", Default: "10s",
 		Description: "Time between two checks that the database and the bus answer (1s to 5m).",
 		check:       durationBetween(time.Second, 5*time.Minute),
+	},
+	{
+		Key: HideVersion, Label: "Hide the version from partners", Default: "false",
+		Description: "true sends the product name alone (Wharf) in User-Agent, Server and an MDN's Reporting-UA; false adds the version (Wharf/1.4.0).",
+		check:       boolean,
 	},
 }
 
 // Catalogue returns every setting in display order.
 func Catalogue() []Setting { return slices.Clone(catalogue) }
+
+// Label names the setting key for people; an unknown key is its own label.
+func Label(key string) string {
+	for _, s := range catalogue {
+		if s.Key == key {
+			return s.Label
+		}
+	}
+	return key
+}
 
 // Keys returns every setting key in display order.
 func Keys() []string {
@@ -153,6 +171,8 @@ type Values struct {
 	RefusedBodyBudgetMiB int
 	// HealthCheckInterval is the time between two checks of the database and the bus.
 	HealthCheckInterval time.Duration
+	// HideVersion leaves the version out of the product string Wharf sends.
+	HideVersion bool
 }
 
 // Parse reads stored settings into Values; keys m lacks take their defaults. An unknown key
@@ -193,6 +213,7 @@ func Parse(m map[string]string) (Values, error) {
 	v.RefusedBodyMaxMiB, _ = strconv.Atoi(get(RefusedBodyMaxMiB))
 	v.RefusedBodyBudgetMiB, _ = strconv.Atoi(get(RefusedBodyBudgetMiB))
 	v.HealthCheckInterval, _ = time.ParseDuration(get(HealthCheckInterval))
+	v.HideVersion = get(HideVersion) == "true"
 	return v, nil
 }
 
@@ -228,10 +249,10 @@ func intBetween(lo, hi int) func(string) error {
 	return func(s string) error {
 		n, err := strconv.Atoi(s)
 		if err != nil {
-			return fmt.Errorf("must be a whole number from %d to %d", lo, hi)
+			return fmt.Errorf("enter a whole number from %d to %d", lo, hi)
 		}
 		if n < lo || n > hi {
-			return fmt.Errorf("must be from %d to %d", lo, hi)
+			return fmt.Errorf("enter a whole number from %d to %d", lo, hi)
 		}
 		return nil
 	}
@@ -241,22 +262,29 @@ func durationBetween(lo, hi time.Duration) func(string) error {
 	return func(s string) error {
 		d, err := time.ParseDuration(s)
 		if err != nil {
-			return fmt.Errorf("must be a duration such as 30s or 5m")
+			return fmt.Errorf("enter a duration such as 30s or 5m, from %s to %s", lo, hi)
 		}
 		if d < lo || d > hi {
-			return fmt.Errorf("must be from %s to %s", lo, hi)
+			return fmt.Errorf("enter a duration from %s to %s", lo, hi)
 		}
 		return nil
 	}
 }
 
+func boolean(s string) error {
+	if s != "true" && s != "false" {
+		return fmt.Errorf("enter true or false")
+	}
+	return nil
+}
+
 func timezone(s string) error {
 	// LoadLocation also accepts "" and "Local", which name no zone an operator chose.
 	if s == "" || s == "Local" {
-		return fmt.Errorf("must be an IANA time zone name such as UTC or Europe/Berlin")
+		return fmt.Errorf("enter an IANA time zone name such as UTC or Europe/Berlin")
 	}
 	if _, err := time.LoadLocation(s); err != nil {
-		return fmt.Errorf("must be an IANA time zone name such as UTC or Europe/Berlin")
+		return fmt.Errorf("enter an IANA time zone name such as UTC or Europe/Berlin")
 	}
 	return nil
 }

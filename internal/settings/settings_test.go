@@ -167,3 +167,15 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+// TestLabels: every setting has a label for people, which is not its key.
+func TestLabels(t *testing.T) {
+	for _, s := range Catalogue() {
+		if s.Label == "" || s.Label == s.Key || Label(s.Key) != s.Label {
+			t.Errorf("%s: label %q", s.Key, s.Label)
+		}
+	}
+	if Label("no_such_setting") != "no_such_setting" {
+		t.Error("an unknown key is not its own label")
+	}
+}

@@ -104,19 +104,20 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) {
 	now := s.now()
 	u := currentUser(r)
 	pw, pw2 := r.PostForm.Get("password"), r.PostForm.Get("password_confirm")
+	// Every field is checked, so one refusal says all that is wrong.
 	errs := map[string]string{}
-	if msg, status := s.confirmPassword(w, u, r.PostForm.Get("current_password"), now); msg != "" {
-		errs["current_password"] = msg
-		s.renderAccount(w, r, status, accountData{PasswordErrors: errs})
-		return
+	status := http.StatusUnprocessableEntity
+	if msg, st := s.confirmPassword(w, u, r.PostForm.Get("current_password"), now); msg != "" {
+		errs["current_password"], status = msg, st
 	}
 	if err := password.CheckStrength(pw, string(u.Name), u.DisplayName, s.issuer, "wharf"); err != nil {
 		errs["password"] = sentence(err.Error())
-	} else if pw != pw2 {
+	}
+	if pw != pw2 {
 		errs["password_confirm"] = "The two passwords are not the same."
 	}
 	if len(errs) > 0 {
-		s.renderAccount(w, r, http.StatusUnprocessableEntity, accountData{PasswordErrors: errs})
+		s.renderAccount(w, r, status, accountData{PasswordErrors: errs})
 		return
 	}
 	hash, err := password.Hash(pw)
@@ -199,15 +200,17 @@ func (s *Server) replaceAuthenticator(w http.ResponseWriter, r *http.Request) {
 	}
 	code := strings.TrimSpace(r.PostForm.Get("code"))
 	d := authenticatorData{State: stateValue, Code: code, Errors: map[string]string{}}
-	if msg, status := s.confirmPassword(w, u, r.PostForm.Get("current_password"), now); msg != "" {
-		d.Errors["current_password"] = msg
-		s.renderAuthenticator(w, r, status, st.Secret, d)
-		return
+	// Both fields are checked, so one refusal says all that is wrong.
+	status := http.StatusUnprocessableEntity
+	if msg, st := s.confirmPassword(w, u, r.PostForm.Get("current_password"), now); msg != "" {
+		d.Errors["current_password"], status = msg, st
 	}
 	step, ok := totp.Validate(st.Secret, code, now, u.LastTOTPStep)
 	if !ok {
 		d.Errors["code"] = "The code is not right. Type the code the app shows now for the new key; check the device's clock if it keeps failing."
-		s.renderAuthenticator(w, r, http.StatusUnprocessableEntity, st.Secret, d)
+	}
+	if len(d.Errors) > 0 {
+		s.renderAuthenticator(w, r, status, st.Secret, d)
 		return
 	}
 	sealed, err := s.sealer.Seal([]byte(st.Secret))

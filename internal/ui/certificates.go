@@ -2,8 +2,10 @@ package ui
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -114,17 +116,18 @@ func (s *Server) uploadCertificatePage(w http.ResponseWriter, r *http.Request) {
 	up, err := readCertificateForm(r)
 	description := up.Description
 	if err != nil {
-		var fe *persistence.FieldError
-		if !errors.As(err, &fe) {
+		errs, ok := fieldMessages(err)
+		if !ok {
 			badForm(w, err)
 			return
 		}
 		status := http.StatusUnprocessableEntity
-		if fe.Message == errFileTooLarge.Message {
+		if fes, _ := persistence.AllFieldErrors(err); slices.ContainsFunc(fes, func(fe *persistence.FieldError) bool {
+			return fe.Message == errFileTooLarge.Message
+		}) {
 			status = http.StatusRequestEntityTooLarge
 		}
-		s.renderCertificateForm(w, r, status, certificateForm{Description: description, Partner: up.Partner,
-			Errors: map[string]string{fe.Field: fe.Message}})
+		s.renderCertificateForm(w, r, status, certificateForm{Description: description, Partner: up.Partner, Errors: errs})
 		return
 	}
 	stored, err := certs.ImportUpload(r.Context(), s.store, s.sealer, up)
@@ -159,22 +162,26 @@ func readCertificateForm(r *http.Request) (certs.Upload, error) {
 	}
 	up := certs.Upload{Description: r.PostFormValue("description"), Password: r.PostFormValue("password"),
 		Partner: r.PostFormValue("partner") != ""}
+	var errs persistence.FieldErrors
 	if len(up.Description) > maxCertField {
 		up.Description = up.Description[:maxCertField]
-		return up, &persistence.FieldError{Field: "description", Message: "too long"}
+		errs.Add("description", fmt.Sprintf("Use at most %d characters.", maxCertField))
 	}
 	if len(up.Password) > maxCertField {
-		return up, &persistence.FieldError{Field: "password", Message: "too long"}
+		errs.Add("password", fmt.Sprintf("Use at most %d characters.", maxCertField))
 	}
 	var err error
 	if up.File, err = readFormFile(r, "file"); err != nil {
+		if !errs.Merge(err) {
+			return up, err
+		}
+	} else if up.File == nil {
+		errs.Add("file", "Choose a certificate file: PEM, DER or PKCS#12.")
+	}
+	if up.Key, err = readFormFile(r, "key"); err != nil && !errs.Merge(err) {
 		return up, err
 	}
-	if up.File == nil {
-		return up, &persistence.FieldError{Field: "file", Message: "required"}
-	}
-	up.Key, err = readFormFile(r, "key")
-	return up, err
+	return up, errs.Err()
 }
 
 // readFormFile reads an uploaded file of at most certs.MaxUploadSize; nil when none was

@@ -6,6 +6,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -136,36 +137,69 @@ func (cb *configBundle) upload(t *testing.T, path string, fields map[string]stri
 
 // uploadFiles posts a multipart form of fields and files, each file a part named by its key.
 func (cb *configBundle) uploadFiles(t *testing.T, path string, fields map[string]string, files map[string][]byte, withCSRF bool) response {
+	form := url.Values{}
+	for k, v := range fields {
+		form.Set(k, v)
+	}
+	if withCSRF {
+		form.Set(session.CSRFField, cb.csrf)
+	}
+	var parts []filePart
+	for name, data := range files {
+		parts = append(parts, filePart{field: name, name: name + ".bin", data: data})
+	}
+	return postMultipartFiles(t, cb.c, cb.srv.URL+path, form, parts)
+}
+
+// filePart is one file of a multipart form: the form field, the file's name and its bytes.
+type filePart struct {
+	field, name string
+	data        []byte
+}
+
+// postMultipart posts form as multipart/form-data, as a browser does, with file as the
+// part "file" named fileName when file is not nil (an empty file input sends the part
+// with no name and no bytes).
+func postMultipart(t *testing.T, c *client, target string, form url.Values, fileName string, file []byte) response {
+	t.Helper()
+	var parts []filePart
+	if file != nil {
+		parts = append(parts, filePart{field: "file", name: fileName, data: file})
+	}
+	return postMultipartFiles(t, c, target, form, parts)
+}
+
+// postMultipartFiles posts form and the file parts as multipart/form-data.
+func postMultipartFiles(t *testing.T, c *client, target string, form url.Values, files []filePart) response {
 	t.Helper()
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
-	if withCSRF {
-		mw.WriteField(session.CSRFField, cb.csrf)
+	for k, vs := range form {
+		for _, v := range vs {
+			mw.WriteField(k, v)
+		}
 	}
-	for k, v := range fields {
-		mw.WriteField(k, v)
-	}
-	for name, data := range files {
-		fw, err := mw.CreateFormFile(name, name+".bin")
+	for _, f := range files {
+		fw, err := mw.CreateFormFile(f.field, f.name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fw.Write(data)
+		fw.Write(f.data)
 	}
 	mw.Close()
-	req, err := http.NewRequest(http.MethodPost, cb.srv.URL+path, &buf)
+	req, err := http.NewRequest(http.MethodPost, target, &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", mw.FormDataContentType())
-	res, err := cb.c.http.Do(req)
+	res, err := c.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
 	var body bytes.Buffer
 	body.ReadFrom(res.Body)
-	cb.c.seen = append(cb.c.seen, body.String())
+	c.seen = append(c.seen, body.String())
 	return response{status: res.StatusCode, header: res.Header, body: body.String()}
 }
 

@@ -269,32 +269,3 @@ func (s *Server) routesChanged(r *http.Request) {
 		s.actions.RoutesChanged(r.Context())
 	}
 }
-
-// fieldMessages collects the field errors of a records refusal, by field. It reports false
-// when err holds anything other than field errors, which the caller answers as a failure.
-func fieldMessages(err error) (map[string]string, bool) {
-	out := map[string]string{}
-	var walk func(error) bool
-	walk = func(e error) bool {
-		if j, ok := e.(interface{ Unwrap() []error }); ok {
-			for _, x := range j.Unwrap() {
-				if !walk(x) {
-					return false
-				}
-			}
-			return true
-		}
-		var fe *persistence.FieldError
-		if !errors.As(e, &fe) {
-			return false
-		}
-		if _, dup := out[fe.Field]; !dup {
-			out[fe.Field] = fe.Message
-		}
-		return true
-	}
-	if !walk(err) {
-		return nil, false
-	}
-	return out, true
-}

@@ -92,7 +92,10 @@ type panelForm struct {
 	Path   string
 	Errors map[string]string
 	// Groups are the panel's fields in their parts of the form.
-	Groups    []fieldGroup
+	Groups []fieldGroup
+	// Summary lists every error above the form; one naming no field of the panel shows
+	// only there.
+	Summary   []errorItem
 	CSRFField string
 	CSRFToken string
 }
@@ -100,6 +103,14 @@ type panelForm struct {
 func (s *Server) renderPanelForm(w http.ResponseWriter, r *http.Request, status int, f panelForm) {
 	f.CSRFField, f.CSRFToken = session.CSRFField, sessionCSRFToken(r)
 	f.Groups = fieldGroups(f.Panel.Fields, f.Errors)
+	f.Summary = formSummary(f.Errors, func(field string) (string, string) {
+		for _, pf := range f.Panel.Fields {
+			if pf.Name == field {
+				return "f-" + field, pf.Label
+			}
+		}
+		return "", ""
+	})
 	f.Path = f.Pages.Path + "/" + string(f.Party.Name) + "/panels/" + f.Panel.Module
 	s.render(w, r, status, "party_panel_form", pageData{Title: f.Panel.Title + " of " + string(f.Party.Name), Data: f})
 }
@@ -141,7 +152,7 @@ func (s *Server) savePanelPage(p partyPages) http.Handler {
 					panel.Fields[i].Value = "true"
 				}
 			}
-			s.renderPanelForm(w, r, http.StatusUnprocessableEntity, panelForm{Pages: p, Party: party, Panel: panel, Errors: unplacedErrors(errs, panel.Fields)})
+			s.renderPanelForm(w, r, http.StatusUnprocessableEntity, panelForm{Pages: p, Party: party, Panel: panel, Errors: errs})
 			return
 		}
 		setFlash(w, "panel-saved")
@@ -149,7 +160,7 @@ func (s *Server) savePanelPage(p partyPages) http.Handler {
 	})
 }
 
-// unplacedErrors moves the errors of fields the form does not show (the body, a nested
+// unplacedErrors moves the errors of fields a form does not show (the body, a nested
 // key) under "", which the form shows above its fields.
 func unplacedErrors(errs map[string]string, fields []module.PanelField) map[string]string {
 	shown := map[string]bool{}

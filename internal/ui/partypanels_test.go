@@ -19,10 +19,12 @@ import (
 type fakePanels struct {
 	mu   sync.Mutex
 	code string
+	// orgs offers the panel on organization pages too.
+	orgs bool
 }
 
 func (f *fakePanels) PartyPanel(_ context.Context, kind persistence.PartyKind, _ persistence.PartyName) (module.PartyPanel, bool, error) {
-	if kind != persistence.PartyPartner {
+	if kind != persistence.PartyPartner && !f.orgs {
 		return module.PartyPanel{}, false, nil
 	}
 	f.mu.Lock()
@@ -104,7 +106,7 @@ func TestPartyPanels(t *testing.T) {
 		t.Fatalf("refused form = %d", refused.status)
 	}
 	for _, want := range []string{`<span class="field-error" id="f-code-error">required</span>`,
-		`<p class="field-error" role="alert">retry.base: must be positive</p>`, `name="flag" type="checkbox" value="true" checked`} {
+		`<li>Retry: base: must be positive</li>`, `<li><a href="#f-code">Code</a>: required</li>`, `name="flag" type="checkbox" value="true" checked`} {
 		if !strings.Contains(refused.body, want) {
 			t.Errorf("refused form lacks %q\n%s", want, refused.body)
 		}

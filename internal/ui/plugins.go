@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -123,23 +121,12 @@ type pluginForm struct {
 	Fields  []pluginField
 	// Errors are by field: name, enabled and the config's fields.
 	Errors map[string]string
-	// Refusals are errors that name no field of the form.
-	Refusals     []string
+	// Summary lists every error above the form; errors that name no field of the form
+	// show only there.
+	Summary      []errorItem
 	Certificates []certificateOption
 	CSRFField    string
 	CSRFToken    string
-}
-
-func fieldLabel(name string) string {
-	parts := strings.Split(name, ".")
-	for i, p := range parts {
-		p = strings.ReplaceAll(p, "_", " ")
-		if i == 0 && p != "" {
-			p = strings.ToUpper(p[:1]) + p[1:]
-		}
-		parts[i] = p
-	}
-	return strings.Join(parts, ": ")
 }
 
 func fieldHint(f module.FieldSpec) string {
@@ -392,11 +379,15 @@ func (s *Server) renderPluginForm(w http.ResponseWriter, r *http.Request, status
 			}
 		}
 	}
-	for _, field := range slices.Sorted(maps.Keys(f.Errors)) {
-		if !known[field] {
-			f.Refusals = append(f.Refusals, field+": "+f.Errors[field])
+	f.Summary = formSummary(f.Errors, func(field string) (string, string) {
+		switch {
+		case field == "name" || field == "enabled":
+			return field, ""
+		case known[field]:
+			return "cfg-" + strings.ReplaceAll(field, ".", "-"), ""
 		}
-	}
+		return "", ""
+	})
 	f.CSRFField, f.CSRFToken = session.CSRFField, sessionCSRFToken(r)
 	title := "New " + string(f.Plugin.Type)
 	if f.Editing {

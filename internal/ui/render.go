@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"strings"
 
 	"wharf/internal/persistence"
+	"wharf/internal/product"
 	"wharf/internal/ui/session"
 	"wharf/internal/ui/static"
 )
@@ -44,6 +46,10 @@ var funcs = template.FuncMap{
 	"filterInput": newFilterInput,
 	"textField":   newTextField,
 	"sendParties": newPartySelect,
+	// errorSummary lists a refused form's errors above it: {{template "error-summary"
+	// errorSummary .Errors ""}}, the second argument prefixing the inputs' ids.
+	"errorSummary": errorSummary,
+	"navLink":      newNavLink,
 }
 
 // filterInput is one text field of a list page's filter form, drawn by the
@@ -57,10 +63,12 @@ func newFilterInput(id, name, typ, label, value, placeholder string, errs map[st
 	return filterInput{ID: id, Name: name, Type: typ, Label: label, Value: value, Placeholder: placeholder, Error: errs[name]}
 }
 
-func parsePages() (map[string]*template.Template, error) {
+// parsePages parses every view with the layout; zone is the display zone the "when"
+// function shows times in.
+func parsePages(zone *displayZone) (map[string]*template.Template, error) {
 	pages := make(map[string]*template.Template, len(views))
 	for _, v := range views {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles,
+		t, err := template.New("layout.html").Funcs(funcs).Funcs(template.FuncMap{"when": zone.when}).ParseFS(templateFiles,
 			"templates/layout.html", "templates/"+v+".html")
 		if err != nil {
 			return nil, fmt.Errorf("ui: parse template %s: %w", v, err)
@@ -70,13 +78,30 @@ func parsePages() (map[string]*template.Template, error) {
 	return pages, nil
 }
 
-// pageData is what every page gets: the layout reads Title, Flash and Session,
-// the view reads Data.
+// pageData is what every page gets: the layout reads Title, Flash, Session, Path and
+// Version, the view reads Data.
 type pageData struct {
 	Title   string
 	Flash   *flash
 	Session *session.Session
 	Data    any
+	// Path is the request's path, for the navigation to mark the current page.
+	Path string
+	// Version is Wharf's version, shown in the footer.
+	Version string
+}
+
+// navLink is one entry of the navigation, drawn by the "nav-link" template.
+type navLink struct {
+	Href, Label string
+	Current     bool
+}
+
+// newNavLink marks the entry of the page at path current: its own page and the pages
+// under it (a partner's page is under Partners); the dashboard only at its own path.
+func newNavLink(current, href, label string) navLink {
+	on := current == href || (href != "/ui/" && strings.HasPrefix(current, href+"/"))
+	return navLink{Href: href, Label: label, Current: on}
 }
 
 // flash is a one-time notice shown on the page a redirect lands on.
@@ -152,6 +177,8 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, view
 	if d.Flash == nil {
 		d.Flash = takeFlash(w, r)
 	}
+	s.zone.refresh(r.Context(), s.store)
+	d.Path, d.Version = r.URL.Path, product.Version()
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, d); err != nil {
 		s.fail(w, r, fmt.Errorf("render %s: %w", view, err))

@@ -142,39 +142,37 @@ func (s *Server) sendSubmit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	in := records.SendInput{From: f.From, To: f.To, Source: f.Source, Target: f.Target,
+		FileName: f.FileName, Actor: messageActor(r)}
 	file, header, err := r.FormFile("file")
-	if err != nil {
-		f.Errors = map[string]string{"file": "Choose a file to send."}
+	fileProblem := "Choose a file to send."
+	if err == nil {
+		defer file.Close()
+		fileProblem = uploadProblem(header, limit)
+		if in.FileName == "" {
+			in.FileName = header.Filename
+		}
+	}
+	if fileProblem != "" {
+		// The other fields are checked too, so the form says at once all that is wrong.
+		checked := records.CheckSend(r.Context(), s.store, in)
+		errs, ok := sendErrors(checked, f.FileName)
+		if !ok {
+			s.fail(w, r, checked)
+			return
+		}
+		errs["file"] = fileProblem
+		f.Errors = errs
 		s.renderSend(w, r, http.StatusUnprocessableEntity, f)
 		return
 	}
-	defer file.Close()
-	if msg := uploadProblem(header, limit); msg != "" {
-		f.Errors = map[string]string{"file": msg}
-		s.renderSend(w, r, http.StatusUnprocessableEntity, f)
-		return
-	}
-	name := f.FileName
-	if name == "" {
-		name = header.Filename
-	}
-	m, err := records.SendMessage(r.Context(), s.store, s.ingest, records.SendInput{
-		From: f.From, To: f.To, Source: f.Source, Target: f.Target,
-		FileName: name, Body: file, Actor: messageActor(r),
-	})
+	in.Body = file
+	m, err := records.SendMessage(r.Context(), s.store, s.ingest, in)
 	if err != nil {
-		errs, ok := fieldMessages(err)
+		errs, ok := sendErrors(err, f.FileName)
 		if !ok {
 			s.fail(w, r, err)
 			return
-		}
-		// The file name typed in the form is the one refused, when there is one.
-		if msg, bad := errs["file"]; bad && f.FileName != "" {
-			delete(errs, "file")
-			errs["file_name"] = msg
-		}
-		for k, v := range errs {
-			errs[k] = sentence(v)
 		}
 		f.Errors = errs
 		s.renderSend(w, r, http.StatusUnprocessableEntity, f)
@@ -184,13 +182,30 @@ func (s *Server) sendSubmit(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/ui/messages/"+strconv.FormatInt(m.ID, 10), http.StatusSeeOther)
 }
 
+// sendErrors are the field errors of a refused send, by form field; false when err is
+// more than a refusal. A refused file name is the one typed, when there is one.
+func sendErrors(err error, typedName string) (map[string]string, bool) {
+	errs, ok := fieldMessages(err)
+	if !ok {
+		return nil, false
+	}
+	if msg, bad := errs["file"]; bad && typedName != "" {
+		delete(errs, "file")
+		errs["file_name"] = msg
+	}
+	for k, v := range errs {
+		errs[k] = sentence(v)
+	}
+	return errs, true
+}
+
 // uploadProblem is the refusal of an empty or oversized file, as the REST API words it.
 func uploadProblem(h *multipart.FileHeader, limit int64) string {
 	switch {
 	case h.Size == 0:
 		return "The file is empty: a document needs at least one byte."
 	case h.Size > limit:
-		return fmt.Sprintf("The file is larger than the limit of %d MiB (setting %s).", limit>>20, settings.MaxUploadMiB)
+		return fmt.Sprintf("The file is larger than the limit of %d MiB (setting “%s”).", limit>>20, settings.Label(settings.MaxUploadMiB))
 	}
 	return ""
 }

@@ -32,16 +32,23 @@ type sendBundle struct {
 
 func setupSend(t *testing.T) *sendBundle {
 	t.Helper()
+	withIngest, blobs := ingestDeps(t)
+	ab := setupAccounts(t, withIngest)
+	ab.seedRouting(t)
+	return &sendBundle{accountsBundle: ab, blobs: blobs}
+}
+
+// ingestDeps gives the UI the real dispatcher as its ingester, over a local payload store.
+func ingestDeps(t *testing.T) (func(*Deps), *storage.Local) {
+	t.Helper()
 	blobs, err := storage.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ab := setupAccounts(t, func(d *Deps) {
+	return func(d *Deps) {
 		d.Payloads = blobs
 		d.Ingest = dispatch.New(d.Store, blobs, nopWaker{}, slog.New(slog.DiscardHandler))
-	})
-	ab.seedRouting(t)
-	return &sendBundle{accountsBundle: ab, blobs: blobs}
+	}, blobs
 }
 
 // postFile posts the send form as a browser does: multipart, with the CSRF token as a

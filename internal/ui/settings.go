@@ -24,7 +24,7 @@ func (s *Server) settingsRoutes() []pageRoute {
 
 // settingRow is one setting of the catalogue with its value as shown (or as typed).
 type settingRow struct {
-	Key, Description, Default, Value, Error string
+	Key, Label, Description, Default, Value, Error string
 }
 
 func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
@@ -39,15 +39,24 @@ func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, status int, values, errs map[string]string) {
 	var rows []settingRow
 	for _, c := range settings.Catalogue() {
-		rows = append(rows, settingRow{Key: c.Key, Description: c.Description, Default: c.Default,
+		rows = append(rows, settingRow{Key: c.Key, Label: c.Label, Description: c.Description, Default: c.Default,
 			Value: values[c.Key], Error: errs[c.Key]})
 	}
+	summary := formSummary(errs, func(key string) (string, string) {
+		for _, row := range rows {
+			if row.Key == key {
+				return key, row.Label
+			}
+		}
+		return "", ""
+	})
 	s.render(w, r, status, "settings", pageData{Title: "Settings", Data: struct {
 		Settings  []settingRow
+		Summary   []errorItem
 		Admin     bool
 		CSRFField string
 		CSRFToken string
-	}{rows, isAdmin(r), session.CSRFField, sessionCSRFToken(r)}})
+	}{rows, summary, isAdmin(r), session.CSRFField, sessionCSRFToken(r)}})
 }
 
 // saveSettingsPage writes the settings whose value differs from the current one, through
@@ -87,6 +96,7 @@ func (s *Server) saveSettingsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(changed) > 0 {
+		s.zone.changed()
 		if s.settingsChanged != nil {
 			s.settingsChanged(r.Context())
 		}

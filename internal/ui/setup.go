@@ -117,7 +117,8 @@ func (s *Server) setupSubmit(w http.ResponseWriter, r *http.Request) {
 	errs := make(map[string]string)
 	if err := password.CheckStrength(pw, string(u.Name), u.DisplayName, s.issuer, "wharf"); err != nil {
 		errs["password"] = sentence(err.Error())
-	} else if pw != pw2 {
+	}
+	if pw != pw2 {
 		errs["password_confirm"] = "The two passwords are not the same."
 	}
 	step, codeOK := totp.Validate(st.Secret, code, now, u.LastTOTPStep)

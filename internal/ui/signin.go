@@ -19,9 +19,16 @@ import (
 	"wharf/internal/ui/session"
 )
 
-// refusal is the one answer to any wrong name, password or code, so the page
-// never tells which part was wrong or whether the account exists.
-const refusal = "The name, password or code is not right."
+// The refusals say which step failed. The first never tells whether the account exists;
+// the second is reached only with the right password, so naming the code gives nothing
+// away.
+const (
+	refusal     = "The name or password is not right."
+	codeRefusal = "The code is not right. Type the code your authenticator app shows now, or one of your recovery codes; check the device's clock if it keeps failing."
+	// codeReused answers the code just spent (at set-up, or by the previous sign-in) while
+	// the app still shows it: the user could not have typed another.
+	codeReused = "This code was already used. Wait until your authenticator app shows a new code (at most 30 seconds), then type that one."
+)
 
 // signInStateTTL is how long the code step stays open after the password step.
 const signInStateTTL = 5 * time.Minute
@@ -144,9 +151,15 @@ func (s *Server) signInCode(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, "sign_in", signInData{Next: st.Next, Token: r.PostForm.Get(signInField)}, string(u.Name), now)
 		return
 	}
-	ok, err := s.checkCode(r, u, r.PostForm.Get("code"), now)
+	ok, reused, err := s.checkCode(r, u, r.PostForm.Get("code"), now)
 	if err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if reused {
+		// Not a failure: nothing was guessed, and the next code must not meet a delay.
+		data.Refusal = codeReused
+		s.render(w, r, http.StatusUnprocessableEntity, "sign_in_code", pageData{Title: "Sign in", Data: data})
 		return
 	}
 	if !ok {
@@ -166,37 +179,39 @@ func (s *Server) signInCode(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkCode accepts a TOTP code or an unused recovery code, and spends it in
-// the store, which refuses a second use even under concurrent sign-ins.
-func (s *Server) checkCode(r *http.Request, u persistence.User, code string, now time.Time) (bool, error) {
+// the store, which refuses a second use even under concurrent sign-ins. reused reports
+// a TOTP code already spent that is still in the app's window.
+func (s *Server) checkCode(r *http.Request, u persistence.User, code string, now time.Time) (ok, reused bool, err error) {
 	code = strings.TrimSpace(code)
 	if isDigits(strings.ReplaceAll(code, " ", "")) {
 		secret, err := s.sealer.Open(u.SealedTOTP)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
+		defer clear(secret)
 		step, ok := totp.Validate(string(secret), code, now, u.LastTOTPStep)
-		clear(secret)
 		if !ok {
-			return false, nil
+			return false, totp.Reused(string(secret), code, now, u.LastTOTPStep), nil
 		}
 		err = s.store.AcceptTOTPStep(r.Context(), u.ID, step)
 		if errors.Is(err, persistence.ErrConflict) {
-			return false, nil
+			// A concurrent sign-in spent it first.
+			return false, true, nil
 		}
-		return err == nil, err
+		return err == nil, false, err
 	}
 	i, ok := recovery.Match(code, u.RecoveryHashes)
 	if !ok {
-		return false, nil
+		return false, false, nil
 	}
-	err := s.store.UseRecoveryCode(r.Context(), u.ID, i, u.RecoveryHashes[i])
+	err = s.store.UseRecoveryCode(r.Context(), u.ID, i, u.RecoveryHashes[i])
 	if errors.Is(err, persistence.ErrConflict) {
-		return false, nil
+		return false, false, nil
 	}
 	if err == nil {
 		s.log.InfoContext(r.Context(), "recovery code used", "user", u.Name, "left", len(u.RecoveryHashes)-1)
 	}
-	return err == nil, err
+	return err == nil, false, err
 }
 
 // userByName looks the typed name up; a name that is not valid is simply not found.
@@ -238,6 +253,9 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, view string, dat
 	s.byAccount.Fail(accountKey(name), now)
 	s.byAddress.Fail(clientAddress(r), now)
 	data.Refusal = refusal
+	if view == "sign_in_code" {
+		data.Refusal = codeRefusal
+	}
 	if view == "sign_in" {
 		data.Providers = s.signInProviders(r.Context())
 	}

@@ -130,6 +130,8 @@ type Server struct {
 	oidc            *oidc.Manager
 	notifications   alert.Log
 	noteHub         *hub // fans notification log changes out to the live streams
+	// zone is the display_timezone setting's zone, in which pages show times.
+	zone *displayZone
 }
 
 // New checks d and parses the templates.
@@ -137,11 +139,13 @@ func New(d Deps) (*Server, error) {
 	if d.Store == nil || d.Sessions == nil || d.Sealer == nil {
 		return nil, errors.New("ui: store, session manager and sealer are required")
 	}
-	pages, err := parsePages()
+	zone := newDisplayZone()
+	pages, err := parsePages(zone)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
+		zone:  zone,
 		store: d.Store, sessions: d.Sessions, sealer: d.Sealer, log: d.Logger,
 		issuer: d.Issuer, now: d.Now, pages: pages, actions: d.Actions, payloads: d.Payloads, partyRefs: d.PartyReferences,
 		byAccount: throttle.New(throttle.Config{}),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"html/template"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/pquerna/otp"
 	otptotp "github.com/pquerna/otp/totp"
 
+	"wharf/internal/auth/totp"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
 	"wharf/internal/persistence/db/dbtest"
@@ -210,20 +212,28 @@ func (b *bundle) code(t *testing.T, secret string) string {
 // code is not the current one.
 func (b *bundle) enroll(t *testing.T, c *client, name string) (secret string, codes []string) {
 	t.Helper()
+	secret, _, codes = b.completeSetup(t, c, name)
+	b.clock.Add(30 * time.Second)
+	return secret, codes
+}
+
+// completeSetup creates a user and completes their set-up link now; it returns the TOTP
+// secret, the code the set-up spent and the recovery codes.
+func (b *bundle) completeSetup(t *testing.T, c *client, name string) (secret, spent string, codes []string) {
+	t.Helper()
 	link := b.newUser(t, name)
 	form := c.get(t, link)
 	if form.status != http.StatusOK {
 		t.Fatalf("GET set-up link = %d", form.status)
 	}
 	secret = match(t, secretRE, form.body)
+	spent = b.code(t, secret)
 	done := c.post(t, link, url.Values{"state": {match(t, stateRE, form.body)}, "password": {testPassword},
-		"password_confirm": {testPassword}, "code": {b.code(t, secret)}})
+		"password_confirm": {testPassword}, "code": {spent}})
 	if done.status != http.StatusOK {
 		t.Fatalf("POST set-up = %d\n%s", done.status, done.body)
 	}
-	codes = codesRE.FindAllString(done.body, -1)
-	b.clock.Add(30 * time.Second)
-	return secret, codes
+	return secret, spent, codesRE.FindAllString(done.body, -1)
 }
 
 // signIn runs both steps and returns the final answer.
@@ -406,22 +416,24 @@ func TestSignInRefusalsAreAlike(t *testing.T) {
 	b := setup(t)
 	c := b.client(t)
 	secret, _ := b.enroll(t, c, "alice")
-	refusalHTML := `<div class="flash flash-danger" role="alert"><p>` + refusal + `</p></div>`
-
+	// The password step's refusal never tells whether the account exists; the code
+	// step's names the code, since only the right password reaches it.
 	cases := []struct {
 		name                 string
 		user, password, code string
+		refusal              string
 	}{
-		{"wrong password", "alice", "wrong password here", ""},
-		{"unknown name", "mallory", testPassword, ""},
-		{"invalid name", "Not A Name!", testPassword, ""},
-		{"wrong code", "alice", testPassword, "000000"},
-		{"wrong recovery code", "alice", testPassword, "aaaaa-aaaaa"},
+		{"wrong password", "alice", "wrong password here", "", refusal},
+		{"unknown name", "mallory", testPassword, "", refusal},
+		{"invalid name", "Not A Name!", testPassword, "", refusal},
+		{"wrong code", "alice", testPassword, "000000", codeRefusal},
+		{"wrong recovery code", "alice", testPassword, "aaaaa-aaaaa", codeRefusal},
 	}
 	for _, tt := range cases {
 		// Past any throttling delay, so each case meets the check itself.
 		b.clock.Add(time.Hour)
 		name := tt.name
+		refusalHTML := `<div class="flash flash-danger" role="alert"><p>` + template.HTMLEscapeString(tt.refusal) + `</p></div>`
 		r := c.signIn(t, tt.user, tt.password, tt.code, "")
 		if r.status != http.StatusUnprocessableEntity || !strings.Contains(r.body, refusalHTML) {
 			t.Errorf("%s = %d; want 422 with the refusal\n%s", name, r.status, r.body)
@@ -440,8 +452,27 @@ func TestTOTPCodeWorksOnce(t *testing.T) {
 		t.Fatalf("first use = %d, want 303", r.status)
 	}
 	if r := b.client(t).signIn(t, "alice", testPassword, code, ""); r.status != http.StatusUnprocessableEntity ||
-		!strings.Contains(r.body, refusal) {
-		t.Errorf("second use = %d, want the refusal", r.status)
+		!strings.Contains(r.body, codeReused) {
+		t.Errorf("second use = %d, want the reused-code answer", r.status)
+	}
+}
+
+// TestFirstSignInAfterSetup: right after set-up the app still shows the code the set-up
+// spent. The sign-in says so instead of "wrong", counts no failure, and the app's next
+// code signs in at once, however often the spent one was tried.
+func TestFirstSignInAfterSetup(t *testing.T) {
+	b := setup(t)
+	c := b.client(t)
+	secret, spent, _ := b.completeSetup(t, c, "alice")
+	for i := range 5 {
+		r := c.signIn(t, "alice", testPassword, spent, "")
+		if r.status != http.StatusUnprocessableEntity || !strings.Contains(r.body, codeReused) || strings.Contains(r.body, codeRefusal) {
+			t.Fatalf("try %d with the set-up's code = %d, want the reused-code answer\n%s", i, r.status, r.body)
+		}
+	}
+	b.clock.Add(totp.Period)
+	if r := c.signIn(t, "alice", testPassword, b.code(t, secret), ""); r.status != http.StatusSeeOther {
+		t.Fatalf("the next code = %d, want 303\n%s", r.status, r.body)
 	}
 }
 

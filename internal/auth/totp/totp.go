@@ -85,3 +85,27 @@ func Validate(secret, code string, now time.Time, lastStep int64) (step int64, o
 	}
 	return step, ok
 }
+
+// Reused reports whether code is right for a step Validate would take but for lastStep:
+// a code already spent, such as the one just typed at enrolment while the app still shows
+// it. The sign-in tells the user to wait for the next code instead of refusing the code
+// as wrong.
+func Reused(secret, code string, now time.Time, lastStep int64) bool {
+	code = strings.ReplaceAll(code, " ", "")
+	if len(code) != Digits || lastStep <= 0 {
+		return false
+	}
+	opts := hotp.ValidateOpts{Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1}
+	current := Step(now)
+	reused := false
+	for s := max(current-Skew, 0); s <= current+Skew && s <= lastStep; s++ {
+		want, err := hotp.GenerateCodeCustom(secret, uint64(s), opts)
+		if err != nil {
+			return false
+		}
+		if subtle.ConstantTimeCompare([]byte(want), []byte(code)) == 1 {
+			reused = true
+		}
+	}
+	return reused
+}

@@ -124,3 +124,35 @@ func TestValidateFormatting(t *testing.T) {
 		t.Fatal("invalid secret accepted")
 	}
 }
+
+// TestReused: a code spent at enrolment is told apart from a wrong one while the app still
+// shows it, and the next code is not reused.
+func TestReused(t *testing.T) {
+	k, _ := NewSecret("Wharf", "alice")
+	now := time.Date(2026, 3, 1, 9, 0, 10, 0, time.UTC)
+	code, _ := totp.GenerateCode(k.Secret, now)
+	step, ok := Validate(k.Secret, code, now, 0)
+	if !ok {
+		t.Fatal("fresh code refused")
+	}
+	later := now.Add(10 * time.Second)
+	next, _ := totp.GenerateCode(k.Secret, now.Add(Period))
+	for _, tc := range []struct {
+		name     string
+		code     string
+		lastStep int64
+		want     bool
+	}{
+		{"the spent code", code, step, true},
+		{"the spent code before it was spent", code, 0, false},
+		{"the next code", next, step, false},
+		{"a wrong code", "000000", step, false},
+	} {
+		if got := Reused(k.Secret, tc.code, later, tc.lastStep); got != tc.want {
+			t.Errorf("%s: Reused = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if _, ok := Validate(k.Secret, next, now.Add(Period), step); !ok {
+		t.Error("the next code after the spent one is refused")
+	}
+}

@@ -137,7 +137,7 @@ func (rt *Runtime) RunPartyAction(ctx context.Context, kind persistence.PartyKin
 		if err != nil {
 			return module.ActionResult{Summary: "Not checked: " + err.Error()}, nil
 		}
-		res := checkConnection(ctx, out)
+		res := checkConnection(ctx, out, rt.core.ProductName())
 		ar := module.ActionResult{OK: res.OK}
 		for _, st := range res.Steps {
 			ar.Steps = append(ar.Steps, module.ActionStep{Name: st.Step, OK: st.OK, Detail: st.Detail})

@@ -37,9 +37,9 @@ type CheckResult struct {
 
 // checkConnection walks the way to a partner's endpoint step by step (name lookup, TCP,
 // TLS with the profile's trust, one HTTP request), so an operator sees where it breaks.
-// Any HTTP answer counts as reachable: AS2 endpoints answer a GET with anything from
+// The HTTP answer is judged by judgeProbe: AS2 endpoints answer a GET with anything from
 // 200 to 405.
-func checkConnection(ctx context.Context, out profile.Outbound) CheckResult {
+func checkConnection(ctx context.Context, out profile.Outbound, userAgent string) CheckResult {
 	res := CheckResult{Partner: string(out.Remote.Partner), EndpointURL: out.Remote.EndpointURL}
 	timeout := time.Duration(out.Remote.ConnectTimeoutSeconds) * time.Second
 	if timeout <= 0 {
@@ -128,17 +128,10 @@ func checkConnection(ctx context.Context, out profile.Outbound) CheckResult {
 			return "", fmt.Errorf("GET %s: %w", u.Redacted(), err)
 		}
 		resp.Body.Close()
-		detail := "answered " + resp.Status
-		if sv := resp.Header.Get("Server"); sv != "" {
-			detail += " (server " + sv + ")"
-		}
-		return detail, nil
+		return judgeProbe(resp)
 	})
 	return res
 }
-
-// userAgent names us to partners.
-const userAgent = "Wharf AS2"
 
 // testMessageInput is the body of a test-message request; both fields are optional.
 type testMessageInput struct {
@@ -228,7 +221,7 @@ func (rt *Runtime) toolRoutes() []module.APIRoute {
 				if err != nil {
 					return 0, nil, err
 				}
-				return http.StatusOK, checkConnection(r.Context(), out), nil
+				return http.StatusOK, checkConnection(r.Context(), out, rt.core.ProductName()), nil
 			}},
 		{Method: "POST", Path: "/api/v1/as2/remote-profiles/{partner}/test-message", Body: module.BodyJSON,
 			Handle: func(r *http.Request) (int, any, error) {

@@ -78,7 +78,7 @@ func TestConnectionCheckAndTestMessage(t *testing.T) {
 	trust := a.upload(serverCert)
 	setProfile(map[string]any{"tls_trust_certificate_ids": []int64{trust}})
 	c := check()
-	if !c.OK || len(c.Steps) != 4 || c.Steps[3].Detail != "answered 405 Method Not Allowed (server Partner AS2)" {
+	if !c.OK || len(c.Steps) != 4 || c.Steps[3].Detail != "reachable; the server answered 405 Method Not Allowed (server Partner AS2) to a probe, which an AS2 endpoint may do — not a verdict on AS2" {
 		t.Fatalf("trusted TLS: %+v, want four passed steps", c)
 	}
 	// A pin replaces the roots: the server's own certificate passes, another is refused

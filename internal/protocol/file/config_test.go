@@ -75,7 +75,7 @@ func TestPollerConfigDecode(t *testing.T) {
 		{"bad partner", `{"directory":"/srv/o","pattern":"{filename}","partner":"ACME"}`, "partner", "invalid party name"},
 		{"bad organization", `{"directory":"/srv/o","organization":"Local Org"}`, "organization", "invalid party name"},
 		{"zero interval", `{"directory":"/srv/o","interval":"0s"}`, "interval", "positive"},
-		{"interval of the wrong type", `{"directory":"/srv/o","interval":5}`, "interval", "must be"},
+		{"interval of the wrong type", `{"directory":"/srv/o","interval":5}`, "interval", "Enter a duration"},
 		{"batch size", `{"directory":"/srv/o","batch_size":0}`, "batch_size", "between"},
 		{"relative processed directory", `{"directory":"/srv/o","processed_directory":"done"}`, "processed_directory", "absolute"},
 		{"processed is the directory", `{"directory":"/srv/o","processed_directory":"/srv/o/"}`, "processed_directory", "differ"},
@@ -94,7 +94,7 @@ func TestPollerConfigDecode(t *testing.T) {
 	}
 	// A duration the text form refuses is refused too; the standard decoder cannot say
 	// which field it was in.
-	if fe := decodeError(t, persistence.PluginFilePoller, withName(`{"directory":"/srv/o","stable_for":"soon"}`)); fe == nil || !strings.Contains(fe.Message, "invalid duration") {
+	if fe := decodeError(t, persistence.PluginFilePoller, withName(`{"directory":"/srv/o","stable_for":"soon"}`)); fe == nil || !strings.Contains(fe.Message, "Enter a duration such as 30s") {
 		t.Errorf("a bad duration: %v", fe)
 	}
 	// A fixed partner makes a pattern without {to} valid; stable_for 0 is allowed.
@@ -129,7 +129,7 @@ func TestWriterConfigDecode(t *testing.T) {
 		{"dir mode", `{"directory":"/srv/i","dir_mode":"999"}`, "dir_mode", "octal"},
 		{"max_concurrent", `{"directory":"/srv/i","max_concurrent":1000}`, "max_concurrent", "between"},
 		{"retry", `{"directory":"/srv/i","retry":{"max_retries":5000}}`, "retry.max_retries", "between"},
-		{"on_collision of the wrong type", `{"directory":"/srv/i","on_collision":true}`, "on_collision", "string"},
+		{"on_collision of the wrong type", `{"directory":"/srv/i","on_collision":true}`, "on_collision", "Enter text"},
 		{"unknown on_collision", `{"directory":"/srv/i","on_collision":"rename"}`, "on_collision", "want one of suffix, overwrite, fail"},
 	}
 	for _, tt := range tests {

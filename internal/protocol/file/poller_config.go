@@ -58,62 +58,64 @@ func NewPollerConfig() *PollerConfig {
 
 // Validate checks the config; errors are *persistence.FieldError.
 func (c *PollerConfig) Validate() error {
-	if err := checkAbsDir("directory", c.Directory, true); err != nil {
+	var errs persistence.FieldErrors
+	if err := checkAbsDir("directory", c.Directory, true); !errs.Merge(err) {
 		return err
 	}
 	pat, err := parsePathPattern(c.Pattern)
 	if err != nil {
-		return &persistence.FieldError{Field: "pattern", Message: err.Error()}
+		errs.Add("pattern", err.Error())
 	}
-	if !pat.has(segFrom) {
+	// Which parties the pattern leaves to the config is known only of a valid pattern.
+	if err == nil && !pat.has(segFrom) {
 		if c.Organization == "" {
-			return &persistence.FieldError{Field: "organization", Message: "required when pattern has no {from}"}
+			errs.Add("organization", "required when pattern has no {from}")
 		}
 		if _, err := persistence.ParsePartyName(c.Organization); err != nil {
-			return &persistence.FieldError{Field: "organization", Message: err.Error()}
+			errs.Add("organization", err.Error())
 		}
 	}
-	if !pat.has(segTo) {
+	if err == nil && !pat.has(segTo) {
 		if c.Partner == "" {
-			return &persistence.FieldError{Field: "partner", Message: "required when pattern has no {to}"}
+			errs.Add("partner", "required when pattern has no {to}")
 		}
 		if _, err := persistence.ParsePartyName(c.Partner); err != nil {
-			return &persistence.FieldError{Field: "partner", Message: err.Error()}
+			errs.Add("partner", err.Error())
 		}
 	}
 	if c.Interval <= 0 {
-		return &persistence.FieldError{Field: "interval", Message: "must be positive"}
+		errs.Add("interval", "must be positive")
 	}
 	if time.Duration(c.Interval) > time.Hour {
-		return &persistence.FieldError{Field: "interval", Message: "must be at most 1h"}
+		errs.Add("interval", "must be at most 1h")
 	}
 	if time.Duration(c.StableFor) > 24*time.Hour {
-		return &persistence.FieldError{Field: "stable_for", Message: "must be at most 24h"}
+		errs.Add("stable_for", "must be at most 24h")
 	}
 	if c.BatchSize < 1 || c.BatchSize > MaxBatchSize {
-		return &persistence.FieldError{Field: "batch_size", Message: fmt.Sprintf("must be between 1 and %d", MaxBatchSize)}
+		errs.Add("batch_size", fmt.Sprintf("must be between 1 and %d", MaxBatchSize))
 	}
 	base := filepath.Clean(c.Directory)
 	if c.ProcessedDirectory != "" {
-		if err := checkAbsDir("processed_directory", c.ProcessedDirectory, false); err != nil {
+		if err := checkAbsDir("processed_directory", c.ProcessedDirectory, false); !errs.Merge(err) {
 			return err
 		}
 		if filepath.Clean(c.ProcessedDirectory) == base {
-			return &persistence.FieldError{Field: "processed_directory", Message: "must differ from directory"}
+			errs.Add("processed_directory", "must differ from directory")
 		}
 	}
 	if c.UnroutableDirectory != "" {
-		if err := checkAbsDir("unroutable_directory", c.UnroutableDirectory, false); err != nil {
+		if err := checkAbsDir("unroutable_directory", c.UnroutableDirectory, false); !errs.Merge(err) {
 			return err
 		}
 		if filepath.Clean(c.UnroutableDirectory) == base {
-			return &persistence.FieldError{Field: "unroutable_directory", Message: "must differ from directory"}
+			errs.Add("unroutable_directory", "must differ from directory")
 		}
 	}
 	if c.ProcessedDirectory != "" && filepath.Clean(c.ProcessedDirectory) == filepath.Clean(c.unroutableDir()) {
-		return &persistence.FieldError{Field: "processed_directory", Message: "must differ from the unroutable directory"}
+		errs.Add("processed_directory", "must differ from the unroutable directory")
 	}
-	return nil
+	return errs.Err()
 }
 
 func (c *PollerConfig) unroutableDir() string {

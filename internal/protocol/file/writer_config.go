@@ -46,25 +46,26 @@ func NewWriterConfig() *WriterConfig {
 
 // Validate checks the config; errors are *persistence.FieldError.
 func (c *WriterConfig) Validate() error {
-	if err := targetOptionsError(c.TargetOptions.Validate()); err != nil {
+	var errs persistence.FieldErrors
+	if err := targetOptionsError(c.TargetOptions.Validate()); !errs.Merge(err) {
 		return err
 	}
-	if err := checkAbsDir("directory", c.Directory, true); err != nil {
+	if err := checkAbsDir("directory", c.Directory, true); !errs.Merge(err) {
 		return err
 	}
 	if _, err := parseNamePattern(c.Pattern); err != nil {
-		return &persistence.FieldError{Field: "pattern", Message: err.Error()}
+		errs.Add("pattern", err.Error())
 	}
 	if _, err := ParseCollision(c.OnCollision); err != nil {
-		return &persistence.FieldError{Field: "on_collision", Message: err.Error()}
+		errs.Add("on_collision", err.Error())
 	}
 	if _, err := parseMode(c.FileMode); err != nil {
-		return &persistence.FieldError{Field: "file_mode", Message: err.Error()}
+		errs.Add("file_mode", err.Error())
 	}
 	if _, err := parseMode(c.DirMode); err != nil {
-		return &persistence.FieldError{Field: "dir_mode", Message: err.Error()}
+		errs.Add("dir_mode", err.Error())
 	}
-	return nil
+	return errs.Err()
 }
 
 // targetOptionsError turns an error of delivery.TargetOptions.Validate, which starts with

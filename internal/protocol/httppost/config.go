@@ -57,23 +57,24 @@ func (c *PosterConfig) SecretDestination() string { return c.URL }
 // Validate checks the config; errors are *persistence.FieldError. Messages never repeat
 // the URL or a secret header's value.
 func (c *PosterConfig) Validate() error {
-	if err := delivery.CheckTargetOptions(c.TargetOptions); err != nil {
+	var errs persistence.FieldErrors
+	if err := delivery.CheckTargetOptions(c.TargetOptions); !errs.Merge(err) {
 		return err
 	}
 	if err := httptarget.CheckURL(c.URL, "secret_headers"); err != nil {
-		return &persistence.FieldError{Field: "url", Message: err.Error()}
+		errs.Add("url", err.Error())
 	}
 	if c.Timeout <= 0 {
-		return &persistence.FieldError{Field: "timeout", Message: "must be positive"}
+		errs.Add("timeout", "must be positive")
 	}
 	if time.Duration(c.Timeout) > MaxTimeout {
-		return &persistence.FieldError{Field: "timeout", Message: "must be at most 1h"}
+		errs.Add("timeout", "must be at most 1h")
 	}
 	if c.ContentType == "" {
-		return &persistence.FieldError{Field: "content_type", Message: "required"}
+		errs.Add("content_type", "required")
 	}
 	if _, _, err := mime.ParseMediaType(c.ContentType); err != nil || strings.ContainsAny(c.ContentType, "\r\n") {
-		return &persistence.FieldError{Field: "content_type", Message: "not a valid media type"}
+		errs.Add("content_type", "not a valid media type")
 	}
 	if err := c.Handoff.Validate(); err != nil {
 		return err
@@ -85,19 +86,19 @@ func (c *PosterConfig) Validate() error {
 	}{{"headers", c.Headers}, {"secret_headers", c.SecretHeaders}} {
 		for _, name := range slices.Sorted(maps.Keys(set.values)) {
 			if err := httptarget.CheckHeaderName(name, "poster", reservedHeaders...); err != nil {
-				return &persistence.FieldError{Field: set.field, Message: err.Error()}
+				errs.Add(set.field, err.Error())
 			}
 			canon := http.CanonicalHeaderKey(name)
 			if other, dup := seen[canon]; dup {
-				return &persistence.FieldError{Field: set.field, Message: fmt.Sprintf("header %s is already set in %s", canon, other)}
+				errs.Add(set.field, fmt.Sprintf("header %s is already set in %s", canon, other))
 			}
 			seen[canon] = set.field
 			if err := httptarget.CheckHeaderValue(set.values[name]); err != nil {
-				return &persistence.FieldError{Field: set.field, Message: fmt.Sprintf("header %s: %v", canon, err)}
+				errs.Add(set.field, fmt.Sprintf("header %s: %v", canon, err))
 			}
 		}
 	}
-	return nil
+	return errs.Err()
 }
 
 // reservedHeaders are set by the poster itself, besides those the transport sets.

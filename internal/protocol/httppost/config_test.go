@@ -103,7 +103,7 @@ func TestPosterConfigRefuses(t *testing.T) {
 		{"header twice", `"url":"https://a.example","headers":{"authorization":"a"},"secret_headers":{"Authorization":"b"}`, "secret_headers", "already set"},
 		{"line break in a value", `"url":"https://a.example","secret_headers":{"X-Key":"a\r\nX-Evil: 1"}`, "secret_headers", "control character"},
 		{"max_concurrent", `"url":"https://a.example","max_concurrent":300`, "max_concurrent", "between"},
-		{"headers of the wrong type", `"url":"https://a.example","headers":["a"]`, "headers", "must be"},
+		{"headers of the wrong type", `"url":"https://a.example","headers":["a"]`, "headers", "Name: value per line"},
 		{"handoff deadline without statuses", `"url":"https://a.example","handoff":{"deadline":"4h"}`, "handoff.statuses", "required"},
 		{"handoff reference without statuses", `"url":"https://a.example","handoff":{"reference":{"header":"Location"}}`, "handoff.statuses", "required"},
 		{"handoff on a non-2xx status", `"url":"https://a.example","handoff":{"statuses":[302],"deadline":"4h"}`, "handoff.statuses", "not a 2xx"},

@@ -27,6 +27,7 @@ import (
 	"wharf/internal/httptarget"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
+	"wharf/internal/product"
 )
 
 func init() {
@@ -45,7 +46,12 @@ func init() {
 				if logger != nil {
 					logger = logger.With("instance", string(name))
 				}
-				return NewPoster(c, logger)
+				p, err := NewPoster(c, logger)
+				if err != nil {
+					return nil, err
+				}
+				p.product = env.ProductName
+				return p, nil
 			},
 		}},
 	})
@@ -85,6 +91,16 @@ type Poster struct {
 	log     *slog.Logger
 	// handoffCfg says which answers hand off and where their reference is.
 	handoffCfg HandoffConfig
+	// product names Wharf in User-Agent, per the hide_version setting; nil shows the
+	// version.
+	product func() string
+}
+
+func (p *Poster) productName() string {
+	if p.product == nil {
+		return product.String(false)
+	}
+	return p.product()
 }
 
 // NewPoster builds a poster from a validated config.
@@ -107,7 +123,6 @@ func NewPoster(cfg *PosterConfig, logger *slog.Logger) (*Poster, error) {
 		h.Set(k, v)
 	}
 	h.Set("Content-Type", cfg.ContentType)
-	h.Set("User-Agent", "Wharf")
 
 	return &Poster{
 		url:        cfg.URL,
@@ -137,6 +152,7 @@ func (p *Poster) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 		return delivery.Permanent(errors.New("cannot build the request"))
 	}
 	req.Header = p.header.Clone()
+	req.Header.Set("User-Agent", p.productName())
 	setMetadata(req.Header, a)
 	if a.Message.Size > 0 {
 		req.Body = &payloadReader{r: body}

@@ -17,6 +17,7 @@ import (
 
 	"wharf/internal/delivery"
 	"wharf/internal/persistence"
+	"wharf/internal/product"
 )
 
 const (
@@ -347,5 +348,23 @@ func TestHeaderEncoding(t *testing.T) {
 	setMetadata(h, a)
 	if err := h.Write(&buf); err != nil || strings.Contains(buf.String(), "a\nb") {
 		t.Errorf("metadata carried a raw line break: %q", buf.String())
+	}
+}
+
+// TestPosterUserAgent: the loopback server sees the product string, which follows the
+// hide_version setting at each request.
+func TestPosterUserAgent(t *testing.T) {
+	seen := make(chan string, 2)
+	b := setupPoster(t, func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Get("User-Agent")
+	}, nil)
+	b.deliver(t)
+	if got := <-seen; got != product.String(false) {
+		t.Errorf("User-Agent %q, want %q", got, product.String(false))
+	}
+	b.poster.product = func() string { return product.String(true) }
+	b.deliver(t)
+	if got := <-seen; got != "Wharf" {
+		t.Errorf("User-Agent with the version hidden %q, want Wharf", got)
 	}
 }

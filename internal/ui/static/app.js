@@ -65,11 +65,12 @@
 		return prefersDark ? "dark" : "light";
 	}
 
+	// The toggle names the theme it switches to.
 	function syncToggles() {
 		var dark = effectiveTheme() === "dark";
-		var toggles = document.querySelectorAll("[data-theme-toggle]");
-		for (var i = 0; i < toggles.length; i++) {
-			toggles[i].setAttribute("aria-pressed", dark ? "true" : "false");
+		var names = document.querySelectorAll("[data-theme-toggle] [data-theme-name]");
+		for (var i = 0; i < names.length; i++) {
+			names[i].textContent = dark ? "light" : "dark";
 		}
 	}
 

@@ -167,7 +167,9 @@ func formValue(v any) string {
 	}
 }
 
-// formJSON turns a submitted form into the JSON object of the fields in spec.
+// formJSON turns a submitted form into the JSON object of the fields in spec. A field
+// that is not a number where one is wanted is left out of the object and refused in the
+// error, so the caller can still check the rest and name every invalid field at once.
 func formJSON(spec []formField, form url.Values) ([]byte, error) {
 	obj := map[string]any{}
 	var errs []error
@@ -189,29 +191,50 @@ func formJSON(spec []formField, form url.Values) ([]byte, error) {
 			}
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				errs = append(errs, fieldErr(f.name, "must be a whole number"))
+				errs = append(errs, fieldErr(f.name, "enter a whole number"))
 				continue
 			}
 			obj[f.name] = n
 		case encIDs:
 			ids := []int64{}
+			bad := false
 			for _, w := range splitList(v) {
 				n, err := strconv.ParseInt(w, 10, 64)
 				if err != nil {
-					errs = append(errs, fieldErr(f.name, "must be certificate ids separated by commas"))
+					errs = append(errs, fieldErr(f.name, "choose certificates: their ids separated by commas"))
+					bad = true
 					break
 				}
 				ids = append(ids, n)
 			}
-			obj[f.name] = ids
+			if !bad {
+				obj[f.name] = ids
+			}
 		case encStrings:
 			obj[f.name] = append([]string{}, splitList(v)...)
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
 	}
-	return json.Marshal(obj)
+	return raw, errors.Join(errs...)
+}
+
+// refuseForm answers a form some of whose fields are not numbers: those errors with what
+// the profile's own checks find in the rest.
+func refuseForm(formErr, decodeErr error, validate func() error) error {
+	var errs persistence.FieldErrors
+	errs.Merge(formErr)
+	if !errs.Merge(decodeErr) {
+		return decodeErr
+	}
+	if decodeErr == nil {
+		if err := validate(); !errs.Merge(err) {
+			return err
+		}
+	}
+	return errs
 }
 
 func splitList(s string) []string {
@@ -229,14 +252,18 @@ func (s *Store) SaveLocalForm(ctx context.Context, org persistence.PartyName, fo
 	case err != nil:
 		return Local{}, err
 	}
-	raw, err := formJSON(localForm, form)
+	raw, formErr := formJSON(localForm, form)
+	if raw == nil {
+		return Local{}, formErr
+	}
+	_, err = decodeProfileJSON(raw, &l, "organization", nil)
+	l.Organization = org
+	if formErr != nil {
+		return Local{}, refuseForm(formErr, err, l.Validate)
+	}
 	if err != nil {
 		return Local{}, err
 	}
-	if _, err := decodeProfileJSON(raw, &l, "organization", nil); err != nil {
-		return Local{}, err
-	}
-	l.Organization = org
 	if creating {
 		return s.CreateLocal(ctx, l)
 	}
@@ -254,14 +281,18 @@ func (s *Store) SaveRemoteForm(ctx context.Context, partner persistence.PartyNam
 	case err != nil:
 		return Remote{}, err
 	}
-	raw, err := formJSON(remoteForm, form)
+	raw, formErr := formJSON(remoteForm, form)
+	if raw == nil {
+		return Remote{}, formErr
+	}
+	_, err = decodeRemoteJSON(raw, &r)
+	r.Partner = partner
+	if formErr != nil {
+		return Remote{}, refuseForm(formErr, err, r.Validate)
+	}
 	if err != nil {
 		return Remote{}, err
 	}
-	if _, err := decodeRemoteJSON(raw, &r); err != nil {
-		return Remote{}, err
-	}
-	r.Partner = partner
 	if creating {
 		return s.CreateRemote(ctx, r)
 	}

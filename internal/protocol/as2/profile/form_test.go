@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"wharf/internal/module"
+	"wharf/internal/persistence"
 )
 
 func valueOf(fields []module.PanelField, name string) string {
@@ -59,23 +60,49 @@ func TestFormJSON(t *testing.T) {
 		t.Errorf("formJSON = %s\nwant %s", got, want)
 	}
 	_, err = formJSON(localForm, url.Values{"signing_certificate_id": {"two"}, "decryption_certificate_id": {"0"}, "max_message_size_mib": {"8"}})
-	if err == nil || err.Error() != "signing_certificate_id: must be a whole number" {
+	if err == nil || err.Error() != "signing_certificate_id: enter a whole number" {
 		t.Errorf("a word for a number: %v", err)
 	}
+}
+
+// storedRemoteForm stores the world's partner profile and returns its form as filled in.
+func storedRemoteForm(e *env) url.Values {
+	w := e.world()
+	e.mustCreate(w)
+	form := url.Values{}
+	for _, f := range RemoteFields(w.remote) {
+		if f.Value != "" {
+			form.Set(f.Name, f.Value)
+		}
+	}
+	return form
+}
+
+// TestRemoteFormNamesEveryField: a refused partner form names every invalid field at
+// once, the ones that are not numbers and the ones the profile's checks refuse.
+func TestRemoteFormNamesEveryField(t *testing.T) {
+	forEachDB(t, func(t *testing.T, e *env) {
+		form := storedRemoteForm(e)
+		form.Set("connect_timeout_seconds", "ten")
+		form.Set("endpoint_url", "ftp://acme.example/as2")
+		form.Set("receipt_timeout_minutes", "0")
+		_, err := e.store.SaveRemoteForm(e.ctx, "acme", form)
+		got, ok := persistence.AllFieldErrors(err)
+		fields := map[string]bool{}
+		for _, fe := range got {
+			fields[fe.Field] = true
+		}
+		if !ok || !fields["connect_timeout_seconds"] || !fields["endpoint_url"] || !fields["receipt_timeout_minutes"] {
+			t.Errorf("refusal = %v, want connect_timeout_seconds, endpoint_url and receipt_timeout_minutes", err)
+		}
+	})
 }
 
 // The partner form takes the AES-GCM acknowledgement beside the cipher, by the REST rule,
 // and the duplicate content policy.
 func TestRemoteFormGCMAndDuplicateContent(t *testing.T) {
 	forEachDB(t, func(t *testing.T, e *env) {
-		w := e.world()
-		e.mustCreate(w)
-		form := url.Values{}
-		for _, f := range RemoteFields(w.remote) {
-			if f.Value != "" {
-				form.Set(f.Name, f.Value)
-			}
-		}
+		form := storedRemoteForm(e)
 		form.Set("encryption_algorithm", "aes256-gcm")
 		if _, err := e.store.SaveRemoteForm(e.ctx, "acme", form); fieldOf(err) != "gcm_confirmed" {
 			t.Fatalf("GCM without the acknowledgement: %v", err)

@@ -29,60 +29,62 @@ const (
 // Validate checks a local profile on its own; the store checks what it references. The
 // error is a *persistence.FieldError naming the JSON field.
 func (l Local) Validate() error {
+	var errs persistence.FieldErrors
 	if _, err := persistence.ParsePartyName(string(l.Organization)); err != nil {
-		return fieldErr("organization", err.Error())
+		errs.Add("organization", err.Error())
 	}
 	if _, err := ParseAS2ID(string(l.AS2ID)); err != nil {
-		return fieldErr("as2_id", err.Error())
+		errs.Add("as2_id", err.Error())
 	}
 	if l.SigningCertificateID < 0 {
-		return fieldErr("signing_certificate_id", "must be a certificate id, or 0 for none")
+		errs.Add("signing_certificate_id", "must be a certificate id, or 0 for none")
 	}
 	if l.DecryptionCertificateID < 0 {
-		return fieldErr("decryption_certificate_id", "must be a certificate id, or 0 for none")
+		errs.Add("decryption_certificate_id", "must be a certificate id, or 0 for none")
 	}
 	if p := l.PreviousDecryptionCertificateID; p != nil {
 		switch {
 		case *p < 1:
-			return fieldErr("previous_decryption_certificate_id", "must be a certificate id, or null")
+			errs.Add("previous_decryption_certificate_id", "must be a certificate id, or null")
 		case l.DecryptionCertificateID == 0:
-			return fieldErr("previous_decryption_certificate_id", "needs a decryption_certificate_id to follow")
+			errs.Add("previous_decryption_certificate_id", "needs a decryption certificate to follow")
 		case *p == l.DecryptionCertificateID:
-			return fieldErr("previous_decryption_certificate_id", "must differ from decryption_certificate_id")
+			errs.Add("previous_decryption_certificate_id", "must differ from the decryption certificate")
 		}
 	}
 	if err := checkHeaderText(l.MDNNotificationTo, maxMDNNotificationTo); err != nil {
-		return fieldErr("mdn_notification_to", err.Error())
+		errs.Add("mdn_notification_to", err.Error())
 	}
 	if err := checkRange(l.MaxMessageSizeMiB, 1, MaxMessageSizeMiB); err != nil {
-		return fieldErr("max_message_size_mib", err.Error())
+		errs.Add("max_message_size_mib", err.Error())
 	}
 	if err := checkOptionalID(l.MDNSigningCertificateID); err != nil {
-		return fieldErr("mdn_signing_certificate_id", err.Error()+" for the signing certificate")
+		errs.Add("mdn_signing_certificate_id", err.Error()+" for the signing certificate")
 	}
-	return nil
+	return errs.Err()
 }
 
 // Validate checks a remote profile on its own; the store checks what it references. The
 // error is a *persistence.FieldError naming the JSON field.
 func (r Remote) Validate() error {
+	var errs persistence.FieldErrors
 	if _, err := persistence.ParsePartyName(string(r.Partner)); err != nil {
-		return fieldErr("partner", err.Error())
+		errs.Add("partner", err.Error())
 	}
 	if _, err := ParseAS2ID(string(r.AS2ID)); err != nil {
-		return fieldErr("as2_id", err.Error())
+		errs.Add("as2_id", err.Error())
 	}
 	if err := checkURL(r.EndpointURL); err != nil {
-		return fieldErr("endpoint_url", err.Error())
+		errs.Add("endpoint_url", err.Error())
 	}
 	if err := checkIDs(r.PartnerCertificateIDs); err != nil {
-		return fieldErr("partner_certificate_ids", err.Error())
+		errs.Add("partner_certificate_ids", err.Error())
 	}
 	if err := checkOptionalID(r.OurSigningCertificateID); err != nil {
-		return fieldErr("our_signing_certificate_id", err.Error())
+		errs.Add("our_signing_certificate_id", err.Error())
 	}
 	if err := checkOptionalID(r.OurDecryptionCertificateID); err != nil {
-		return fieldErr("our_decryption_certificate_id", err.Error())
+		errs.Add("our_decryption_certificate_id", err.Error())
 	}
 	for _, e := range []struct {
 		field string
@@ -99,22 +101,22 @@ func (r Remote) Validate() error {
 		{"duplicate_content", validEnum(r.DuplicateContent, ParseDuplicateFilename)},
 	} {
 		if e.err != nil {
-			return fieldErr(e.field, e.err.Error())
+			errs.Add(e.field, e.err.Error())
 		}
 	}
 	if r.EncryptionAlgorithm == Encrypt3DES {
-		return fieldErr("encryption_algorithm", "3des is accepted inbound only; choose an AES cipher")
+		errs.Add("encryption_algorithm", "3des is accepted inbound only; choose an AES cipher")
 	}
 	if r.EncryptionAlgorithm.GCM() && !r.GCMConfirmed {
-		return fieldErr("gcm_confirmed", "AES-GCM needs the partner's confirmation that it opens AES-GCM (OpenAS2 4.9.0 and pyas2-lib 1.4.4 do not); set gcm_confirmed or choose an AES-CBC cipher")
+		errs.Add("gcm_confirmed", "AES-GCM needs the partner's confirmation that it opens AES-GCM (OpenAS2 4.9.0 and pyas2-lib 1.4.4 do not): confirm it, or choose an AES-CBC cipher")
 	}
 	if r.AsyncMDNURL != "" {
 		if err := checkURL(r.AsyncMDNURL); err != nil {
-			return fieldErr("async_mdn_url", err.Error())
+			errs.Add("async_mdn_url", err.Error())
 		}
 	}
 	if err := checkHosts(r.AsyncMDNHosts); err != nil {
-		return fieldErr("async_mdn_hosts", err.Error())
+		errs.Add("async_mdn_hosts", err.Error())
 	}
 	for _, n := range []struct {
 		field     string
@@ -128,50 +130,51 @@ func (r Remote) Validate() error {
 		{"max_message_size_mib", r.MaxMessageSizeMiB, 1, MaxMessageSizeMiB},
 	} {
 		if err := checkRange(n.v, n.lo, n.hi); err != nil {
-			return fieldErr(n.field, err.Error())
+			errs.Add(n.field, err.Error())
 		}
 	}
 	if r.ConnectTimeoutSeconds > r.RequestTimeoutSeconds {
-		return fieldErr("connect_timeout_seconds", "must not exceed request_timeout_seconds")
+		errs.Add("connect_timeout_seconds", "must not be longer than the request timeout")
 	}
-	if err := checkRetry(r); err != nil {
+	if err := checkRetry(r); !errs.Merge(err) {
 		return err
 	}
 	if err := checkIDs(r.TLSTrustCertificateIDs); err != nil {
-		return fieldErr("tls_trust_certificate_ids", err.Error())
+		errs.Add("tls_trust_certificate_ids", err.Error())
 	}
-	if err := r.checkTLSTrust(); err != nil {
+	if err := r.checkTLSTrust(); !errs.Merge(err) {
 		return err
 	}
 	// Each of these needs something to check the partner's signatures or to encrypt to.
 	if len(r.PartnerCertificateIDs) == 0 {
 		switch {
 		case r.EncryptionAlgorithm != EncryptNone:
-			return fieldErr("partner_certificate_ids", "encryption needs a partner certificate to encrypt to; add one or set encryption_algorithm to none")
+			errs.Add("partner_certificate_ids", "encryption needs a partner certificate to encrypt to: add one, or choose no encryption")
 		case r.RequireSigned:
-			return fieldErr("partner_certificate_ids", "require_signed needs a partner certificate to verify signatures with")
+			errs.Add("partner_certificate_ids", "requiring signed messages needs a partner certificate to verify signatures with")
 		case r.SignedMDN && r.MDNMode != MDNNone:
-			return fieldErr("partner_certificate_ids", "a signed MDN needs a partner certificate to verify it with")
+			errs.Add("partner_certificate_ids", "a signed MDN needs a partner certificate to verify it with")
 		}
 	}
-	return nil
+	return errs.Err()
 }
 
 func checkRetry(r Remote) error {
+	var errs persistence.FieldErrors
 	if err := r.Retry.Validate(); err != nil {
 		field, msg, ok := strings.Cut(err.Error(), ": ")
 		if !ok {
 			field, msg = "", err.Error()
 		}
-		return fieldErr(strings.TrimSuffix("retry."+field, "."), msg)
+		errs.Add(strings.TrimSuffix("retry."+field, "."), msg)
 	}
 	if time.Duration(r.Retry.MaxDelay) > MaxRetryDelay {
-		return fieldErr("retry.max_delay", "must be at most "+MaxRetryDelay.String())
+		errs.Add("retry.max_delay", "must be at most "+MaxRetryDelay.String())
 	}
 	if time.Duration(r.Retry.Base) > MaxRetryDelay {
-		return fieldErr("retry.base", "must be at most "+MaxRetryDelay.String())
+		errs.Add("retry.base", "must be at most "+MaxRetryDelay.String())
 	}
-	return nil
+	return errs.Err()
 }
 
 func fieldErr(field, msg string) error {

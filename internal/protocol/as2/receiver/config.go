@@ -116,43 +116,43 @@ func newConfig() *Config {
 
 // Validate checks the config; errors are *persistence.FieldError.
 func (c *Config) Validate() error {
+	var errs persistence.FieldErrors
 	if c.Bind == "" {
-		return &persistence.FieldError{Field: "bind", Message: "required"}
+		errs.Add("bind", "required")
 	}
 	if net.ParseIP(c.Bind) == nil && !validHostname(c.Bind) {
-		return &persistence.FieldError{Field: "bind", Message: "must be an IP address or a host name"}
+		errs.Add("bind", "must be an IP address or a host name")
 	}
 	if c.Port < 0 || c.Port > 65535 {
-		return &persistence.FieldError{Field: "port", Message: "must be between 0 and 65535"}
+		errs.Add("port", "must be between 0 and 65535")
 	}
 	if err := checkPath(c.Path); err != nil {
-		return &persistence.FieldError{Field: "path", Message: err.Error()}
+		errs.Add("path", err.Error())
 	}
 	if err := checkPath(c.MDNPath); err != nil {
-		return &persistence.FieldError{Field: "mdn_path", Message: err.Error()}
+		errs.Add("mdn_path", err.Error())
 	}
 	if c.MDNPath == c.Path {
-		return &persistence.FieldError{Field: "mdn_path", Message: "must differ from path"}
+		errs.Add("mdn_path", "must differ from the message path")
 	}
 	if c.TLSCertificateID != nil && *c.TLSCertificateID <= 0 {
-		return &persistence.FieldError{Field: "tls_certificate_id", Message: "must be a certificate id"}
+		errs.Add("tls_certificate_id", "must be a certificate id")
 	}
 	if p := c.TLSPort; p != nil {
 		switch {
 		case *p < 0 || *p > 65535:
-			return &persistence.FieldError{Field: "tls_port", Message: "must be between 0 and 65535"}
+			errs.Add("tls_port", "must be between 0 and 65535")
 		case *p != 0 && *p == c.Port:
-			return &persistence.FieldError{Field: "tls_port", Message: "must differ from port, which serves plain HTTP when tls_port is set"}
+			errs.Add("tls_port", "must differ from the port, which serves plain HTTP when a TLS port is set")
 		case c.TLSCertificateID == nil:
-			return &persistence.FieldError{Field: "tls_port", Message: "serves HTTPS with tls_certificate_id; set that as well"}
+			errs.Add("tls_port", "serves HTTPS with a TLS certificate: choose one as well")
 		}
 	}
 	if c.MaxConcurrentRequests < 1 || c.MaxConcurrentRequests > MaxConcurrentRequestsLimit {
-		return &persistence.FieldError{Field: "max_concurrent_requests",
-			Message: fmt.Sprintf("must be between 1 and %d", MaxConcurrentRequestsLimit)}
+		errs.Add("max_concurrent_requests", fmt.Sprintf("must be between 1 and %d", MaxConcurrentRequestsLimit))
 	}
 	if c.MaxBodyMiB < 1 || c.MaxBodyMiB > MaxBodyMiBLimit {
-		return &persistence.FieldError{Field: "max_body_mib", Message: fmt.Sprintf("must be between 1 and %d", MaxBodyMiBLimit)}
+		errs.Add("max_body_mib", fmt.Sprintf("must be between 1 and %d", MaxBodyMiBLimit))
 	}
 	for _, n := range []struct {
 		field string
@@ -162,16 +162,14 @@ func (c *Config) Validate() error {
 		{"max_requests_per_partner", c.MaxRequestsPerPartner},
 	} {
 		if n.v < 1 || n.v > MaxConcurrentRequestsLimit {
-			return &persistence.FieldError{Field: n.field, Message: fmt.Sprintf("must be between 1 and %d", MaxConcurrentRequestsLimit)}
+			errs.Add(n.field, fmt.Sprintf("must be between 1 and %d", MaxConcurrentRequestsLimit))
 		}
 	}
 	if c.MinBodyBytesPerSecond < 0 || c.MinBodyBytesPerSecond > MaxMinBodyBytesPerSecond {
-		return &persistence.FieldError{Field: "min_body_bytes_per_second",
-			Message: fmt.Sprintf("must be between 0 (no minimum) and %d", MaxMinBodyBytesPerSecond)}
+		errs.Add("min_body_bytes_per_second", fmt.Sprintf("must be between 0 (no minimum) and %d", MaxMinBodyBytesPerSecond))
 	}
 	if c.MaxDecompressionRatio < MinDecompressionRatio || c.MaxDecompressionRatio > MaxDecompressionRatio {
-		return &persistence.FieldError{Field: "max_decompression_ratio",
-			Message: fmt.Sprintf("must be between %d and %d", MinDecompressionRatio, MaxDecompressionRatio)}
+		errs.Add("max_decompression_ratio", fmt.Sprintf("must be between %d and %d", MinDecompressionRatio, MaxDecompressionRatio))
 	}
 	for _, d := range []struct {
 		field string
@@ -184,19 +182,19 @@ func (c *Config) Validate() error {
 		{"body_idle_timeout", c.BodyIdleTimeout},
 	} {
 		if d.v <= 0 {
-			return &persistence.FieldError{Field: d.field, Message: "must be positive"}
+			errs.Add(d.field, "must be positive")
 		}
 		if time.Duration(d.v) > maxTimeout {
-			return &persistence.FieldError{Field: d.field, Message: "must be at most 24h"}
+			errs.Add(d.field, "must be at most 24h")
 		}
 	}
 	if c.ReadHeaderTimeout > c.ReadTimeout {
-		return &persistence.FieldError{Field: "read_header_timeout", Message: "must not exceed read_timeout"}
+		errs.Add("read_header_timeout", "must not be longer than the read timeout")
 	}
 	if c.BodyIdleTimeout > c.ReadTimeout {
-		return &persistence.FieldError{Field: "body_idle_timeout", Message: "must not exceed read_timeout"}
+		errs.Add("body_idle_timeout", "must not be longer than the read timeout")
 	}
-	return nil
+	return errs.Err()
 }
 
 // checkPath accepts an absolute URL path without query, fragment or dot segments.

@@ -503,7 +503,7 @@ func (rc *Receiver) respond(ctx context.Context, w http.ResponseWriter, x *excha
 	}
 	switch x.env.mode {
 	case MDNSync:
-		writeMDN(w, row, rc.now())
+		writeMDN(w, row, rc.productName(), rc.now())
 	case MDNAsync:
 		if !fresh || row.MDNMode != MDNAsync {
 			job := &mdnJob{

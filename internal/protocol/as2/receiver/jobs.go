@@ -202,7 +202,7 @@ func (rc *Receiver) postMDN(ctx context.Context, j mdnJob) error {
 	if err != nil {
 		return fmt.Errorf("build request: %w", err)
 	}
-	setMDNHeaders(req.Header, j.ContentType, j.AS2From, j.AS2To, j.MDNMessageID, rc.now())
+	setMDNHeaders(req.Header, j.ContentType, j.AS2From, j.AS2To, j.MDNMessageID, rc.productName(), rc.now())
 	resp, err := rc.client.Do(req)
 	if err != nil {
 		// The URL stays out of the reason: reasons are shown and logged.

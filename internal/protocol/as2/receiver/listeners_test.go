@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	"net/http"
 	"testing"
@@ -110,7 +111,8 @@ func TestTLSPortConfig(t *testing.T) {
 			c := newConfig()
 			tt.edit(c)
 			err := c.Validate()
-			fe, _ := err.(*persistence.FieldError)
+			var fe *persistence.FieldError
+			errors.As(err, &fe)
 			switch {
 			case tt.field == "" && err != nil:
 				t.Fatalf("refused: %v", err)

@@ -11,12 +11,10 @@ import (
 	"time"
 
 	"wharf/internal/persistence"
+	"wharf/internal/product"
 	"wharf/internal/protocol/as2/cms"
 	"wharf/internal/protocol/as2/mime"
 )
-
-// product names us in the MDNs we write and in the header fields that carry them.
-const product = "Wharf AS2 receiver"
 
 // mdnSpec is what an MDN says and how it is signed.
 type mdnSpec struct {
@@ -64,9 +62,26 @@ func (rc *Receiver) buildMDN(spec mdnSpec) (builtMDN, error) {
 // when known, and the product.
 func (rc *Receiver) reportingUA() string {
 	if rc.host == "" {
-		return product
+		return rc.productName()
 	}
-	return rc.host + "; " + product
+	return rc.host + "; " + rc.productName()
+}
+
+// productName names us in the MDNs we write, the header fields that carry them and the
+// Server field of every answer, per the hide_version setting.
+func (rc *Receiver) productName() string {
+	if rc.deps.Product == nil {
+		return product.String(false)
+	}
+	return rc.deps.Product()
+}
+
+// serverHeader names us in the Server field of every answer, refusals included.
+func (rc *Receiver) serverHeader(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Server", rc.productName())
+		h.ServeHTTP(w, r)
+	})
 }
 
 // newMDNMessageID makes a Message-ID for an MDN we send, in the domain of the gateway's
@@ -129,7 +144,7 @@ func (rc *Receiver) rowMDN(row *inboundRow, sign *mime.Signer) (builtMDN, error)
 
 // setMDNHeaders writes the header fields of an MDN, as the HTTP response of a
 // synchronous one or the request of an asynchronous one.
-func setMDNHeaders(h http.Header, contentType, ourID, partnerID, messageID string, now time.Time) {
+func setMDNHeaders(h http.Header, contentType, ourID, partnerID, messageID, product string, now time.Time) {
 	h.Set("Content-Type", contentType)
 	h.Set("Mime-Version", "1.0")
 	h.Set("AS2-Version", "1.2")
@@ -145,8 +160,8 @@ func setMDNHeaders(h http.Header, contentType, ourID, partnerID, messageID strin
 }
 
 // writeMDN answers a synchronous MDN.
-func writeMDN(w http.ResponseWriter, row *inboundRow, now time.Time) {
-	setMDNHeaders(w.Header(), row.MDNContentType, row.AS2To, row.AS2From, row.MDNMessageID, now)
+func writeMDN(w http.ResponseWriter, row *inboundRow, product string, now time.Time) {
+	setMDNHeaders(w.Header(), row.MDNContentType, row.AS2To, row.AS2From, row.MDNMessageID, product, now)
 	w.Header().Set("Content-Length", fmt.Sprint(len(row.MDNBody)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(row.MDNBody)

@@ -60,6 +60,9 @@ type Deps struct {
 	Alerts alert.Raiser
 	// Metrics counts requests in progress and refusals; nil counts nothing.
 	Metrics Metrics
+	// Product returns the product string for Server, User-Agent and the MDN's
+	// Reporting-UA; nil shows the version.
+	Product func() string
 }
 
 // Receiver is a running as2-receiver instance: an HTTP(S) listener for AS2 messages and
@@ -221,7 +224,7 @@ func (rc *Receiver) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+rc.cfg.Path, rc.handleMessage)
 	mux.HandleFunc("POST "+rc.cfg.MDNPath, rc.handleMDN)
-	return rc.limit(mux)
+	return rc.serverHeader(rc.limit(mux))
 }
 
 // defaultQueueWait is how long a request waits for a slot when every one is taken: a

@@ -64,7 +64,7 @@ func (rc *Receiver) refuseMessage(ctx context.Context, w http.ResponseWriter, x 
 	}
 	row := inboundRow{AS2From: string(x.env.from), AS2To: string(x.env.to), MDNMessageID: mdn.messageID,
 		MDNContentType: mdn.contentType, MDNBody: mdn.body}
-	writeMDN(w, &row, rc.now())
+	writeMDN(w, &row, rc.productName(), rc.now())
 }
 
 // refuseRequest refuses a request before its message is read or opened: a bad header,

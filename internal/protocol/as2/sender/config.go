@@ -68,31 +68,30 @@ func NewConfig() *Config {
 
 // Validate checks the config; errors are *persistence.FieldError.
 func (c *Config) Validate() error {
+	var errs persistence.FieldErrors
 	if err := c.TargetOptions.Validate(); err != nil {
 		field, msg, ok := strings.Cut(err.Error(), ": ")
 		if !ok {
 			field, msg = "retry", err.Error()
 		}
-		return &persistence.FieldError{Field: field, Message: msg}
+		errs.Add(field, msg)
 	}
 	if c.ContentType == "" {
-		return &persistence.FieldError{Field: "content_type", Message: "required"}
+		errs.Add("content_type", "required")
 	}
 	if !validMediaType(c.ContentType) {
-		return &persistence.FieldError{Field: "content_type", Message: "not a valid media type"}
+		errs.Add("content_type", "not a valid media type")
 	}
-	if err := validateContentTypes(c.ContentTypes); err != nil {
+	if err := validateContentTypes(c.ContentTypes); !errs.Merge(err) {
 		return err
 	}
 	if c.MessageIDDomain != "" && !validDomain(c.MessageIDDomain) {
-		return &persistence.FieldError{Field: "message_id_domain",
-			Message: "must be a host name: letters, digits, hyphens and dots"}
+		errs.Add("message_id_domain", "must be a host name: letters, digits, hyphens and dots")
 	}
 	if c.MaxMDNKiB < MinMDNKiB || c.MaxMDNKiB > MaxMDNKiB {
-		return &persistence.FieldError{Field: "max_mdn_kib",
-			Message: fmt.Sprintf("must be between %d and %d", MinMDNKiB, MaxMDNKiB)}
+		errs.Add("max_mdn_kib", fmt.Sprintf("must be between %d and %d", MinMDNKiB, MaxMDNKiB))
 	}
-	return nil
+	return errs.Err()
 }
 
 // validDomain accepts a dot-separated host name, which fits the right side of a

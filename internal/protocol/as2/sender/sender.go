@@ -19,6 +19,7 @@ import (
 	"wharf/internal/delivery"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
+	"wharf/internal/product"
 	"wharf/internal/protocol/as2/cms"
 	"wharf/internal/protocol/as2/mime"
 	"wharf/internal/protocol/as2/profile"
@@ -45,6 +46,8 @@ type Deps struct {
 	Now func() time.Time
 	// Alerts takes the intake's async_mdn_failed alerts; nil means alert.Discard.
 	Alerts alert.Raiser
+	// Product returns the product string for User-Agent; nil shows the version.
+	Product func() string
 }
 
 // core is what the sender and the intake share.
@@ -185,6 +188,14 @@ type Sender struct {
 	domain   string
 	asyncURL func(org string) string
 	clients  clients
+	product  func() string
+}
+
+func (s *Sender) productName() string {
+	if s.product == nil {
+		return product.String(false)
+	}
+	return s.product()
 }
 
 var _ delivery.Deliverer = (*Sender)(nil)
@@ -208,6 +219,7 @@ func New(deps Deps, name persistence.InstanceName, cfg *Config) (delivery.Delive
 		cfg:      cfg,
 		domain:   messageIDDomain(cfg.MessageIDDomain, deps.BaseURL),
 		asyncURL: deps.AsyncMDNURL,
+		product:  deps.Product,
 		clients:  clients{idle: cfg.Options().MaxConcurrent},
 	}, nil
 }
@@ -537,7 +549,7 @@ func (s *Sender) send(ctx context.Context, rec *OutboundRecord, out profile.Outb
 	stop := setBody(req, msg.built)
 	defer stop()
 	req.Header = requestHeader(msg.built, msg.header)
-	req.Header.Set("User-Agent", "Wharf")
+	req.Header.Set("User-Agent", s.productName())
 	client := s.clients.get(rec.Partner, out)
 	s.log.DebugContext(ctx, "sending AS2 message", "as2_message_id", rec.AS2MessageID, "attempt", rec.Attempts, "bytes", req.ContentLength)
 
