@@ -9,8 +9,8 @@ import (
 )
 
 // SettleDelivery applies a receipt to a delivery that is delivering, awaiting_ack or
-// retrying. A delivery already delivered or failed is returned as it is: a receipt never
-// downgrades, and the first failure's reason stands.
+// retrying. A delivery already delivered, failed or skipped is returned as it is: a
+// receipt never downgrades or reopens, and the first failure's reason stands.
 func (s *Store) SettleDelivery(ctx context.Context, deliveryID int64, delivered bool, reason, actor string) (persistence.Delivery, error) {
 	var out persistence.Delivery
 	err := s.write(ctx, func(t *txn) error {
@@ -22,7 +22,7 @@ func (s *Store) SettleDelivery(ctx context.Context, deliveryID int64, delivered 
 			return notFound(err, "delivery %d", deliveryID)
 		}
 		switch state {
-		case persistence.DeliveryDelivered, persistence.DeliveryFailed:
+		case persistence.DeliveryDelivered, persistence.DeliveryFailed, persistence.DeliverySkipped:
 			out, err = scanDelivery(t.queryRow(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE id = ?`, deliveryID))
 			return err
 		case persistence.DeliveryDelivering, persistence.DeliveryAwaitingAck, persistence.DeliveryRetrying:
