@@ -29,6 +29,8 @@ type Store interface {
 	FindMessageByOrigin(ctx context.Context, source persistence.InstanceName, originEventID string) (persistence.Message, error)
 	Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, sessions map[persistence.InstanceName]persistence.DeliverySession, actor string) ([]persistence.Delivery, error)
 	Redeliver(ctx context.Context, deliveryID int64, mode persistence.ResendMode, actor string) (persistence.Delivery, error)
+	ResubmitDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error)
+	SkipDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error)
 }
 
 // Blobs stores payloads.
