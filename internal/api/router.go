@@ -71,6 +71,10 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/api/v1/messages/{id}/redispatch", body: bodyJSON, handle: s.redispatch},
 		{method: "POST", path: "/api/v1/messages/{id}/deliveries/{delivery_id}/redeliver", body: bodyJSON, handle: s.redeliver},
 
+		{method: "GET", path: "/api/v1/sessions", handle: s.listSessions},
+		{method: "POST", path: "/api/v1/deliveries/{id}/resubmit", body: bodyJSON, handle: s.deliveryAction(resubmitOp, "NOT_RESUBMITTABLE")},
+		{method: "POST", path: "/api/v1/deliveries/{id}/skip", body: bodyJSON, handle: s.deliveryAction(skipOp, "NOT_SKIPPABLE")},
+
 		{method: "GET", path: "/api/v1/settings", handle: s.getSettings},
 		{method: "PUT", path: "/api/v1/settings", body: bodyJSON, handle: s.putSettings},
 

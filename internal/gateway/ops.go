@@ -20,6 +20,14 @@ func (o ops) Redeliver(ctx context.Context, id int64, mode persistence.ResendMod
 	return o.g.Dispatcher.Redeliver(ctx, id, mode, actor)
 }
 
+func (o ops) ResubmitDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error) {
+	return o.g.Dispatcher.ResubmitDeliveries(ctx, ids, actor)
+}
+
+func (o ops) SkipDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error) {
+	return o.g.Dispatcher.SkipDeliveries(ctx, ids, actor)
+}
+
 func (o ops) RoutesChanged(ctx context.Context) { o.g.Dispatcher.RoutesChanged(ctx) }
 
 func (o ops) SettingsChanged(context.Context) { o.g.settingsChanged() }

@@ -2,6 +2,7 @@ package records
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,7 +52,10 @@ type SendInput struct {
 	Body          io.Reader
 	CorrelationID string
 	OriginEventID string
-	Actor         string
+	// Metadata is a JSON object of string values (persistence.NormalizeMetadata); empty
+	// for none.
+	Metadata string
+	Actor    string
 }
 
 // SendMessage validates a message sent by hand and hands it to the ingester, which stores
@@ -74,6 +78,9 @@ func SendMessage(ctx context.Context, st Store, ing module.Ingester, in SendInpu
 	}
 	if item.OriginEventID, err = parseReference(in.OriginEventID); err != nil {
 		errs = append(errs, fieldError("origin_event_id", err.Error()))
+	}
+	if item.Metadata, err = parseMetadata(in.Metadata); err != nil {
+		errs = append(errs, err)
 	}
 	var source, target persistence.InstanceName
 	if in.Source != "" {
@@ -148,6 +155,18 @@ func SendMessage(ctx context.Context, st Store, ing module.Ingester, in SendInpu
 		return persistence.Message{}, fmt.Errorf("send message by hand: %w", err)
 	}
 	return res[0].Message, nil
+}
+
+// parseMetadata reads a client's metadata: a JSON object of strings, bounded.
+func parseMetadata(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fieldError("metadata", "must be a JSON object of string values: "+err.Error())
+	}
+	return persistence.NormalizeMetadata(m)
 }
 
 // parseReference checks a client-given correlation or origin event id; empty is allowed
