@@ -89,7 +89,7 @@ func TestSessionsREST(t *testing.T) {
 			t.Fatalf("sessions = %+v", list)
 		}
 		for path, want := range map[string]int{
-			"/api/v1/sessions?target=archive":         0,
+			"/api/v1/sessions?target=archive":          0,
 			"/api/v1/sessions?target=inbox&party=acme": 1,
 			"/api/v1/sessions?party=local":             1,
 		} {
