@@ -202,3 +202,25 @@ func (t *txn) fillSessionPositions(ctx context.Context, ds []persistence.Deliver
 	}
 	return nil
 }
+
+// CountDeliveriesByState counts every delivery by its state in one query; states
+// without deliveries are left out.
+func (s *Store) CountDeliveriesByState(ctx context.Context) (map[persistence.DeliveryState]int, error) {
+	out := make(map[persistence.DeliveryState]int)
+	err := s.read(ctx, func(t *txn) error {
+		rows, err := t.query(ctx, `SELECT state, COUNT(*) FROM deliveries GROUP BY state`)
+		type row struct {
+			st persistence.DeliveryState
+			n  int
+		}
+		rs, err := collect(rows, err, func(r rowScanner) (x row, err error) { return x, r.Scan(&x.st, &x.n) })
+		for _, r := range rs {
+			out[r.st] = r.n
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count deliveries by state: %w", err)
+	}
+	return out, nil
+}
