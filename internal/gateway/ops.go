@@ -5,12 +5,16 @@ import (
 
 	"wharf/internal/api"
 	"wharf/internal/persistence"
+	"wharf/internal/ui"
 )
 
 // ops gives the REST API the gateway's operator actions.
 type ops struct{ g *Gateway }
 
-var _ api.Ops = ops{}
+var (
+	_ api.Ops           = ops{}
+	_ ui.SessionActions = ops{}
+)
 
 func (o ops) Redispatch(ctx context.Context, id int64, actor string) ([]persistence.Delivery, error) {
 	return o.g.Dispatcher.Redispatch(ctx, id, actor)

@@ -217,6 +217,9 @@ type Store interface {
 	// ListBlockedSessions lists the blocked ordered sessions, longest blocked first, with
 	// the total count.
 	ListBlockedSessions(ctx context.Context, f SessionFilter) ([]BlockedSession, int, error)
+	// CountDeliveriesByState counts every delivery by state; states without any are
+	// left out.
+	CountDeliveriesByState(ctx context.Context) (map[DeliveryState]int, error)
 
 	// ClaimDeliveries takes up to n due deliveries of target (queued, or retrying with
 	// next_attempt_at reached), oldest first, skipping any whose session has an earlier
