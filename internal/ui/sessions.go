@@ -40,10 +40,14 @@ type sessionAction struct {
 var sessionActions = map[string]sessionAction{
 	"resubmit": {name: "resubmit", button: "Resubmit", flash: "session-resubmitted",
 		question: "Attempt delivery %d (message %d to %s) again? The session stays blocked, its %d parked deliveries waiting, until it is delivered.",
-		act:      func(a SessionActions) func(context.Context, []int64, string) ([]persistence.DeliveryActionResult, error) { return a.ResubmitDeliveries }},
+		act: func(a SessionActions) func(context.Context, []int64, string) ([]persistence.DeliveryActionResult, error) {
+			return a.ResubmitDeliveries
+		}},
 	"skip": {name: "skip", button: "Skip", flash: "session-skipped",
 		question: "Skip delivery %d (message %d to %s)? It is not sent, and the session's %d parked deliveries are released in order.",
-		act:      func(a SessionActions) func(context.Context, []int64, string) ([]persistence.DeliveryActionResult, error) { return a.SkipDeliveries }},
+		act: func(a SessionActions) func(context.Context, []int64, string) ([]persistence.DeliveryActionResult, error) {
+			return a.SkipDeliveries
+		}},
 }
 
 func (s *Server) sessionRoutes() []pageRoute {
