@@ -239,3 +239,61 @@ func waitFor(t *testing.T, cond func() (bool, string)) {
 		time.Sleep(50 * time.Millisecond) // polling interval, not a wait for work
 	}
 }
+
+// A blocked session raises one session_blocked alert, recorded by the notifier module, and
+// the session unblocking resolves it.
+func TestSessionBlockedAlert(t *testing.T) {
+	for name, url := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			h := start(t, url)
+			refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.WriteHeader(http.StatusForbidden)
+			}))
+			defer refusing.Close()
+			h.mustJSON("POST", "/api/v1/partners", map[string]string{"name": "acme"}, nil)
+			h.mustJSON("POST", "/api/v1/plugins/configs/http-poster", map[string]any{"name": "picky", "url": refusing.URL}, nil)
+			h.mustJSON("POST", "/api/v1/services/http-poster/picky/start", map[string]any{}, nil)
+			h.mustJSON("POST", "/api/v1/routes", map[string]any{"source": "file_poller_default", "from": "acme", "to": "local",
+				"target": "picky", "ordered": true}, nil)
+			var items []module.Incoming
+			for i := range 3 {
+				items = append(items, module.Incoming{Source: "file_poller_default", From: "acme", To: "local",
+					FileName: persistence.FileName(fmt.Sprintf("o%d.edi", i)), Body: strings.NewReader("x")})
+			}
+			res, err := h.g.Dispatcher.Ingest(context.Background(), items)
+			if err != nil {
+				t.Fatal(err)
+			}
+			blocker := deliveryOf(t, h, res[0].Message.ID)
+			type alertRow struct {
+				Code       string     `json:"code"`
+				Subject    struct{ ID string }
+				ResolvedAt *time.Time `json:"resolved_at"`
+			}
+			var alerts struct {
+				Alerts []alertRow `json:"alerts"`
+			}
+			poll(t, "the session_blocked alert", func() bool {
+				h.mustJSON("GET", "/api/v1/alerts?code=session_blocked", nil, &alerts)
+				return len(alerts.Alerts) == 1
+			})
+			if a := alerts.Alerts[0]; a.Subject.ID != "picky|acme→local" || a.ResolvedAt != nil {
+				t.Fatalf("alert = %+v", a)
+			}
+			h.mustJSON("POST", fmt.Sprintf("/api/v1/deliveries/%d/skip", blocker), map[string]any{}, nil)
+			// The next one fails too and blocks the session again: a second alert, and the
+			// first resolved.
+			poll(t, "the first alert resolved and a second raised", func() bool {
+				h.mustJSON("GET", "/api/v1/alerts?code=session_blocked", nil, &alerts)
+				resolved := 0
+				for _, a := range alerts.Alerts {
+					if a.ResolvedAt != nil {
+						resolved++
+					}
+				}
+				return len(alerts.Alerts) == 2 && resolved == 1
+			})
+		})
+	}
+}
