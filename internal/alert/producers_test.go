@@ -94,11 +94,12 @@ func TestForSession(t *testing.T) {
 			t.Fatalf("detail %q leaks the URL", d.Value)
 		}
 	}
-	r := SessionResolution("poster|acme→local")
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := SessionResolution("poster|acme→local", at)
 	if err := r.Normalize(time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if !r.Resolves || r.DedupeKey != a.DedupeKey {
+	if !r.Resolves || r.DedupeKey != a.DedupeKey || !r.Time.Equal(at) {
 		t.Fatalf("resolution = %+v", r)
 	}
 }

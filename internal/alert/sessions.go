@@ -3,6 +3,7 @@ package alert
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"wharf/internal/persistence"
 )
@@ -16,6 +17,8 @@ type BlockedSession struct {
 	DeliveryID int64
 	MessageID  int64
 	Reason     string
+	// At is when the session was blocked (the commit's time), the alert's time.
+	At time.Time
 }
 
 // sessionSubject is the subject of a session's alerts: one dedupe key per session, so
@@ -40,10 +43,15 @@ func ForSession(b BlockedSession) Alert {
 		Summary: fmt.Sprintf("Ordered session %s on %s blocked by delivery %s of message %s", b.Key, b.Target, did, mid),
 		Details: details,
 		Link:    "/ui/sessions",
+		Time:    b.At,
 	}
 }
 
-// SessionResolution resolves the session_blocked alert of a session that unblocked.
-func SessionResolution(key string) Alert {
-	return Resolution(SessionBlocked, sessionSubject(key))
+// SessionResolution resolves the session_blocked alert of a session that unblocked at
+// at: the alerts of the session raised up to then, and not those of a later blocking,
+// whichever the notifier hears first.
+func SessionResolution(key string, at time.Time) Alert {
+	r := Resolution(SessionBlocked, sessionSubject(key))
+	r.Time = at
+	return r
 }

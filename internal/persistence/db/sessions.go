@@ -43,6 +43,9 @@ type SessionAlert struct {
 	MessageID  int64
 	Reason     string // the blocking delivery's sanitized error
 	Resolved   bool
+	// At is the time of the transaction that blocked or unblocked the session: a
+	// resolution and a later blocking keep their order however late their hooks run.
+	At time.Time
 }
 
 // OnSessionAlert sets fn to be called after each commit for every ordered session the
@@ -124,7 +127,7 @@ func (t *txn) applySessions(ctx context.Context) error {
 			return err
 		}
 		t.sessions.alerts = append(t.sessions.alerts, SessionAlert{Key: u.key, Target: u.target, From: u.from, To: u.to,
-			DeliveryID: by.ID, MessageID: by.MessageID, Resolved: true})
+			DeliveryID: by.ID, MessageID: by.MessageID, Resolved: true, At: t.now})
 	}
 	return nil
 }
@@ -151,7 +154,7 @@ func (t *txn) blockSession(ctx context.Context, d persistence.Delivery) error {
 			return fmt.Errorf("block session: %w", err)
 		}
 		t.sessions.alerts = append(t.sessions.alerts, SessionAlert{Key: d.SessionKey, Target: d.Target, From: from, To: to,
-			DeliveryID: d.ID, MessageID: d.MessageID, Reason: persistence.SanitizeReason(d.LastError)})
+			DeliveryID: d.ID, MessageID: d.MessageID, Reason: persistence.SanitizeReason(d.LastError), At: t.now})
 	} else {
 		blocker = *by
 	}
