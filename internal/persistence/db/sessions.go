@@ -163,13 +163,8 @@ func (t *txn) blockSession(ctx context.Context, d persistence.Delivery) error {
 			next_attempt_at = NULL, next_wakeup_at = NULL, wakeups = 0, updated_at = ?
 		WHERE session_key = ? AND id > ? AND state IN ('queued', 'retrying', 'stalled')
 		RETURNING `+transitionCols, t.s.tv(t.now), d.SessionKey, d.ID)
-	trs, err := collect(rows, err, scanTransition)
-	if err != nil {
+	if _, err := t.recordTransitions(rows, err, reason); err != nil {
 		return fmt.Errorf("park deliveries: %w", err)
-	}
-	sortTransitions(trs)
-	for _, tr := range trs {
-		t.changed(tr, reason, "", time.Time{})
 	}
 	return nil
 }
@@ -181,13 +176,8 @@ func (t *txn) releaseParked(ctx context.Context, key, reason string) error {
 			next_attempt_at = ?, next_wakeup_at = ?, wakeups = 0, updated_at = ?
 		WHERE session_key = ? AND state = 'parked'
 		RETURNING `+transitionCols, now, t.s.tv(t.now.Add(WakeupGrace)), now, key)
-	trs, err := collect(rows, err, scanTransition)
-	if err != nil {
+	if _, err := t.recordTransitions(rows, err, reason); err != nil {
 		return fmt.Errorf("release parked deliveries: %w", err)
-	}
-	sortTransitions(trs)
-	for _, tr := range trs {
-		t.changed(tr, reason, "", time.Time{})
 	}
 	return nil
 }

@@ -135,7 +135,8 @@ CREATE TABLE sessions (
     updated_at TEXT NOT NULL
 ) STRICT;
 
-CREATE INDEX sessions_blocked ON sessions (blocked_at, key) WHERE blocked_by IS NOT NULL;
+-- A settled delivery unblocks the session it blocks: found by blocked_by.
+CREATE INDEX sessions_blocked ON sessions (blocked_by) WHERE blocked_by IS NOT NULL;
 CREATE INDEX deliveries_parked ON deliveries (session_key, id) WHERE state = 'parked';
 
 CREATE TABLE message_history (
