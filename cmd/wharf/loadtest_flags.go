@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,6 +34,8 @@ type loadtestFlags struct {
 	timeout              *time.Duration
 	keep, signedMDN      *bool
 	killSender           *bool
+	ordered              *bool
+	sessions             *int
 }
 
 // newLoadtestFlags declares the flags scenario takes, and only those, so its -h lists
@@ -55,6 +58,8 @@ func newLoadtestFlags(scenario string) *loadtestFlags {
 	case "files":
 		f.dbURL = fs.String("db-url", "", "run against PostgreSQL at this URL (a private schema is created and dropped)")
 		f.killAfter = fs.Int("kill-after", 0, "kill the gateway with SIGKILL after this many files arrived in the inbox, then restart it")
+		f.ordered = fs.Bool("ordered", false, "deliver through an ordered route whose sessions are keyed by each file's sidecar metadata")
+		f.sessions = fs.Int("sessions", 100, "with -ordered: the number of sessions the files are spread over in turn")
 	case "as2":
 		f.profiles = fs.String("profiles", "all", "comma-separated protection profiles, each none or a +-joined set of compressed, signed, encrypted, optionally followed by /sync, /async, /signed-mdn or /unsigned-mdn")
 		f.mdn = fs.String("mdn", "sync", "MDN mode of profiles without /sync or /async: sync or async")
@@ -112,6 +117,19 @@ func checkMessageLimit(maxMiB, sizeKiB int) error {
 	}
 	if sizeKiB >= limit<<10 {
 		return fmt.Errorf("files of %d KiB do not fit the message limit of %d MiB; raise it with -max-mib", sizeKiB, limit)
+	}
+	return nil
+}
+
+// checkSessions refuses -sessions below 1, and -sessions without -ordered, which reads it.
+func checkSessions(f *loadtestFlags) error {
+	set := false
+	f.fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "sessions" })
+	switch {
+	case set && !*f.ordered:
+		return errors.New("-sessions applies only with -ordered")
+	case *f.ordered && *f.sessions < 1:
+		return errors.New("-sessions must be at least 1")
 	}
 	return nil
 }
