@@ -70,21 +70,20 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		})
 	}
 	fmt.Fprintf(stdout, "loadtest files: %d files of %d KiB, file poller -> file writer, in %s\n", *f.n, *f.size, dir)
-	sessions := 0
-	if *f.ordered {
-		sessions = *f.sessions
-	}
 	res, err := loadtest.RunFiles(ctx, loadtest.FilesOptions{
 		N: *f.n, SizeKiB: *f.size, Bin: bin, Dir: dir, DBURL: *f.dbURL, KillAfter: *f.killAfter, Kills: *f.kills, Rate: *f.rate,
-		Sessions: sessions, Timeout: *f.timeout, Progress: stdout,
+		Sessions: *f.sessions, Ordered: *f.ordered, Timeout: *f.timeout, Progress: stdout,
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "database:        %s\n", res.Database)
-	if sessions > 0 {
-		fmt.Fprintf(stdout, "route:           ordered, %d sessions\n", sessions)
-	} else {
+	switch {
+	case *f.ordered:
+		fmt.Fprintf(stdout, "route:           ordered, %d sessions\n", *f.sessions)
+	case *f.sessions > 0:
+		fmt.Fprintf(stdout, "route:           unordered, sidecars naming %d sessions\n", *f.sessions)
+	default:
 		fmt.Fprintf(stdout, "route:           unordered\n")
 	}
 	fmt.Fprintf(stdout, "messages:        %d delivered, every one verified byte for byte\n", res.N)

@@ -58,8 +58,8 @@ func newLoadtestFlags(scenario string) *loadtestFlags {
 	case "files":
 		f.dbURL = fs.String("db-url", "", "run against PostgreSQL at this URL (a private schema is created and dropped)")
 		f.killAfter = fs.Int("kill-after", 0, "kill the gateway with SIGKILL after this many files arrived in the inbox, then restart it")
-		f.ordered = fs.Bool("ordered", false, "deliver through an ordered route whose sessions are keyed by each file's sidecar metadata")
-		f.sessions = fs.Int("sessions", 100, "with -ordered: the number of sessions the files are spread over in turn")
+		f.sessions = fs.Int("sessions", 0, "give each file a sidecar whose metadata names one of this many sessions in turn (0: no sidecars)")
+		f.ordered = fs.Bool("ordered", false, "deliver through an ordered route keyed by the sidecars' session (needs -sessions); the same run without it is the baseline")
 	case "as2":
 		f.profiles = fs.String("profiles", "all", "comma-separated protection profiles, each none or a +-joined set of compressed, signed, encrypted, optionally followed by /sync, /async, /signed-mdn or /unsigned-mdn")
 		f.mdn = fs.String("mdn", "sync", "MDN mode of profiles without /sync or /async: sync or async")
@@ -121,15 +121,13 @@ func checkMessageLimit(maxMiB, sizeKiB int) error {
 	return nil
 }
 
-// checkSessions refuses -sessions below 1, and -sessions without -ordered, which reads it.
+// checkSessions refuses a negative -sessions, and -ordered without sessions to key.
 func checkSessions(f *loadtestFlags) error {
-	set := false
-	f.fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "sessions" })
 	switch {
-	case set && !*f.ordered:
-		return errors.New("-sessions applies only with -ordered")
+	case *f.sessions < 0:
+		return errors.New("-sessions must not be negative")
 	case *f.ordered && *f.sessions < 1:
-		return errors.New("-sessions must be at least 1")
+		return errors.New("-ordered needs -sessions of at least 1")
 	}
 	return nil
 }

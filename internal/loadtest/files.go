@@ -35,10 +35,12 @@ type FilesOptions struct {
 	// Rate, when above zero, paces the drops at that many files per second, so latency
 	// is measured below saturation; zero drops as fast as the disk takes them.
 	Rate float64
-	// Sessions, when above zero, sends the files through an ordered route keyed by the
-	// metadata value session, which each file's sidecar sets to one of that many
-	// sessions in turn: the same load, delivered in order per session.
+	// Sessions, when above zero, gives each file a sidecar whose metadata value session
+	// names one of that many sessions in turn; Ordered sends the files through an ordered
+	// route keyed by it. The same files unordered are the baseline an ordered run
+	// compares with.
 	Sessions int
+	Ordered  bool
 	Timeout  time.Duration
 	Progress io.Writer
 }
@@ -71,6 +73,9 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 	res := FilesResult{N: opt.N, Database: "sqlite"}
 	if opt.N <= 0 || opt.SizeKiB < 0 {
 		return res, errors.New("loadtest: -n must be positive and -size-kib not negative")
+	}
+	if opt.Ordered && opt.Sessions <= 0 {
+		return res, errors.New("loadtest: an ordered run needs sessions")
 	}
 	if opt.Timeout == 0 {
 		opt.Timeout = 10 * time.Minute
@@ -107,7 +112,7 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 		return res, err
 	}
 	defer in.Kill()
-	if err := prepare(ctx, in, opt.Sessions); err != nil {
+	if err := prepare(ctx, in, opt.Ordered); err != nil {
 		return res, fmt.Errorf("prepare the instance: %w: %s", err, in.Logs())
 	}
 
@@ -261,7 +266,7 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 
 // prepare creates the partner and the route of the scenario and makes the poller take
 // files as soon as they appear (the load test renames complete files into place).
-func prepare(ctx context.Context, in *Instance, sessions int) error {
+func prepare(ctx context.Context, in *Instance, ordered bool) error {
 	if err := in.API(ctx, "POST", "/api/v1/partners", map[string]any{"name": "acme", "display_name": "ACME Corp"}, nil); err != nil {
 		return err
 	}
@@ -285,7 +290,7 @@ func prepare(ctx context.Context, in *Instance, sessions int) error {
 		}
 	}
 	route := map[string]any{"source": "file_poller_default", "from": "*", "to": "acme", "target": "file_writer_default", "ordered": false}
-	if sessions > 0 {
+	if ordered {
 		route["ordered"], route["session_by"] = true, "session"
 	}
 	if err := in.API(ctx, "POST", "/api/v1/routes", route, nil); err != nil {
