@@ -47,6 +47,11 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return fmt.Errorf("%w: loadtest as2: %v", errUsageShown, err)
 		}
 	}
+	if scenario == "files" {
+		if err := checkSessions(f); err != nil {
+			return fmt.Errorf("%w: loadtest files: %v", errUsageShown, err)
+		}
+	}
 	bin, err := os.Executable()
 	if err != nil {
 		return err
@@ -66,12 +71,21 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintf(stdout, "loadtest files: %d files of %d KiB, file poller -> file writer, in %s\n", *f.n, *f.size, dir)
 	res, err := loadtest.RunFiles(ctx, loadtest.FilesOptions{
-		N: *f.n, SizeKiB: *f.size, Bin: bin, Dir: dir, DBURL: *f.dbURL, KillAfter: *f.killAfter, Kills: *f.kills, Rate: *f.rate, Timeout: *f.timeout, Progress: stdout,
+		N: *f.n, SizeKiB: *f.size, Bin: bin, Dir: dir, DBURL: *f.dbURL, KillAfter: *f.killAfter, Kills: *f.kills, Rate: *f.rate,
+		Sessions: *f.sessions, Ordered: *f.ordered, Timeout: *f.timeout, Progress: stdout,
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "database:        %s\n", res.Database)
+	switch {
+	case *f.ordered:
+		fmt.Fprintf(stdout, "route:           ordered, %d sessions\n", *f.sessions)
+	case *f.sessions > 0:
+		fmt.Fprintf(stdout, "route:           unordered, sidecars naming %d sessions\n", *f.sessions)
+	default:
+		fmt.Fprintf(stdout, "route:           unordered\n")
+	}
 	fmt.Fprintf(stdout, "messages:        %d delivered, every one verified byte for byte\n", res.N)
 	fmt.Fprintf(stdout, "elapsed:         %s\n", res.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(stdout, "throughput:      %.0f messages/s\n", res.PerSecond)

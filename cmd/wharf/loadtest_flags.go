@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,6 +34,8 @@ type loadtestFlags struct {
 	timeout              *time.Duration
 	keep, signedMDN      *bool
 	killSender           *bool
+	ordered              *bool
+	sessions             *int
 }
 
 // newLoadtestFlags declares the flags scenario takes, and only those, so its -h lists
@@ -55,6 +58,8 @@ func newLoadtestFlags(scenario string) *loadtestFlags {
 	case "files":
 		f.dbURL = fs.String("db-url", "", "run against PostgreSQL at this URL (a private schema is created and dropped)")
 		f.killAfter = fs.Int("kill-after", 0, "kill the gateway with SIGKILL after this many files arrived in the inbox, then restart it")
+		f.sessions = fs.Int("sessions", 0, "give each file a sidecar whose metadata names one of this many sessions in turn (0: no sidecars)")
+		f.ordered = fs.Bool("ordered", false, "deliver through an ordered route keyed by the sidecars' session (needs -sessions); the same run without it is the baseline")
 	case "as2":
 		f.profiles = fs.String("profiles", "all", "comma-separated protection profiles, each none or a +-joined set of compressed, signed, encrypted, optionally followed by /sync, /async, /signed-mdn or /unsigned-mdn")
 		f.mdn = fs.String("mdn", "sync", "MDN mode of profiles without /sync or /async: sync or async")
@@ -112,6 +117,17 @@ func checkMessageLimit(maxMiB, sizeKiB int) error {
 	}
 	if sizeKiB >= limit<<10 {
 		return fmt.Errorf("files of %d KiB do not fit the message limit of %d MiB; raise it with -max-mib", sizeKiB, limit)
+	}
+	return nil
+}
+
+// checkSessions refuses a negative -sessions, and -ordered without sessions to key.
+func checkSessions(f *loadtestFlags) error {
+	switch {
+	case *f.sessions < 0:
+		return errors.New("-sessions must not be negative")
+	case *f.ordered && *f.sessions < 1:
+		return errors.New("-ordered needs -sessions of at least 1")
 	}
 	return nil
 }

@@ -68,6 +68,9 @@ const (
 	// AlertsHeld is the notifier's summary of the alerts its rate limit held back; it is
 	// sent only to the instance that held them.
 	AlertsHeld Code = "alerts_held"
+	// SessionBlocked is an ordered session stopped by a failed delivery; it resolves when
+	// the session unblocks.
+	SessionBlocked Code = "session_blocked"
 )
 
 // CodeInfo is one row of the code table.
@@ -92,6 +95,7 @@ var Codes = []CodeInfo{
 	{DatabaseUnavailable, "Database unavailable", SeverityCritical},
 	{MDNUndeliverable, "Asynchronous MDN undeliverable", SeverityCritical},
 	{AlertsHeld, "Alerts held by the rate limit", SeverityWarning},
+	{SessionBlocked, "Ordered session blocked", SeverityCritical},
 }
 
 // ParseCode parses an alert code.

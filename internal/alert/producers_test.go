@@ -79,3 +79,27 @@ func TestMessageResolution(t *testing.T) {
 		}
 	}
 }
+
+func TestForSession(t *testing.T) {
+	a := ForSession(BlockedSession{Key: "poster|acme→local", Target: "poster", From: "acme", To: "local",
+		DeliveryID: 7, MessageID: 5, Reason: "HTTP 400 from https://x.example/?token=s3cret"})
+	if err := a.Normalize(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if a.Code != SessionBlocked || a.Severity != SeverityCritical || a.DedupeKey != "session_blocked:session:poster|acme→local" {
+		t.Fatalf("alert = %+v", a)
+	}
+	for _, d := range a.Details {
+		if strings.Contains(d.Value, "s3cret") || strings.Contains(d.Value, "x.example") {
+			t.Fatalf("detail %q leaks the URL", d.Value)
+		}
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := SessionResolution("poster|acme→local", at)
+	if err := r.Normalize(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Resolves || r.DedupeKey != a.DedupeKey || !r.Time.Equal(at) {
+		t.Fatalf("resolution = %+v", r)
+	}
+}

@@ -287,7 +287,7 @@ func (in *testIngester) Ingest(ctx context.Context, items []module.Incoming) ([]
 		batch = append(batch, persistence.NewMessage{
 			Message: persistence.Message{ID: id, From: it.From, To: it.To, Source: it.Source,
 				OriginalFileName: it.FileName, Size: int64(len(data)), SHA256: hexSum,
-				CorrelationID: corr, OriginEventID: origin},
+				CorrelationID: corr, OriginEventID: origin, Metadata: it.Metadata},
 			Payloads: []persistence.Payload{{MessageID: id, Stage: persistence.PayloadUnpacked, Key: key,
 				Size: int64(len(data)), SHA256: hexSum}},
 			Dispatch: true,
@@ -340,11 +340,19 @@ func (o *testOps) Redispatch(ctx context.Context, messageID int64, actor string)
 	if err != nil {
 		return nil, err
 	}
-	return o.store.Redispatch(ctx, messageID, matchRoutes(routes, m.Source, m.From, m.To), actor)
+	return o.store.Redispatch(ctx, messageID, matchRoutes(routes, m.Source, m.From, m.To), nil, actor)
 }
 
 func (o *testOps) Redeliver(ctx context.Context, deliveryID int64, mode persistence.ResendMode, actor string) (persistence.Delivery, error) {
 	return o.store.Redeliver(ctx, deliveryID, mode, actor)
+}
+
+func (o *testOps) ResubmitDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error) {
+	return o.store.ResubmitDeliveries(ctx, ids, actor)
+}
+
+func (o *testOps) SkipDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error) {
+	return o.store.SkipDeliveries(ctx, ids, actor)
 }
 
 func (o *testOps) RoutesChanged(ctx context.Context) {

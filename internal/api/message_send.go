@@ -23,7 +23,10 @@ const (
 )
 
 // sendFields are the text fields of a message sent by hand.
-var sendFields = []string{"from", "to", "source", "target", "correlation_id", "origin_event_id"}
+var sendFields = []string{"from", "to", "source", "target", "correlation_id", "origin_event_id", "metadata"}
+
+// maxMetadataLen bounds the metadata field: a JSON object of up to 32 names and values.
+const maxMetadataLen = 16 << 10
 
 // sendMessage takes a document sent by hand (multipart: from, to, file, and target and/or
 // source, optionally correlation_id and origin_event_id) and answers 201 with the message
@@ -60,7 +63,8 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		Source: up.fields["source"], Target: up.fields["target"],
 		FileName: up.fileName, Body: up.file,
 		CorrelationID: up.fields["correlation_id"], OriginEventID: up.fields["origin_event_id"],
-		Actor: actor(r),
+		Metadata: up.fields["metadata"],
+		Actor:    actor(r),
 	})
 	if err != nil {
 		s.fail(w, r, err)
@@ -127,11 +131,15 @@ func readUpload(r *http.Request, limit int64) (upload, error) {
 			if _, dup := up.fields[name]; dup {
 				return up, invalid(name, "given more than once")
 			}
-			b, err := io.ReadAll(io.LimitReader(part, maxFieldLen+1))
+			max := maxFieldLen
+			if name == "metadata" {
+				max = maxMetadataLen
+			}
+			b, err := io.ReadAll(io.LimitReader(part, int64(max)+1))
 			if err != nil {
 				return up, multipartError(err)
 			}
-			if len(b) > maxFieldLen {
+			if len(b) > max {
 				return up, invalid(name, "too long")
 			}
 			up.fields[name] = string(b)

@@ -85,6 +85,9 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/api/v1/tokens", handle: s.listTokens},
 		{method: "POST", path: "/api/v1/tokens", body: bodyJSON, handle: s.createToken},
 		{method: "POST", path: "/api/v1/tokens/{name}/revoke", body: bodyJSON, handle: s.revokeToken},
+		{method: "GET", path: "/api/v1/sessions", handle: s.listSessions},
+		{method: "POST", path: "/api/v1/deliveries/{id}/resubmit", body: bodyJSON, handle: s.deliveryAction(resubmitOp, "NOT_RESUBMITTABLE")},
+		{method: "POST", path: "/api/v1/deliveries/{id}/skip", body: bodyJSON, handle: s.deliveryAction(skipOp, "NOT_SKIPPABLE")},
 
 		{method: "GET", path: "/api/v1/settings", handle: s.getSettings},
 		{method: "PUT", path: "/api/v1/settings", body: bodyJSON, handle: s.putSettings},

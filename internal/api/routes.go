@@ -14,6 +14,8 @@ type routeInput struct {
 	To      string `json:"to"`
 	Target  string `json:"target"`
 	Ordered bool   `json:"ordered"`
+	// SessionBy: see persistence.Route.SessionBy.
+	SessionBy string `json:"session_by"`
 }
 
 func (s *Server) listRoutes(w http.ResponseWriter, r *http.Request) {
@@ -38,6 +40,7 @@ func (s *Server) createRoute(w http.ResponseWriter, r *http.Request) {
 	}
 	rt, err := records.CreateRoute(r.Context(), s.store, records.RouteInput{
 		Source: in.Source, From: in.From, To: in.To, Target: in.Target, Ordered: in.Ordered,
+		SessionBy: in.SessionBy,
 	})
 	if err != nil {
 		s.fail(w, r, err)

@@ -27,8 +27,10 @@ type Store interface {
 	InsertMessages(ctx context.Context, msgs []persistence.NewMessage) ([]persistence.Message, error)
 	GetMessage(ctx context.Context, id int64) (persistence.Message, error)
 	FindMessageByOrigin(ctx context.Context, source persistence.InstanceName, originEventID string) (persistence.Message, error)
-	Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, actor string) ([]persistence.Delivery, error)
+	Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, sessions map[persistence.InstanceName]persistence.DeliverySession, actor string) ([]persistence.Delivery, error)
 	Redeliver(ctx context.Context, deliveryID int64, mode persistence.ResendMode, actor string) (persistence.Delivery, error)
+	ResubmitDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error)
+	SkipDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error)
 }
 
 // Blobs stores payloads.
@@ -109,6 +111,15 @@ func (d *Dispatcher) Targets(ctx context.Context, source persistence.InstanceNam
 	return Match(routes, source, from, to), nil
 }
 
+// matchRoutes matches the current routes, with the route that decided each target.
+func (d *Dispatcher) matchRoutes(ctx context.Context, source persistence.InstanceName, from, to persistence.PartyName) ([]persistence.Route, error) {
+	routes, err := d.routes.get(ctx, d.store.ListRoutes)
+	if err != nil {
+		return nil, err
+	}
+	return MatchRoutes(routes, source, from, to), nil
+}
+
 // Ingest stores each document as a message with its payload, matches routes, and
 // dispatches the whole batch in one transaction. Items naming an unknown party are
 // refused one by one; a storage or database failure fails the batch and leaves nothing.
@@ -116,11 +127,18 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 	results := make([]module.IngestResult, len(items))
 	known := map[persistence.PartyName]bool{}
 	var accept []int
+	meta := make([]map[string]string, len(items))
 	for i, it := range items {
 		if err := d.checkItem(ctx, it, known); err != nil {
 			results[i].Err = err
 			continue
 		}
+		m, err := persistence.NormalizeMetadata(it.Metadata)
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		meta[i] = m
 		accept = append(accept, i)
 	}
 	if len(accept) == 0 {
@@ -129,6 +147,7 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 	// Routing is decided first, from the in-memory cache, so a failure to load routes
 	// leaves nothing written.
 	targets := make([][]persistence.InstanceName, len(accept))
+	sessions := make([]map[persistence.InstanceName]persistence.DeliverySession, len(accept))
 	for n, i := range accept {
 		it := items[i]
 		if it.Refused != "" {
@@ -138,11 +157,14 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 			targets[n] = []persistence.InstanceName{it.Target}
 			continue
 		}
-		t, err := d.Targets(ctx, it.Source, it.From, it.To)
+		rs, err := d.matchRoutes(ctx, it.Source, it.From, it.To)
 		if err != nil {
 			return nil, fmt.Errorf("ingest: %w", err)
 		}
-		targets[n] = t
+		for _, r := range rs {
+			targets[n] = append(targets[n], r.Target)
+		}
+		sessions[n] = sessionsOf(rs, persistence.Message{From: it.From, To: it.To, Metadata: meta[i]})
 	}
 	first, err := d.allocate(ctx, len(accept))
 	if err != nil {
@@ -179,12 +201,14 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 				SHA256:           blob.SHA256,
 				CorrelationID:    orGenerated(it.CorrelationID, now),
 				OriginEventID:    orGenerated(it.OriginEventID, now),
+				Metadata:         meta[i],
 				CreatedAt:        now,
 				UpdatedAt:        now,
 			},
 			Payloads: payloads,
 			Dispatch: true,
 			Targets:  targets[n],
+			Sessions: sessions[n],
 			Actor:    actorOr(it.Actor, "source:"+string(it.Source)),
 			// A message sent by hand is audited with its insert.
 			ByOperator:    it.ByOperator,
@@ -412,11 +436,16 @@ func (d *Dispatcher) Redispatch(ctx context.Context, messageID int64, actor stri
 	if err != nil {
 		return nil, fmt.Errorf("redispatch message %d: %w", messageID, err)
 	}
-	targets, err := d.Targets(ctx, msg.Source, msg.From, msg.To)
+	rs, err := d.matchRoutes(ctx, msg.Source, msg.From, msg.To)
 	if err != nil {
 		return nil, fmt.Errorf("redispatch message %d: %w", messageID, err)
 	}
-	due, err := d.store.Redispatch(ctx, messageID, targets, actor)
+	targets := make([]persistence.InstanceName, len(rs))
+	for i, r := range rs {
+		targets[i] = r.Target
+	}
+	// The stored metadata keys the sessions of added deliveries as at the first dispatch.
+	due, err := d.store.Redispatch(ctx, messageID, targets, sessionsOf(rs, msg), actor)
 	if err != nil {
 		return nil, fmt.Errorf("redispatch message %d: %w", messageID, err)
 	}

@@ -53,9 +53,43 @@ func (c *routeCache) get(ctx context.Context, load func(context.Context) ([]pers
 // takes a message from source with these parties, in route order.
 func Match(routes []persistence.Route, source persistence.InstanceName, from, to persistence.PartyName) []persistence.InstanceName {
 	var out []persistence.InstanceName
+	for _, r := range MatchRoutes(routes, source, from, to) {
+		out = append(out, r.Target)
+	}
+	return out
+}
+
+// MatchRoutes is Match with the route that decided each target: the first matching
+// route to it in route order, or the first ordered one when several match, so a
+// message some ordered route covers is delivered in order.
+func MatchRoutes(routes []persistence.Route, source persistence.InstanceName, from, to persistence.PartyName) []persistence.Route {
+	var out []persistence.Route
+	at := make(map[persistence.InstanceName]int)
 	for _, r := range routes {
-		if r.Matches(source, from, to) {
-			out = appendNew(out, r.Target)
+		if !r.Matches(source, from, to) {
+			continue
+		}
+		i, seen := at[r.Target]
+		switch {
+		case !seen:
+			at[r.Target] = len(out)
+			out = append(out, r)
+		case r.Ordered && !out[i].Ordered:
+			out[i] = r
+		}
+	}
+	return out
+}
+
+// sessionsOf keys the ordered sessions of a message's deliveries (persistence.SessionFor).
+func sessionsOf(routes []persistence.Route, m persistence.Message) map[persistence.InstanceName]persistence.DeliverySession {
+	var out map[persistence.InstanceName]persistence.DeliverySession
+	for _, r := range routes {
+		if ses, ok := persistence.SessionFor(r, m); ok {
+			if out == nil {
+				out = make(map[persistence.InstanceName]persistence.DeliverySession)
+			}
+			out[r.Target] = ses
 		}
 	}
 	return out

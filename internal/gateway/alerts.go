@@ -48,6 +48,14 @@ func (g *Gateway) newAlerts(log *slog.Logger) *alert.Queue {
 			q.Raise(a)
 		}
 	})
+	g.Store.OnSessionAlert(func(x db.SessionAlert) {
+		if x.Resolved {
+			q.Raise(alert.SessionResolution(x.Key, x.At))
+			return
+		}
+		q.Raise(alert.ForSession(alert.BlockedSession{Key: x.Key, Target: x.Target, From: x.From, To: x.To,
+			DeliveryID: x.DeliveryID, MessageID: x.MessageID, Reason: x.Reason, At: x.At}))
+	})
 	g.Certs.RaiseAlerts(q)
 	g.Certs.Warning = func() time.Duration { return g.settings(context.Background()).CertificateWarning }
 	return q

@@ -5,12 +5,16 @@ import (
 
 	"wharf/internal/api"
 	"wharf/internal/persistence"
+	"wharf/internal/ui"
 )
 
 // ops gives the REST API the gateway's operator actions.
 type ops struct{ g *Gateway }
 
-var _ api.Ops = ops{}
+var (
+	_ api.Ops           = ops{}
+	_ ui.SessionActions = ops{}
+)
 
 func (o ops) Redispatch(ctx context.Context, id int64, actor string) ([]persistence.Delivery, error) {
 	return o.g.Dispatcher.Redispatch(ctx, id, actor)
@@ -18,6 +22,14 @@ func (o ops) Redispatch(ctx context.Context, id int64, actor string) ([]persiste
 
 func (o ops) Redeliver(ctx context.Context, id int64, mode persistence.ResendMode, actor string) (persistence.Delivery, error) {
 	return o.g.Dispatcher.Redeliver(ctx, id, mode, actor)
+}
+
+func (o ops) ResubmitDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error) {
+	return o.g.Dispatcher.ResubmitDeliveries(ctx, ids, actor)
+}
+
+func (o ops) SkipDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error) {
+	return o.g.Dispatcher.SkipDeliveries(ctx, ids, actor)
 }
 
 func (o ops) RoutesChanged(ctx context.Context) { o.g.Dispatcher.RoutesChanged(ctx) }

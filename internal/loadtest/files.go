@@ -34,7 +34,13 @@ type FilesOptions struct {
 	Kills     int
 	// Rate, when above zero, paces the drops at that many files per second, so latency
 	// is measured below saturation; zero drops as fast as the disk takes them.
-	Rate     float64
+	Rate float64
+	// Sessions, when above zero, gives each file a sidecar whose metadata value session
+	// names one of that many sessions in turn; Ordered sends the files through an ordered
+	// route keyed by it. The same files unordered are the baseline an ordered run
+	// compares with.
+	Sessions int
+	Ordered  bool
 	Timeout  time.Duration
 	Progress io.Writer
 }
@@ -67,6 +73,9 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 	res := FilesResult{N: opt.N, Database: "sqlite"}
 	if opt.N <= 0 || opt.SizeKiB < 0 {
 		return res, errors.New("loadtest: -n must be positive and -size-kib not negative")
+	}
+	if opt.Ordered && opt.Sessions <= 0 {
+		return res, errors.New("loadtest: an ordered run needs sessions")
 	}
 	if opt.Timeout == 0 {
 		opt.Timeout = 10 * time.Minute
@@ -103,7 +112,7 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 		return res, err
 	}
 	defer in.Kill()
-	if err := prepare(ctx, in); err != nil {
+	if err := prepare(ctx, in, opt.Ordered); err != nil {
 		return res, fmt.Errorf("prepare the instance: %w: %s", err, in.Logs())
 	}
 
@@ -140,6 +149,13 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 				payload[j] = byte(rnd.IntN(256))
 			}
 			d := &doc{name: fmt.Sprintf("doc-%06d.edi", i), sum: sha256.Sum256(payload)}
+			if opt.Sessions > 0 {
+				// The sidecar is in place before its file, so the poller takes them together.
+				if err := writeSidecar(outbox, d.name, i%opt.Sessions); err != nil {
+					dropDone <- err
+					return
+				}
+			}
 			tmp := filepath.Join(outbox, "."+d.name+".part")
 			if err := os.WriteFile(tmp, payload, 0o640); err != nil {
 				dropDone <- err
@@ -250,7 +266,7 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 
 // prepare creates the partner and the route of the scenario and makes the poller take
 // files as soon as they appear (the load test renames complete files into place).
-func prepare(ctx context.Context, in *Instance) error {
+func prepare(ctx context.Context, in *Instance, ordered bool) error {
 	if err := in.API(ctx, "POST", "/api/v1/partners", map[string]any{"name": "acme", "display_name": "ACME Corp"}, nil); err != nil {
 		return err
 	}
@@ -274,6 +290,9 @@ func prepare(ctx context.Context, in *Instance) error {
 		}
 	}
 	route := map[string]any{"source": "file_poller_default", "from": "*", "to": "acme", "target": "file_writer_default", "ordered": false}
+	if ordered {
+		route["ordered"], route["session_by"] = true, "session"
+	}
 	if err := in.API(ctx, "POST", "/api/v1/routes", route, nil); err != nil {
 		return err
 	}
@@ -281,6 +300,16 @@ func prepare(ctx context.Context, in *Instance) error {
 		return err
 	}
 	return in.pollFast(ctx)
+}
+
+// writeSidecar puts name's sidecar, naming its session, beside it in dir.
+func writeSidecar(dir, name string, session int) error {
+	side := filepath.Join(dir, name+".meta.json")
+	tmp := filepath.Join(dir, "."+name+".meta.part")
+	if err := os.WriteFile(tmp, fmt.Appendf(nil, `{"metadata": {"session": "%d"}}`, session), 0o640); err != nil {
+		return err
+	}
+	return os.Rename(tmp, side)
 }
 
 func verifyInbox(inbox string, docs []*doc) error {

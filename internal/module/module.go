@@ -129,7 +129,11 @@ type Incoming struct {
 	Body          io.Reader
 	CorrelationID string
 	OriginEventID string
-	Actor         string
+	// Metadata are named values the source supplies with the document (AS2 headers, a
+	// sidecar's metadata object, a REST send's field), bounded as
+	// persistence.NormalizeMetadata says; ordered routes may key sessions by one.
+	Metadata map[string]string
+	Actor    string
 	// ByOperator marks a document a person or an API client sent by hand (a test message
 	// too): an operator action, which the audit log records with the message.
 	ByOperator bool

@@ -31,13 +31,16 @@ type PluginConfig struct {
 
 // Route sends messages from a source instance, matching from and to, to a target instance.
 type Route struct {
-	ID        int64        `json:"id"`
-	Source    InstanceName `json:"source"`
-	From      PartyPattern `json:"from"`
-	To        PartyPattern `json:"to"`
-	Target    InstanceName `json:"target"`
-	Ordered   bool         `json:"ordered"`
-	CreatedAt time.Time    `json:"created_at"`
+	ID      int64        `json:"id"`
+	Source  InstanceName `json:"source"`
+	From    PartyPattern `json:"from"`
+	To      PartyPattern `json:"to"`
+	Target  InstanceName `json:"target"`
+	Ordered bool         `json:"ordered"`
+	// SessionBy, on an ordered route, names the metadata entry whose value keys a
+	// delivery's session; empty means the default session of the parties (SessionFor).
+	SessionBy string    `json:"session_by"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // Describe names the route for people: "source from→to target".
@@ -75,8 +78,11 @@ type Message struct {
 	SHA256           string        `json:"sha256"`
 	CorrelationID    string        `json:"correlation_id"`
 	OriginEventID    string        `json:"origin_event_id"`
-	CreatedAt        time.Time     `json:"created_at"`
-	UpdatedAt        time.Time     `json:"updated_at"`
+	// Metadata are the source's named values (NormalizeMetadata): AS2 headers, a
+	// sidecar's or a REST send's metadata object.
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
 }
 
 // Payload records one stored blob of a message. Key is the storage's address for it.
@@ -105,11 +111,14 @@ type Delivery struct {
 	LeaseUntil   *time.Time `json:"-"`
 	ClaimToken   string     `json:"-"`
 	AckDeadline  *time.Time `json:"ack_deadline,omitempty"`
-	// SessionKey is set for deliveries of ordered routes (a later feature); claims never
-	// take a delivery while an earlier one of the same session is unfinished.
-	SessionKey string    `json:"-"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	// SessionKey is set for deliveries of ordered routes; claims never take a delivery
+	// while an earlier one of the same session is neither delivered nor skipped.
+	SessionKey string `json:"session_key,omitempty"`
+	// SessionPosition is how many unsettled deliveries of its session are ahead of it;
+	// filled in by ListDeliveries for deliveries with a session.
+	SessionPosition *int      `json:"session_position,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
 	// ExternalRef is what the target answered with when it accepted the document and
 	// reports completion later (an in-house system's job id); empty when none.
 	ExternalRef string `json:"external_ref,omitempty"`
@@ -128,6 +137,8 @@ const (
 	HistoryReceiptReceived     HistoryKind = "receipt_received"
 	HistoryReceiptRefused      HistoryKind = "receipt_refused"
 	HistoryDuplicateReceived   HistoryKind = "duplicate_received"
+	HistoryResubmitRequested   HistoryKind = "resubmit_requested"
+	HistorySkipRequested       HistoryKind = "skip_requested"
 	// HistoryMDNUndeliverable is an asynchronous MDN we owed the sender that could not
 	// be delivered within its attempts.
 	HistoryMDNUndeliverable HistoryKind = "mdn_undeliverable"

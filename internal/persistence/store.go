@@ -83,6 +83,9 @@ type NewMessage struct {
 	// message stays accepted and its source dispatches it later.
 	Dispatch bool
 	Targets  []InstanceName
+	// Sessions are the ordered sessions of the deliveries by target; a target missing
+	// here gets an unordered delivery.
+	Sessions map[InstanceName]DeliverySession
 	Actor    string
 	// ByOperator records the insert in the audit log as a message sent by hand by Actor.
 	ByOperator bool
@@ -208,13 +211,28 @@ type Store interface {
 	GetPayload(ctx context.Context, messageID int64, stage PayloadStage) (Payload, error)
 	AddPayload(ctx context.Context, p Payload) error
 
-	// Redispatch adds deliveries for targets the message lacks and requeues its queued
-	// and stalled ones; it returns the deliveries now due.
-	Redispatch(ctx context.Context, messageID int64, targets []InstanceName, actor string) ([]Delivery, error)
+	// Redispatch adds deliveries for targets the message lacks (in the sessions given by
+	// target) and requeues its queued and stalled ones; it returns the deliveries now due.
+	Redispatch(ctx context.Context, messageID int64, targets []InstanceName, sessions map[InstanceName]DeliverySession, actor string) ([]Delivery, error)
 	// Redeliver requeues one failed, stalled, retrying or delivered delivery; other states
 	// are ErrConflict.
 	// The history's redeliver_requested line records mode (ResendMode.Reason).
 	Redeliver(ctx context.Context, deliveryID int64, mode ResendMode, actor string) (Delivery, error)
+
+	// ResubmitDeliveries attempts failed or stalled deliveries again, due now, in one
+	// transaction; the parked deliveries behind a blocking one stay parked until it is
+	// delivered. Each id has its result; a state the action does not apply to is
+	// ErrConflict.
+	ResubmitDeliveries(ctx context.Context, ids []int64, actor string) ([]DeliveryActionResult, error)
+	// SkipDeliveries marks failed or parked deliveries skipped in one transaction; a
+	// skipped blocking delivery unblocks its session and releases the parked ones.
+	SkipDeliveries(ctx context.Context, ids []int64, actor string) ([]DeliveryActionResult, error)
+	// ListBlockedSessions lists the blocked ordered sessions, longest blocked first, with
+	// the total count.
+	ListBlockedSessions(ctx context.Context, f SessionFilter) ([]BlockedSession, int, error)
+	// CountDeliveriesByState counts every delivery by state; states without any are
+	// left out.
+	CountDeliveriesByState(ctx context.Context) (map[DeliveryState]int, error)
 
 	// ClaimDeliveries takes up to n due deliveries of target (queued, or retrying with
 	// next_attempt_at reached), oldest first, skipping any whose session has an earlier

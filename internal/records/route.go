@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"wharf/internal/module"
 	"wharf/internal/persistence"
@@ -16,6 +17,8 @@ type RouteInput struct {
 	To      string
 	Target  string
 	Ordered bool
+	// SessionBy names the metadata entry that keys an ordered route's sessions.
+	SessionBy string
 }
 
 // RedundantRouteError refuses a route that covers or is covered by another with the same
@@ -41,8 +44,11 @@ func (e *RedundantRouteError) Unwrap() error { return persistence.ErrConflict }
 // (*RedundantRouteError).
 func CreateRoute(ctx context.Context, st Store, in RouteInput) (persistence.Route, error) {
 	var errs []error
-	r := persistence.Route{Ordered: in.Ordered}
+	r := persistence.Route{Ordered: in.Ordered, SessionBy: strings.TrimSpace(in.SessionBy)}
 	var err error
+	if err := persistence.CheckSessionBy(r); err != nil {
+		errs = append(errs, err)
+	}
 	if r.Source, err = persistence.ParseInstanceName(in.Source); err != nil {
 		errs = append(errs, fieldError("source", err.Error()))
 	}

@@ -2,6 +2,7 @@ package records
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,7 +52,10 @@ type SendInput struct {
 	Body          io.Reader
 	CorrelationID string
 	OriginEventID string
-	Actor         string
+	// Metadata is a JSON object of string values (persistence.NormalizeMetadata); empty
+	// for none.
+	Metadata string
+	Actor    string
 }
 
 // SendMessage validates a message sent by hand and hands it to the ingester, which stores
@@ -108,6 +112,9 @@ func checkSend(ctx context.Context, st Store, in SendInput) (module.Incoming, er
 	if item.OriginEventID, err = parseReference(in.OriginEventID); err != nil {
 		errs = append(errs, fieldError("origin_event_id", err.Error()))
 	}
+	if item.Metadata, err = parseMetadata(in.Metadata); err != nil {
+		errs = append(errs, err)
+	}
 	var source, target persistence.InstanceName
 	if in.Source != "" {
 		if source, err = persistence.ParseInstanceName(in.Source); err != nil {
@@ -163,6 +170,18 @@ func checkSend(ctx context.Context, st Store, in SendInput) (module.Incoming, er
 	}
 	item.Target = target
 	return item, nil
+}
+
+// parseMetadata reads a client's metadata: a JSON object of strings, bounded.
+func parseMetadata(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fieldError("metadata", "must be a JSON object of string values: "+err.Error())
+	}
+	return persistence.NormalizeMetadata(m)
 }
 
 // parseReference checks a client-given correlation or origin event id; empty is allowed

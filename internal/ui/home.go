@@ -46,6 +46,9 @@ type dashboardCounts struct {
 	Now, Day, Week int
 	Problems       []statusRow
 	ProblemsNow    int
+	// Parked counts the deliveries waiting behind blocked ordered sessions, and
+	// BlockedSessions those sessions (the Sessions page).
+	Parked, BlockedSessions int
 }
 
 // dashboardView is the live part of the dashboard, rendered whole on each change.
@@ -110,6 +113,9 @@ func (s *Server) dashboard(ctx context.Context) (dashboardView, error) {
 		v.Counts.Now += row.Now
 		v.Counts.Day += row.Day
 		v.Counts.Week += row.Week
+	}
+	if err := s.countParked(ctx, &v.Counts); err != nil {
+		return dashboardView{}, err
 	}
 	first := now.Truncate(time.Hour).Add(-(chartHours - 1) * time.Hour)
 	hours, err := s.store.CountMessagesPerHour(ctx, first)

@@ -145,6 +145,8 @@ type deliveryRow struct {
 	Badge string // the badge-* class for its state
 	// Redeliverable mirrors the store's rule: only these states can be requeued by hand.
 	Redeliverable bool
+	// SessionPlace says where a delivery of an ordered session stands in it.
+	SessionPlace string
 }
 
 func deliveryBadge(st persistence.DeliveryState) string {
@@ -212,7 +214,7 @@ func (s *Server) messageDetail(ctx context.Context, id int64) (messageData, erro
 	}
 	for _, dl := range ds {
 		d.Deliveries = append(d.Deliveries, deliveryRow{Delivery: dl, Badge: deliveryBadge(dl.State),
-			Redeliverable: redeliverable(dl.State)})
+			Redeliverable: redeliverable(dl.State), SessionPlace: sessionPlace(dl)})
 	}
 	if d.History, err = s.store.ListHistory(ctx, id); err != nil {
 		return d, err

@@ -32,6 +32,7 @@ func (s *Server) routeRoutes() []pageRoute {
 type routeForm struct {
 	Source, From, To, Target string
 	Ordered                  bool
+	SessionBy                string
 	Errors                   map[string]string
 	// Refusal is a refusal of the route as a whole, such as overlapping another.
 	Refusal string
@@ -69,9 +70,9 @@ func (s *Server) createRoutePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := routeForm{Source: r.PostForm.Get("source"), From: r.PostForm.Get("from"), To: r.PostForm.Get("to"),
-		Target: r.PostForm.Get("target"), Ordered: r.PostForm.Get("ordered") != ""}
+		Target: r.PostForm.Get("target"), Ordered: r.PostForm.Get("ordered") != "", SessionBy: r.PostForm.Get("session_by")}
 	_, err := records.CreateRoute(r.Context(), s.store, records.RouteInput{
-		Source: f.Source, From: f.From, To: f.To, Target: f.Target, Ordered: f.Ordered})
+		Source: f.Source, From: f.From, To: f.To, Target: f.Target, Ordered: f.Ordered, SessionBy: f.SessionBy})
 	if err != nil {
 		var redundant *records.RedundantRouteError
 		if errors.As(err, &redundant) {

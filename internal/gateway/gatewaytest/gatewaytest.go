@@ -6,10 +6,13 @@ package gatewaytest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -41,12 +44,17 @@ type Options struct {
 	DataDir string
 	// Prepare, when set, runs after the gateway opened and before it starts.
 	Prepare func(g *gateway.Gateway)
+	// Peer, when set, makes this gateway a second process of the peer's installation, as
+	// distributed mode runs one: the peer's database (PostgreSQL), key files and payload
+	// directory, and a data directory, holder, bus and listener of its own.
+	Peer *Gateway
 }
 
 // Gateway is a running gateway and the directory it keeps its data in.
 type Gateway struct {
 	*gateway.Gateway
 	DataDir string
+	cfg     config.Config
 	t       testing.TB
 }
 
@@ -64,6 +72,9 @@ func Start(t testing.TB, o Options) *Gateway {
 		cfg.HTTPAddr = "127.0.0.1:0"
 	}
 	cfg.DBURL = dbtest.ResolveURL(t, o.DBURL)
+	if o.Peer != nil {
+		sharePeer(t, &cfg, o.Peer.cfg)
+	}
 	log := o.Log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(LogWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -97,7 +108,24 @@ func Start(t testing.TB, o Options) *Gateway {
 			t.Fatal(err)
 		}
 	}
-	return &Gateway{Gateway: g, DataDir: cfg.DataDir, t: t}
+	return &Gateway{Gateway: g, DataDir: cfg.DataDir, cfg: cfg, t: t}
+}
+
+// sharePeer points cfg at the peer's database, key files and payloads: the payload
+// directory of cfg's data directory becomes a link to the peer's.
+func sharePeer(t testing.TB, cfg *config.Config, peer config.Config) {
+	t.Helper()
+	if peer.DBURL == "" {
+		t.Fatal("gatewaytest: a peer shares a PostgreSQL database; SQLite serves one process")
+	}
+	cfg.DBURL = peer.DBURL
+	cfg.SecretsKeyFile, cfg.SessionKeyFile, cfg.AuditKeyFile = peer.SecretsKeyPath(), peer.SessionKeyPath(), peer.AuditKeyPath()
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(peer.PayloadsDir(), cfg.PayloadsDir()); err != nil && !errors.Is(err, fs.ErrExist) {
+		t.Fatal(err)
+	}
 }
 
 // mergeConfig sets fields in the stored config of a plugin instance.

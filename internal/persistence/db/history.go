@@ -42,6 +42,7 @@ func (t *txn) changed(tr transition, reason, actor string, at time.Time) {
 	})
 	t.touch(tr.d.MessageID)
 	t.noteDelivery(tr)
+	t.sessionChanged(tr)
 	if (tr.d.State == persistence.DeliveryFailed || tr.d.State == persistence.DeliveryStalled) && t.s.onAlert.Load() != nil {
 		if t.lastChange == nil {
 			t.lastChange = make(map[int64]MessageAlert)
@@ -89,6 +90,11 @@ func (t *txn) finish(ctx context.Context) error {
 // transaction inserted is neither read nor locked, since no other can see it yet. It
 // returns the settled messages.
 func (t *txn) settle(ctx context.Context) (map[int64]persistence.Message, error) {
+	// Blocking and unblocking sessions changes more deliveries (parked, released), so it
+	// comes first; it changes no delivery it would have to look at again.
+	if err := t.applySessions(ctx); err != nil {
+		return nil, err
+	}
 	if len(t.touched) == 0 {
 		return nil, nil
 	}

@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -74,6 +75,15 @@ func randomActor(s *db.Store, rng *rand.Rand, targets []persistence.InstanceName
 				if !nm.Dispatch {
 					nm.Targets = nil
 				}
+				// Half the deliveries join one of a few ordered sessions of their target.
+				for _, tg := range nm.Targets {
+					if rng.IntN(2) == 0 {
+						if nm.Sessions == nil {
+							nm.Sessions = map[persistence.InstanceName]persistence.DeliverySession{}
+						}
+						nm.Sessions[tg] = persistence.DeliverySession{Key: fmt.Sprintf("%s|s%d", tg, rng.IntN(3))}
+					}
+				}
 				if len(nm.Targets) == 0 && rng.IntN(3) == 0 {
 					nm.Message.Refusal = persistence.RefusalRefused
 				}
@@ -138,7 +148,7 @@ func randomActor(s *db.Store, rng *rand.Rand, targets []persistence.InstanceName
 			if len(known) == 0 {
 				continue
 			}
-			_, err := s.Redispatch(ctx, known[rng.IntN(len(known))], []persistence.InstanceName{pick()}, "operator")
+			_, err := s.Redispatch(ctx, known[rng.IntN(len(known))], []persistence.InstanceName{pick()}, nil, "operator")
 			if err != nil && !errors.Is(err, persistence.ErrConflict) {
 				return err
 			}
@@ -153,8 +163,18 @@ func randomActor(s *db.Store, rng *rand.Rand, targets []persistence.InstanceName
 			if len(ds) == 0 {
 				continue
 			}
-			if _, err := s.Redeliver(ctx, ds[rng.IntN(len(ds))].ID, persistence.ResendSame, "operator"); err != nil && !errors.Is(err, persistence.ErrConflict) {
-				return err
+			id := ds[rng.IntN(len(ds))].ID
+			var err2 error
+			switch rng.IntN(3) {
+			case 0:
+				_, err2 = s.Redeliver(ctx, id, persistence.ResendSame, "operator")
+			case 1:
+				_, err2 = s.ResubmitDeliveries(ctx, []int64{id}, "operator")
+			default:
+				_, err2 = s.SkipDeliveries(ctx, []int64{id}, "operator")
+			}
+			if err2 != nil && !errors.Is(err2, persistence.ErrConflict) {
+				return err2
 			}
 		}
 	}

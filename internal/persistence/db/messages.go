@@ -61,6 +61,11 @@ func checkNewMessage(nm *persistence.NewMessage) error {
 	if m.Size < 0 {
 		return fieldMsg("size", "must not be negative")
 	}
+	meta, err := persistence.NormalizeMetadata(m.Metadata)
+	if err != nil {
+		return err
+	}
+	m.Metadata = meta
 	if m.Refusal != persistence.RefusalNone && len(nm.Targets) > 0 {
 		return fieldMsg("targets", "a refused message has no deliveries")
 	}
@@ -99,6 +104,14 @@ func checkNewMessage(nm *persistence.NewMessage) error {
 		return fieldMsg("targets", "more than %d targets", maxBatchTarget)
 	}
 	nm.Targets = targets
+	for tg, ses := range nm.Sessions {
+		if !dup[tg] {
+			return fieldMsg("sessions", "names target %q, which is not one of the targets", tg)
+		}
+		if err := checkSessionKey(ses.Key); err != nil {
+			return prefixField("sessions."+string(tg)+".", err)
+		}
+	}
 	return nil
 }
 
@@ -156,6 +169,12 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 	now := t.s.tv(t.now)
 	wake := t.s.tv(t.now.Add(WakeupGrace))
 	var msgRows, payloadRows, deliveryRows [][]any
+	var notes []deliveryNote
+	// The sessions are locked before any delivery row is inserted: see joinSessions.
+	blocked, err := t.joinSessions(ctx, batch)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]persistence.Message, len(batch))
 	for i, nm := range batch {
 		m := nm.Message
@@ -172,7 +191,7 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 		out[i] = m
 		t.noteStatus(m, m.Status)
 		msgRows = append(msgRows, []any{m.ID, m.Stage, m.Status, m.Refusal, m.From, m.To, m.Source,
-			m.OriginalFileName, m.Size, m.SHA256, m.CorrelationID, m.OriginEventID, t.s.tv(m.CreatedAt), now})
+			m.OriginalFileName, m.Size, m.SHA256, m.CorrelationID, m.OriginEventID, encodeMetadata(m.Metadata), t.s.tv(m.CreatedAt), now})
 		for _, p := range nm.Payloads {
 			payloadRows = append(payloadRows, []any{p.MessageID, p.Stage, p.Key, p.Size, p.SHA256, now})
 		}
@@ -183,8 +202,21 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 		}
 		states := make([]persistence.DeliveryState, len(nm.Targets))
 		for i, tg := range nm.Targets {
-			deliveryRows = append(deliveryRows, []any{m.ID, tg, persistence.DeliveryQueued, now, wake, now, now})
-			states[i] = persistence.DeliveryQueued
+			ses := nm.Sessions[tg]
+			st, reason := persistence.DeliveryQueued, ses.Note
+			if by, ok := blocked[ses.Key]; ok && ses.Key != "" {
+				st = persistence.DeliveryParked
+				reason = joinNote(reason, fmt.Sprintf("parked: session blocked by delivery %d", by))
+			}
+			next, wakeAt := any(now), any(wake)
+			if st == persistence.DeliveryParked {
+				next, wakeAt = nil, nil
+			}
+			deliveryRows = append(deliveryRows, []any{m.ID, tg, st, next, wakeAt, ses.Key, now, now})
+			states[i] = st
+			if reason != "" {
+				notes = append(notes, deliveryNote{m.ID, tg, st, reason})
+			}
 		}
 		t.note(historyRow{messageID: m.ID, kind: persistence.HistoryDispatched, actor: nm.Actor, reason: refusedOr(nm.RefusalReason, dispatchedReason(nm.Targets, m.Refusal))})
 		if nm.RefusalReason != "" {
@@ -195,8 +227,8 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 		}
 		t.touchNew(m, states)
 	}
-	err := t.insertRows(ctx, `INSERT INTO messages (id, stage, status, refusal, from_party, to_party, source,
-		original_file_name, size, sha256, correlation_id, origin_event_id, created_at, updated_at)`, 14, msgRows)
+	err = t.insertRows(ctx, `INSERT INTO messages (id, stage, status, refusal, from_party, to_party, source,
+		original_file_name, size, sha256, correlation_id, origin_event_id, metadata, created_at, updated_at)`, 15, msgRows)
 	if isUniqueViolation(err) {
 		return nil, t.duplicateMessage(ctx, batch)
 	}
@@ -206,9 +238,12 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 	if err := t.insertRows(ctx, `INSERT INTO payloads (message_id, stage, key, size, sha256, created_at)`, 6, payloadRows); err != nil {
 		return nil, fmt.Errorf("insert payload records: %w", err)
 	}
-	if err := t.insertRows(ctx, `INSERT INTO deliveries (message_id, target, state, next_attempt_at, next_wakeup_at, created_at, updated_at)`,
-		7, deliveryRows); err != nil {
+	if err := t.insertRows(ctx, `INSERT INTO deliveries (message_id, target, state, next_attempt_at, next_wakeup_at, session_key, created_at, updated_at)`,
+		8, deliveryRows); err != nil {
 		return nil, fmt.Errorf("insert deliveries: %w", err)
+	}
+	if err := t.noteDeliveries(ctx, notes); err != nil {
+		return nil, err
 	}
 	for i, nm := range batch {
 		if !nm.ByOperator {
@@ -375,8 +410,10 @@ func (s *Store) ListDeliveries(ctx context.Context, messageID int64) ([]persiste
 			return err
 		}
 		rows, err := t.query(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE message_id = ? ORDER BY id`, messageID)
-		out, err = collect(rows, err, scanDelivery)
-		return err
+		if out, err = collect(rows, err, scanDelivery); err != nil {
+			return err
+		}
+		return t.fillSessionPositions(ctx, out)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)

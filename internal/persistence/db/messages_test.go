@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -52,7 +53,7 @@ func TestInsertMessages(t *testing.T) {
 			if out[i].Stage != want.stage || out[i].Status != want.status {
 				t.Errorf("message %d returned as %s/%s, want %s/%s", i, out[i].Stage, out[i].Status, want.stage, want.status)
 			}
-			if got := message(t, s, out[i].ID); got != out[i] {
+			if got := message(t, s, out[i].ID); !reflect.DeepEqual(got, out[i]) {
 				t.Errorf("stored message %+v, returned %+v", got, out[i])
 			}
 		}

@@ -18,7 +18,7 @@ import (
 // delivery of the message that is now due. A message its source still holds (stage
 // accepted) is dispatched by it for the first time: its history says dispatched rather
 // than redispatch requested.
-func (s *Store) Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, actor string) ([]persistence.Delivery, error) {
+func (s *Store) Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, sessions map[persistence.InstanceName]persistence.DeliverySession, actor string) ([]persistence.Delivery, error) {
 	var want []persistence.InstanceName
 	for i, tg := range targets {
 		if err := check(fmt.Sprintf("targets[%d]", i), tg, persistence.ParseInstanceName); err != nil {
@@ -33,7 +33,8 @@ func (s *Store) Redispatch(ctx context.Context, messageID int64, targets []persi
 		t.actor = actorOr(actor)
 		var stage persistence.MessageStage
 		var refusal persistence.Refusal
-		err := t.queryRow(ctx, `SELECT stage, refusal FROM messages WHERE id = ?`, messageID).Scan(&stage, &refusal)
+		var from, to persistence.PartyName
+		err := t.queryRow(ctx, `SELECT stage, refusal, from_party, to_party FROM messages WHERE id = ?`, messageID).Scan(&stage, &refusal, &from, &to)
 		if err != nil {
 			return notFound(err, "message %d", messageID)
 		}
@@ -48,18 +49,43 @@ func (s *Store) Redispatch(ctx context.Context, messageID int64, targets []persi
 		now, wake := s.tv(t.now), s.tv(t.now.Add(WakeupGrace))
 		var added []persistence.InstanceName
 		var rowsToAdd [][]any
+		var notes []deliveryNote
+		joined := make(map[persistence.InstanceName]persistence.DeliverySession)
+		for _, tg := range want {
+			if !slices.Contains(have, tg) && sessions[tg].Key != "" {
+				joined[tg] = sessions[tg]
+			}
+		}
+		// As in a dispatch, the sessions are locked before the deliveries are inserted.
+		blocked, err := t.joinSessions(ctx, []persistence.NewMessage{{Dispatch: true, Sessions: joined,
+			Message: persistence.Message{From: from, To: to}}})
+		if err != nil {
+			return err
+		}
 		for _, tg := range want {
 			if !slices.Contains(have, tg) {
 				added = append(added, tg)
-				rowsToAdd = append(rowsToAdd, []any{messageID, tg, persistence.DeliveryQueued, now, wake, now, now})
+				ses := joined[tg]
+				st, next, wakeAt, note := persistence.DeliveryQueued, any(now), any(wake), ses.Note
+				if by, ok := blocked[ses.Key]; ok {
+					st, next, wakeAt = persistence.DeliveryParked, nil, nil
+					note = joinNote(note, fmt.Sprintf("parked: session blocked by delivery %d", by))
+				}
+				rowsToAdd = append(rowsToAdd, []any{messageID, tg, st, next, wakeAt, ses.Key, now, now})
+				if note != "" {
+					notes = append(notes, deliveryNote{messageID, tg, st, note})
+				}
 			}
 		}
-		if err := t.insertRows(ctx, `INSERT INTO deliveries (message_id, target, state, next_attempt_at, next_wakeup_at, created_at, updated_at)`,
-			7, rowsToAdd); err != nil {
+		if err := t.insertRows(ctx, `INSERT INTO deliveries (message_id, target, state, next_attempt_at, next_wakeup_at, session_key, created_at, updated_at)`,
+			8, rowsToAdd); err != nil {
 			if isUniqueViolation(err) {
 				return fmt.Errorf("message %d is being redispatched concurrently: %w", messageID, persistence.ErrConflict)
 			}
 			return fmt.Errorf("add deliveries: %w", err)
+		}
+		if err := t.noteDeliveries(ctx, notes); err != nil {
+			return err
 		}
 		rows, err = t.query(ctx, `UPDATE deliveries SET previous_state = state, state = 'queued',
 				next_attempt_at = ?, next_wakeup_at = ?, wakeups = 0, updated_at = ?

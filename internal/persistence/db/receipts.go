@@ -9,8 +9,8 @@ import (
 )
 
 // SettleDelivery applies a receipt to a delivery that is delivering, awaiting_ack or
-// retrying. A delivery already delivered or failed is returned as it is: a receipt never
-// downgrades, and the first failure's reason stands.
+// retrying. A delivery already delivered, failed or skipped is returned as it is: a
+// receipt never downgrades or reopens, and the first failure's reason stands.
 func (s *Store) SettleDelivery(ctx context.Context, deliveryID int64, delivered bool, reason, actor string) (persistence.Delivery, error) {
 	var out persistence.Delivery
 	err := s.write(ctx, func(t *txn) error {
@@ -20,7 +20,7 @@ func (s *Store) SettleDelivery(ctx context.Context, deliveryID int64, delivered 
 			return err
 		}
 		switch cur.State {
-		case persistence.DeliveryDelivered, persistence.DeliveryFailed:
+		case persistence.DeliveryDelivered, persistence.DeliveryFailed, persistence.DeliverySkipped:
 			out = cur
 			return nil
 		case persistence.DeliveryDelivering, persistence.DeliveryAwaitingAck, persistence.DeliveryRetrying:

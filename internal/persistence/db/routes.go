@@ -20,7 +20,10 @@ func checkRoute(r persistence.Route) error {
 	if err := check("to", r.To, persistence.ParsePartyPattern); err != nil {
 		return err
 	}
-	return check("target", r.Target, persistence.ParseInstanceName)
+	if err := check("target", r.Target, persistence.ParseInstanceName); err != nil {
+		return err
+	}
+	return persistence.CheckSessionBy(r)
 }
 
 // CreateRoute inserts a route after checking, in the same transaction, that its instances
@@ -83,8 +86,8 @@ func (t *txn) insertRoute(ctx context.Context, r persistence.Route) (persistence
 				r.Source, r.From, r.To, r.Target, o.ID, o.From, o.To, persistence.ErrConflict)
 		}
 	}
-	out, err := scanRoute(t.queryRow(ctx, `INSERT INTO routes (source, from_party, to_party, target, ordered, created_at)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING `+routeCols, r.Source, r.From, r.To, r.Target, r.Ordered, t.s.tv(t.now)))
+	out, err := scanRoute(t.queryRow(ctx, `INSERT INTO routes (source, from_party, to_party, target, ordered, session_by, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING `+routeCols, r.Source, r.From, r.To, r.Target, r.Ordered, r.SessionBy, t.s.tv(t.now)))
 	if isUniqueViolation(err) {
 		return out, fmt.Errorf("route %s %s→%s %s already exists: %w", r.Source, r.From, r.To, r.Target, persistence.ErrConflict)
 	}

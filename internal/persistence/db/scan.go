@@ -2,6 +2,7 @@ package db
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 
 	"wharf/internal/persistence"
@@ -47,25 +48,49 @@ func scanPlugin(r rowScanner) (persistence.PluginConfig, error) {
 	return c, nil
 }
 
-const routeCols = `id, source, from_party, to_party, target, ordered, created_at`
+const routeCols = `id, source, from_party, to_party, target, ordered, session_by, created_at`
 
 func scanRoute(r rowScanner) (persistence.Route, error) {
 	var rt persistence.Route
-	err := r.Scan(&rt.ID, &rt.Source, &rt.From, &rt.To, &rt.Target, &rt.Ordered, timeCol{&rt.CreatedAt})
+	err := r.Scan(&rt.ID, &rt.Source, &rt.From, &rt.To, &rt.Target, &rt.Ordered, &rt.SessionBy, timeCol{&rt.CreatedAt})
 	if err != nil {
 		return rt, fmt.Errorf("read route: %w", err)
 	}
 	return rt, nil
 }
 
-const messageCols = `id, stage, status, refusal, from_party, to_party, source, original_file_name, size, sha256, correlation_id, origin_event_id, created_at, updated_at`
+const messageCols = `id, stage, status, refusal, from_party, to_party, source, original_file_name, size, sha256, correlation_id, origin_event_id, metadata, created_at, updated_at`
 
 func scanMessage(r rowScanner) (persistence.Message, error) {
 	var m persistence.Message
+	var meta string
 	err := r.Scan(&m.ID, &m.Stage, &m.Status, &m.Refusal, &m.From, &m.To, &m.Source, &m.OriginalFileName,
-		&m.Size, &m.SHA256, &m.CorrelationID, &m.OriginEventID, timeCol{&m.CreatedAt}, timeCol{&m.UpdatedAt})
+		&m.Size, &m.SHA256, &m.CorrelationID, &m.OriginEventID, &meta, timeCol{&m.CreatedAt}, timeCol{&m.UpdatedAt})
 	if err != nil {
 		return m, fmt.Errorf("read message: %w", err)
+	}
+	if m.Metadata, err = decodeMetadata(meta); err != nil {
+		return m, fmt.Errorf("read message %d: %w", m.ID, err)
+	}
+	return m, nil
+}
+
+// encodeMetadata is the metadata column's text: a JSON object, {} when empty.
+func encodeMetadata(m map[string]string) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	b, _ := json.Marshal(m) // a map of strings always encodes
+	return string(b)
+}
+
+func decodeMetadata(s string) (map[string]string, error) {
+	if s == "" || s == "{}" {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
 	}
 	return m, nil
 }

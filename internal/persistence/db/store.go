@@ -92,7 +92,8 @@ type Store struct {
 	log     *slog.Logger
 	now     func() time.Time
 
-	onAlert atomic.Pointer[func(MessageAlert)]
+	onAlert        atomic.Pointer[func(MessageAlert)]
+	onSessionAlert atomic.Pointer[func(SessionAlert)] // see OnSessionAlert
 
 	// Dialect fragments, fixed at Open.
 	lockRows   string // appended to a SELECT that locks the rows it returns

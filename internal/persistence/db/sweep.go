@@ -39,9 +39,10 @@ func sortTransitions(trs []transition) {
 	slices.SortFunc(trs, func(a, b transition) int { return cmp.Compare(a.d.ID, b.d.ID) })
 }
 
-// recordSweep reads the transitions a sweep's UPDATE … RETURNING made, records each with
-// the reason in id order, and returns the deliveries as they now are.
-func (t *txn) recordSweep(rows *sql.Rows, err error, reason string) ([]persistence.Delivery, error) {
+// recordTransitions reads the transitions an UPDATE … RETURNING made (the sweep's, a
+// session's parking or release), records each with the reason in id order, and returns
+// the deliveries as they now are.
+func (t *txn) recordTransitions(rows *sql.Rows, err error, reason string) ([]persistence.Delivery, error) {
 	trs, err := collect(rows, err, scanTransition)
 	if err != nil {
 		return nil, err
@@ -88,7 +89,7 @@ func (s *Store) retryClaimed(ctx context.Context, now time.Time, limit int, cond
 			WHERE id IN (SELECT id FROM picked) AND state = 'delivering'
 			RETURNING `+transitionCols,
 			arg, sweepLimit(limit), s.tv(now), s.tv(now.Add(WakeupGrace)), reason, s.tv(now))
-		out, err = t.recordSweep(rows, err, reason)
+		out, err = t.recordTransitions(rows, err, reason)
 		return err
 	})
 	return out, err
@@ -137,7 +138,7 @@ func (s *Store) WakeDue(ctx context.Context, now time.Time, p persistence.Wakeup
 					next_attempt_at = NULL, next_wakeup_at = NULL, last_error = ?, updated_at = ?
 				WHERE `+cond+` AND state IN ('queued', 'retrying')
 				RETURNING `+transitionCols, stallReason, s.tv(now), arg)
-			if stalled, err = t.recordSweep(rows, err, stallReason); err != nil {
+			if stalled, err = t.recordTransitions(rows, err, stallReason); err != nil {
 				return fmt.Errorf("stall deliveries: %w", err)
 			}
 		}

@@ -39,7 +39,9 @@ type txn struct {
 	// transaction; alerts lists the messages OnMessageAlert reports after the commit.
 	lastChange map[int64]MessageAlert
 	alerts     []MessageAlert
-	stmts      map[string]*sql.Stmt // SQLite only: see prepared
+	// sessions collects what delivery changes mean for ordered sessions (sessions.go).
+	sessions sessionWork
+	stmts    map[string]*sql.Stmt // SQLite only: see prepared
 	// unprepared lists statements this transaction compiled that the pool lacks.
 	unprepared []string
 	// changes are the transitions OnChanges reports after the commit.
@@ -130,6 +132,11 @@ func (s *Store) afterCommit(t *txn) {
 	if fn := s.onAlert.Load(); fn != nil {
 		for _, f := range t.alerts {
 			(*fn)(f)
+		}
+	}
+	if fn := s.onSessionAlert.Load(); fn != nil {
+		for _, a := range t.sessions.alerts {
+			(*fn)(a)
 		}
 	}
 }

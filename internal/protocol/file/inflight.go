@@ -52,6 +52,8 @@ type item struct {
 	CorrelationID string `json:"correlation_id,omitempty"`
 	OriginEventID string `json:"origin_event_id"`
 	Sidecar       bool   `json:"sidecar,omitempty"`
+	// Metadata is the sidecar's, journaled with the claim so a recovery hands it over too.
+	Metadata map[string]string `json:"metadata,omitempty"`
 
 	info    fs.FileInfo // the claimed file, to check it is the one opened
 	journal *journal
@@ -151,6 +153,7 @@ func (p *Poller) ingestClaimed(ctx context.Context, items []*item) (int, error) 
 			Body:          body,
 			CorrelationID: it.CorrelationID,
 			OriginEventID: it.OriginEventID,
+			Metadata:      it.Metadata,
 			Actor:         string(p.name),
 		}
 	}

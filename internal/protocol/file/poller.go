@@ -413,6 +413,7 @@ func (p *Poller) prepare(c candidate) (*item, string) {
 			return nil, err.Error()
 		}
 		it.CorrelationID = sc.CorrelationID
+		it.Metadata = sc.Metadata
 		it.OriginEventID = sc.OriginEventID
 		it.Sidecar = true
 	}

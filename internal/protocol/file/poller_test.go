@@ -356,6 +356,8 @@ func TestPollerUnroutable(t *testing.T) {
 		{"sidecar with trailing data", "acme/d.txt", `{} {}`, "data after"},
 		{"oversized sidecar", "acme/e.txt", `{"correlation_id":"` + strings.Repeat("x", maxSidecarSize) + `"}`, "larger than"},
 		{"sidecar id with a control character", "acme/f.txt", `{"origin_event_id":"a\u0007b"}`, "control character"},
+		{"sidecar metadata with a bad name", "acme/g.txt", `{"metadata":{"a b":"x"}}`, "invalid metadata name"},
+		{"sidecar metadata value too long", "acme/h.txt", `{"metadata":{"order":"` + strings.Repeat("x", 257) + `"}}`, "metadata.order: longer than 256 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -416,7 +418,7 @@ func TestPollerUnroutableKeepsEarlierFiles(t *testing.T) {
 func TestPollerSidecarIDs(t *testing.T) {
 	b := setupPoller(t, nil)
 	src := b.write(t, "acme/order.xml", "<order/>")
-	b.write(t, "acme/order.xml"+sidecarSuffix, `{"correlation_id":"PO-4711","origin_event_id":"erp-9f1c"}`)
+	b.write(t, "acme/order.xml"+sidecarSuffix, `{"correlation_id":"PO-4711","origin_event_id":"erp-9f1c","metadata":{"Order-ID":"77"}}`)
 	scan(t, b.p)
 	scan(t, b.p)
 	docs := b.ing.docs()
@@ -425,6 +427,9 @@ func TestPollerSidecarIDs(t *testing.T) {
 	}
 	if docs[0].CorrelationID != "PO-4711" || docs[0].OriginEventID != "erp-9f1c" {
 		t.Errorf("ids %q / %q", docs[0].CorrelationID, docs[0].OriginEventID)
+	}
+	if len(docs[0].Metadata) != 1 || docs[0].Metadata["order-id"] != "77" {
+		t.Errorf("metadata %v", docs[0].Metadata)
 	}
 	assertGone(t, src)
 	assertGone(t, src+sidecarSuffix)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"unicode"
+
+	"wharf/internal/persistence"
 )
 
 // sidecarSuffix names the metadata file that travels with a document.
@@ -23,6 +25,9 @@ const (
 type sidecar struct {
 	CorrelationID string `json:"correlation_id"`
 	OriginEventID string `json:"origin_event_id"`
+	// Metadata are named values for the message (persistence.NormalizeMetadata); an
+	// ordered route may key its sessions by one.
+	Metadata map[string]string `json:"metadata"`
 }
 
 // readSidecar reads and checks a sidecar strictly: unknown fields, trailing data, control
@@ -63,5 +68,10 @@ func parseSidecar(data []byte) (sidecar, error) {
 			}
 		}
 	}
+	meta, err := persistence.NormalizeMetadata(s.Metadata)
+	if err != nil {
+		return sidecar{}, fmt.Errorf("sidecar: %v", err)
+	}
+	s.Metadata = meta
 	return s, nil
 }

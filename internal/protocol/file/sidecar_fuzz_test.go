@@ -2,9 +2,12 @@ package file
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode"
+
+	"wharf/internal/persistence"
 )
 
 // FuzzParseSidecar reads <file>.meta.json as the poller does. A sidecar is refused with
@@ -15,6 +18,8 @@ func FuzzParseSidecar(f *testing.F) {
 		`{"correlation_id":"PO-4711","origin_event_id":"erp-9f1c"}`, `{"correlation_id":"c"}`, `{}`,
 		`{"correlation_id":"a\u0007"}`, `{"colour":"red"}`, `{"correlation_id":"c"} {}`, `{"correlation_id":1}`,
 		`{"origin_event_id":"` + strings.Repeat("x", maxSidecarID+1) + `"}`, `null`, ``, `{"correlation_id":"\ud800"}`,
+		`{"metadata":{"Order":"17","x-erp":"a b"}}`, `{"metadata":{"bad name":"x"}}`, `{"metadata":{"o":"a\u0000"}}`,
+		`{"metadata":{"o":1}}`, `{"metadata":{"a":"1","A":"2"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -36,7 +41,12 @@ func FuzzParseSidecar(f *testing.F) {
 			t.Fatal(err)
 		}
 		again, err := parseSidecar(enc)
-		if err != nil || again != s {
+		for k, v := range s.Metadata {
+			if _, err := persistence.ParseMetadataName(k); err != nil || k != strings.ToLower(k) || persistence.CheckMetadataValue(v) != nil {
+				t.Fatalf("metadata %q=%q accepted", k, v)
+			}
+		}
+		if err != nil || !reflect.DeepEqual(again, s) {
 			t.Fatalf("%+v encodes as %s, which reads as %+v (%v)", s, enc, again, err)
 		}
 	})

@@ -374,6 +374,7 @@ func (rc *Receiver) store(ctx context.Context, x *exchange, row *inboundRow, rec
 		Body:          bytes.NewReader(x.res.Payload),
 		CorrelationID: row.AS2MessageID,
 		OriginEventID: row.AS2MessageID,
+		Metadata:      headerMetadata(x.r.Header),
 		Extra:         extra,
 	}})
 	if err != nil {

@@ -39,6 +39,8 @@ CREATE TABLE routes (
     to_party   TEXT NOT NULL,
     target     TEXT NOT NULL REFERENCES plugin_configs (name),
     ordered    INTEGER NOT NULL,
+    -- Ordered sessions: the metadata name that keys a delivery's session, empty for the parties.
+    session_by TEXT NOT NULL DEFAULT '',
     created_at TEXT NOT NULL,
     UNIQUE (source, target, from_party, to_party)
 ) STRICT;
@@ -60,6 +62,8 @@ CREATE TABLE messages (
     sha256             TEXT NOT NULL,
     correlation_id     TEXT NOT NULL,
     origin_event_id    TEXT NOT NULL,
+    -- Ordered sessions: the source's metadata, a JSON object of strings.
+    metadata           TEXT NOT NULL DEFAULT '{}',
     created_at         TEXT NOT NULL,
     updated_at         TEXT NOT NULL
 ) STRICT;
@@ -115,6 +119,25 @@ CREATE INDEX deliveries_wakeup ON deliveries (next_wakeup_at, id) WHERE state IN
 -- Unfinished deliveries of ordered sessions: what a later delivery of a session waits for.
 CREATE INDEX deliveries_session ON deliveries (session_key, id)
     WHERE session_key <> '' AND state NOT IN ('delivered', 'skipped');
+
+-- Ordered sessions. One row per session key, created by the first dispatch into it and
+-- locked by every dispatch into it (so, within a session, delivery ids follow commit
+-- order), blocked_by naming the failed delivery that stops the session while it is
+-- blocked; from_party and to_party are those of the latest dispatch, for operators.
+CREATE TABLE sessions (
+    key        TEXT PRIMARY KEY,
+    target     TEXT NOT NULL,
+    from_party TEXT NOT NULL,
+    to_party   TEXT NOT NULL,
+    blocked_by INTEGER,
+    blocked_at TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+) STRICT;
+
+-- A settled delivery unblocks the session it blocks: found by blocked_by.
+CREATE INDEX sessions_blocked ON sessions (blocked_by) WHERE blocked_by IS NOT NULL;
+CREATE INDEX deliveries_parked ON deliveries (session_key, id) WHERE state = 'parked';
 
 CREATE TABLE message_history (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
