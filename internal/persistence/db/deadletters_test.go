@@ -104,9 +104,11 @@ func TestActOnDeliveries(t *testing.T) {
 	}{
 		{
 			action: persistence.ActionSkip,
-			pick:   func(a []persistence.Delivery, lone, done persistence.Delivery) []int64 { return []int64{a[1].ID, lone.ID, done.ID} },
-			want:   []persistence.DeliveryState{"skipped", "skipped", ""},
-			count:  "2", parked: []persistence.DeliveryState{"failed", "skipped", "parked"},
+			pick: func(a []persistence.Delivery, lone, done persistence.Delivery) []int64 {
+				return []int64{a[1].ID, lone.ID, done.ID}
+			},
+			want:  []persistence.DeliveryState{"skipped", "skipped", ""},
+			count: "2", parked: []persistence.DeliveryState{"failed", "skipped", "parked"},
 		},
 		{
 			action: persistence.ActionSkip,
@@ -116,15 +118,19 @@ func TestActOnDeliveries(t *testing.T) {
 		},
 		{
 			action: persistence.ActionResubmit,
-			pick:   func(a []persistence.Delivery, lone, _ persistence.Delivery) []int64 { return []int64{lone.ID, a[0].ID, a[1].ID} },
-			want:   []persistence.DeliveryState{"queued", "queued", ""},
-			count:  "2", parked: []persistence.DeliveryState{"queued", "parked", "parked"},
+			pick: func(a []persistence.Delivery, lone, _ persistence.Delivery) []int64 {
+				return []int64{lone.ID, a[0].ID, a[1].ID}
+			},
+			want:  []persistence.DeliveryState{"queued", "queued", ""},
+			count: "2", parked: []persistence.DeliveryState{"queued", "parked", "parked"},
 		},
 		{
 			action: persistence.ActionRedeliver,
-			pick:   func(a []persistence.Delivery, lone, done persistence.Delivery) []int64 { return []int64{a[2].ID, a[0].ID, done.ID} },
-			want:   []persistence.DeliveryState{"", "queued", "queued"},
-			count:  "2", parked: []persistence.DeliveryState{"queued", "parked", "parked"},
+			pick: func(a []persistence.Delivery, lone, done persistence.Delivery) []int64 {
+				return []int64{a[2].ID, a[0].ID, done.ID}
+			},
+			want:  []persistence.DeliveryState{"", "queued", "queued"},
+			count: "2", parked: []persistence.DeliveryState{"queued", "parked", "parked"},
 		},
 	} {
 		t.Run(string(tc.action), func(t *testing.T) {
