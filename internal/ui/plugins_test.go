@@ -36,6 +36,15 @@ func (restOps) Redispatch(context.Context, int64, string) ([]persistence.Deliver
 func (restOps) Redeliver(context.Context, int64, persistence.ResendMode, string) (persistence.Delivery, error) {
 	return persistence.Delivery{}, errors.New("not used")
 }
+func (restOps) ActOnDeliveries(context.Context, persistence.DeliveryAction, []int64, string) ([]persistence.DeliveryActionResult, error) {
+	return nil, errors.New("not used")
+}
+func (restOps) ResubmitDeliveries(context.Context, []int64, string) ([]persistence.DeliveryActionResult, error) {
+	return nil, errors.New("not used")
+}
+func (restOps) SkipDeliveries(context.Context, []int64, string) ([]persistence.DeliveryActionResult, error) {
+	return nil, errors.New("not used")
+}
 func (restOps) RoutesChanged(context.Context)                                  {}
 func (restOps) SettingsChanged(context.Context)                                {}
 func (restOps) Services(context.Context) []api.ServiceStatus                   { return nil }
