@@ -25,6 +25,8 @@ type DeadLetterFilter struct {
 	Session       string
 	CreatedBefore time.Time // older than
 	CreatedAfter  time.Time // newer than (at or after)
+	// IDs, when not empty, keeps only these deliveries (at most MaxBulkDeliveries).
+	IDs []int64
 	ListOptions
 }
 
@@ -46,6 +48,19 @@ var AllDeliveryActions = []DeliveryAction{ActionRedeliver, ActionResubmit, Actio
 
 func ParseDeliveryAction(s string) (DeliveryAction, error) {
 	return parseEnum("delivery action", s, AllDeliveryActions)
+}
+
+// From lists the states the action takes a delivery from; the store refuses the others.
+func (a DeliveryAction) From() []DeliveryState {
+	switch a {
+	case ActionRedeliver:
+		return []DeliveryState{DeliveryFailed, DeliveryStalled, DeliveryRetrying, DeliveryDelivered}
+	case ActionResubmit:
+		return []DeliveryState{DeliveryFailed, DeliveryStalled}
+	case ActionSkip:
+		return []DeliveryState{DeliveryFailed, DeliveryParked}
+	}
+	return nil
 }
 
 // MaxBulkDeliveries bounds the deliveries one bulk action takes.

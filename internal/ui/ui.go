@@ -49,6 +49,9 @@ type Deps struct {
 	// Actions are the operator actions that also wake the targets concerned; nil
 	// leaves the pages that need them answering 503.
 	Actions Actions
+	// DeadLetters acts on many deliveries at once; nil leaves the dead letters' actions
+	// answering 503.
+	DeadLetters DeadLetterActions
 	// Payloads opens stored payload blobs for download.
 	Payloads Payloads
 	// PartyReferences are the modules whose records keep a party from being deleted.
@@ -129,6 +132,9 @@ type Server struct {
 	oidc            *oidc.Manager
 	notifications   alert.Log
 	noteHub         *hub // fans notification log changes out to the live streams
+
+	// deadLetters is Deps.DeadLetters.
+	deadLetters DeadLetterActions
 }
 
 // New checks d and parses the templates.
@@ -164,6 +170,7 @@ func New(d Deps) (*Server, error) {
 		s.live.cancel = cancel
 	}
 	s.partyPanels = d.PartyPanels
+	s.deadLetters = d.DeadLetters
 	s.oidc = d.OIDC
 	s.notifications, s.noteHub = d.Notifications, newHub()
 	if d.NotificationEvents != nil {

@@ -81,6 +81,10 @@ func (s *Store) deadLetterWhere(f persistence.DeadLetterFilter) (string, []any) 
 	add(f.Session != "", "d.session_key = ?", f.Session)
 	add(!f.CreatedBefore.IsZero(), "d.created_at < ?", s.tv(f.CreatedBefore))
 	add(!f.CreatedAfter.IsZero(), "d.created_at >= ?", s.tv(f.CreatedAfter))
+	if len(f.IDs) > 0 {
+		cond, arg := s.idList("d.id", f.IDs)
+		add(true, cond, arg)
+	}
 	return " WHERE " + strings.Join(where, " AND "), args
 }
 
@@ -89,6 +93,9 @@ func (s *Store) deadLetterWhere(f persistence.DeadLetterFilter) (string, []any) 
 func (s *Store) ListDeadLetters(ctx context.Context, f persistence.DeadLetterFilter) ([]persistence.DeadLetter, int, error) {
 	if f.State != "" && f.State != persistence.DeliveryFailed && f.State != persistence.DeliveryParked {
 		return nil, 0, fmt.Errorf("list dead letters: %w", fieldMsg("state", "must be failed or parked"))
+	}
+	if len(f.IDs) > persistence.MaxBulkDeliveries {
+		return nil, 0, fmt.Errorf("list dead letters: %w", fieldMsg("ids", "more than %d deliveries", persistence.MaxBulkDeliveries))
 	}
 	limit, offset := page(f.ListOptions)
 	cond, args := s.deadLetterWhere(f)

@@ -66,6 +66,8 @@ func TestListDeadLetters(t *testing.T) {
 			{"session", persistence.DeadLetterFilter{Session: "writer|a"}, []int64{a[0].ID, a[1].ID, a[2].ID}},
 			{"older than", persistence.DeadLetterFilter{CreatedBefore: future}, all},
 			{"newer than", persistence.DeadLetterFilter{CreatedAfter: future}, nil},
+			{"ids", persistence.DeadLetterFilter{IDs: []int64{lone.ID, a[2].ID, 999999}}, []int64{a[2].ID, lone.ID}},
+			{"ids and state", persistence.DeadLetterFilter{IDs: []int64{lone.ID, a[2].ID}, State: persistence.DeliveryParked}, []int64{a[2].ID}},
 			{"paged", persistence.DeadLetterFilter{ListOptions: persistence.ListOptions{Limit: 2, Offset: 1}}, all[1:3]},
 		} {
 			t.Run(tc.name, func(t *testing.T) {

@@ -31,7 +31,7 @@ type deliveryAction struct {
 
 var resubmitAction = deliveryAction{
 	name: "resubmit", kind: persistence.HistoryResubmitRequested,
-	from: []persistence.DeliveryState{persistence.DeliveryFailed, persistence.DeliveryStalled},
+	from: persistence.ActionResubmit.From(),
 	to:   persistence.DeliveryQueued,
 	set: func(t *txn) (string, []any) {
 		now := t.s.tv(t.now)
@@ -43,7 +43,7 @@ var resubmitAction = deliveryAction{
 
 var skipAction = deliveryAction{
 	name: "skip", kind: persistence.HistorySkipRequested,
-	from: []persistence.DeliveryState{persistence.DeliveryFailed, persistence.DeliveryParked},
+	from: persistence.ActionSkip.From(),
 	to:   persistence.DeliverySkipped,
 	set: func(*txn) (string, []any) {
 		return `state = 'skipped', next_attempt_at = NULL, next_wakeup_at = NULL, ack_deadline = NULL`, nil
