@@ -34,7 +34,12 @@ type FilesOptions struct {
 	Kills     int
 	// Rate, when above zero, paces the drops at that many files per second, so latency
 	// is measured below saturation; zero drops as fast as the disk takes them.
-	Rate     float64
+	Rate float64
+	// Sessions, when above zero, spreads the files round-robin over that many partners
+	// (a folder each), so over as many default sessions; Ordered makes the route ordered
+	// and checks at the end that each session's files were written in the order dropped.
+	Sessions int
+	Ordered  bool
 	Timeout  time.Duration
 	Progress io.Writer
 }
@@ -54,6 +59,8 @@ type FilesResult struct {
 }
 
 type doc struct {
+	seq     int
+	session string // the partner the file is addressed to
 	name    string
 	sum     [32]byte
 	dropped time.Time
@@ -67,6 +74,9 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 	res := FilesResult{N: opt.N, Database: "sqlite"}
 	if opt.N <= 0 || opt.SizeKiB < 0 {
 		return res, errors.New("loadtest: -n must be positive and -size-kib not negative")
+	}
+	if err := checkSessions(opt); err != nil {
+		return res, err
 	}
 	if opt.Timeout == 0 {
 		opt.Timeout = 10 * time.Minute
@@ -103,15 +113,17 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 		return res, err
 	}
 	defer in.Kill()
-	if err := prepare(ctx, in); err != nil {
+	if err := prepare(ctx, in, opt); err != nil {
 		return res, fmt.Errorf("prepare the instance: %w: %s", err, in.Logs())
 	}
 
 	docs := make([]*doc, opt.N)
-	outbox := filepath.Join(dataDir, "outbox", "acme")
+	outbox := filepath.Join(dataDir, "outbox")
 	inbox := filepath.Join(dataDir, "inbox", "local")
-	if err := os.MkdirAll(outbox, 0o750); err != nil {
-		return res, err
+	for _, p := range partners(opt) {
+		if err := os.MkdirAll(filepath.Join(outbox, p), 0o750); err != nil {
+			return res, err
+		}
 	}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	payload := make([]byte, opt.SizeKiB*1024)
@@ -139,8 +151,8 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 			for j := range payload {
 				payload[j] = byte(rnd.IntN(256))
 			}
-			d := &doc{name: fmt.Sprintf("doc-%06d.edi", i), sum: sha256.Sum256(payload)}
-			tmp := filepath.Join(outbox, "."+d.name+".part")
+			d := &doc{seq: i, session: partnerOf(opt, i), name: fmt.Sprintf("doc-%06d.edi", i), sum: sha256.Sum256(payload)}
+			tmp := filepath.Join(outbox, d.session, "."+d.name+".part")
 			if err := os.WriteFile(tmp, payload, 0o640); err != nil {
 				dropDone <- err
 				return
@@ -149,7 +161,7 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 			d.dropped = time.Now()
 			docs[i] = d
 			mu.Unlock()
-			if err := os.Rename(tmp, filepath.Join(outbox, d.name)); err != nil {
+			if err := os.Rename(tmp, filepath.Join(outbox, d.session, d.name)); err != nil {
 				dropDone <- err
 				return
 			}
@@ -225,6 +237,11 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 	if err := verifyInbox(inbox, docs); err != nil {
 		return res, err
 	}
+	if opt.Ordered {
+		if err := checkInboxOrder(inbox, docs); err != nil {
+			return res, err
+		}
+	}
 	if err := waitAllDelivered(ctx, in, opt.N); err != nil {
 		return res, err
 	}
@@ -248,11 +265,13 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 	return res, nil
 }
 
-// prepare creates the partner and the route of the scenario and makes the poller take
+// prepare creates the partners and the route of the scenario and makes the poller take
 // files as soon as they appear (the load test renames complete files into place).
-func prepare(ctx context.Context, in *Instance) error {
-	if err := in.API(ctx, "POST", "/api/v1/partners", map[string]any{"name": "acme", "display_name": "ACME Corp"}, nil); err != nil {
-		return err
+func prepare(ctx context.Context, in *Instance, opt FilesOptions) error {
+	for _, p := range partners(opt) {
+		if err := in.API(ctx, "POST", "/api/v1/partners", map[string]any{"name": p}, nil); err != nil {
+			return err
+		}
 	}
 	// The folder pickup's default routes (to the AS2 sender) would give each file a
 	// second delivery; the scenario measures the folders alone.
@@ -273,7 +292,10 @@ func prepare(ctx context.Context, in *Instance) error {
 			return err
 		}
 	}
-	route := map[string]any{"source": "file_poller_default", "from": "*", "to": "acme", "target": "file_writer_default", "ordered": false}
+	route := map[string]any{"source": "file_poller_default", "from": "*", "to": "acme", "target": "file_writer_default", "ordered": opt.Ordered}
+	if opt.Sessions > 0 {
+		route["to"] = "*"
+	}
 	if err := in.API(ctx, "POST", "/api/v1/routes", route, nil); err != nil {
 		return err
 	}
