@@ -12,7 +12,9 @@ import (
 // The order check finds a file written before an earlier file of its session, and only
 // that: ties and other sessions' interleaving are in order.
 func TestCheckOrder(t *testing.T) {
-	at := func(ms int) time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond) }
+	at := func(ms int) time.Time {
+		return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond)
+	}
 	for _, tc := range []struct {
 		name     string
 		arrivals []arrival
