@@ -83,4 +83,3 @@ func TestActOnDeliveriesWakesTargets(t *testing.T) {
 		}
 	})
 }
-
