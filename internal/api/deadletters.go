@@ -26,15 +26,9 @@ func (s *Server) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	for name := range q {
-		switch {
-		case !slices.Contains(records.DeadLetterParams, name) && name != "limit" && name != "offset":
-			s.fail(w, r, invalid(name, "unknown parameter"))
-			return
-		case len(q[name]) > 1:
-			s.fail(w, r, invalid(name, "given more than once"))
-			return
-		}
+	if err := onlyParams(q, records.DeadLetterParams...); err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	f, err := records.ParseDeadLetterFilter(q, time.Now())
 	if err != nil {

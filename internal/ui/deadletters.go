@@ -56,18 +56,8 @@ func (s *Server) parseDeadLetterForm(q url.Values) (deadLetterForm, persistence.
 		}
 	}
 	f, err := records.ParseDeadLetterFilter(form.Values, s.now())
-	var fe *persistence.FieldError
-	if errors.As(err, &fe) {
-		form.Errors[fe.Field] = fe.Message
-	}
-	if v := q.Get("offset"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			form.Errors["offset"] = "The page offset is a whole number, 0 or more."
-		} else {
-			form.Offset = n
-		}
-	}
+	form.Errors = fieldErrors(err)
+	form.Offset = pageOffset(q, form.Errors)
 	f.Limit, f.Offset = deadLettersPageSize, form.Offset
 	return form, f
 }
@@ -216,20 +206,8 @@ func (s *Server) selectDeadLetters(ctx context.Context, action string, q url.Val
 	if q.Get("all") == "1" {
 		f.Limit = sel.Max
 	} else {
-		for _, v := range q["id"] {
-			id, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || id < 1 {
-				return sel, form, &persistence.FieldError{Field: "id", Message: "a delivery id is a positive whole number"}
-			}
-			if !slices.Contains(f.IDs, id) {
-				f.IDs = append(f.IDs, id)
-			}
-		}
-		switch {
-		case len(f.IDs) == 0:
-			return sel, form, &persistence.FieldError{Field: "id", Message: "select at least one delivery"}
-		case len(f.IDs) > sel.Max:
-			return sel, form, &persistence.FieldError{Field: "id", Message: fmt.Sprintf("select at most %d deliveries", sel.Max)}
+		if f.IDs, err = deliveryIDs(q["id"]); err != nil {
+			return sel, form, err
 		}
 		f.Limit = len(f.IDs)
 	}
@@ -281,6 +259,27 @@ func (s *Server) confirmDeadLetters(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, status, "dead_letters_confirm", pageData{Title: sel.Heading(), Data: d})
 }
 
+// deliveryIDs reads a bulk form's delivery ids, each once, 1 to MaxBulkDeliveries of them.
+func deliveryIDs(values []string) ([]int64, error) {
+	var ids []int64
+	for _, v := range values {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id < 1 {
+			return nil, &persistence.FieldError{Field: "id", Message: "a delivery id is a positive whole number"}
+		}
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	switch {
+	case len(ids) == 0:
+		return nil, &persistence.FieldError{Field: "id", Message: "select at least one delivery"}
+	case len(ids) > persistence.MaxBulkDeliveries:
+		return nil, &persistence.FieldError{Field: "id", Message: fmt.Sprintf("select at most %d deliveries", persistence.MaxBulkDeliveries)}
+	}
+	return ids, nil
+}
+
 // refuseSelection answers a bulk form that cannot be acted on.
 func (s *Server) refuseSelection(w http.ResponseWriter, r *http.Request, err error) {
 	var fe *persistence.FieldError
@@ -319,17 +318,9 @@ func (s *Server) actOnDeadLetters(w http.ResponseWriter, r *http.Request) {
 		badForm(w, err)
 		return
 	}
-	var ids []int64
-	for _, v := range r.PostForm["id"] {
-		id, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || id < 1 {
-			http.Error(w, "id: a delivery id is a positive whole number", http.StatusBadRequest)
-			return
-		}
-		ids = append(ids, id)
-	}
-	if len(ids) == 0 || len(ids) > persistence.MaxBulkDeliveries {
-		http.Error(w, fmt.Sprintf("id: give 1 to %d delivery ids", persistence.MaxBulkDeliveries), http.StatusBadRequest)
+	ids, err := deliveryIDs(r.PostForm["id"])
+	if err != nil {
+		s.refuseSelection(w, r, err)
 		return
 	}
 	if !confirmed(r) {

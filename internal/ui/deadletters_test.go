@@ -138,7 +138,7 @@ func TestDeadLettersPage(t *testing.T) {
 			t.Errorf("%s lists %v, want %v", tc.query, got, tc.want)
 		}
 	}
-	if r := c.get(t, "/ui/dead-letters?older_than=soon"); r.status != http.StatusBadRequest || !strings.Contains(r.body, "must be a duration") {
+	if r := c.get(t, "/ui/dead-letters?older_than=soon"); r.status != http.StatusBadRequest || !strings.Contains(r.body, "Must be a duration") {
 		t.Errorf("a bad age = %d\n%s", r.status, r.body)
 	}
 
