@@ -76,7 +76,7 @@ func (s *Server) bulkDeadLetters(action persistence.DeliveryAction) http.Handler
 			s.fail(w, r, err)
 			return
 		}
-		ids, err := s.bulkIDs(r, req)
+		ids, err := s.bulkIDs(r, action, req)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -102,8 +102,9 @@ func (s *Server) bulkDeadLetters(action persistence.DeliveryAction) http.Handler
 	}
 }
 
-// bulkIDs resolves a bulk request to ids: exactly one of ids and filter.
-func (s *Server) bulkIDs(r *http.Request, req bulkRequest) ([]int64, error) {
+// bulkIDs resolves a bulk request to ids: exactly one of ids and filter; a filter takes
+// only the dead letters in a state the action takes.
+func (s *Server) bulkIDs(r *http.Request, action persistence.DeliveryAction, req bulkRequest) ([]int64, error) {
 	switch {
 	case req.IDs != nil && req.Filter != nil:
 		return nil, invalid("filter", "give either ids or filter, not both")
@@ -135,6 +136,10 @@ func (s *Server) bulkIDs(r *http.Request, req bulkRequest) ([]int64, error) {
 	f, err := records.ParseDeadLetterFilter(v, time.Now())
 	if err != nil {
 		return nil, err
+	}
+	if !action.Narrow(&f) {
+		return nil, &apiError{status: http.StatusConflict, code: "NO_DELIVERIES",
+			message: fmt.Sprintf("%s does not take %s deliveries", action, f.State)}
 	}
 	f.Limit = limit
 	list, total, err := s.store.ListDeadLetters(r.Context(), f)

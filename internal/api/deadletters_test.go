@@ -162,6 +162,9 @@ func TestDeadLettersBulk(t *testing.T) {
 		if e := b.must(409, "POST", "/api/v1/dead-letters/skip", `{"filter":{"state":"parked"},"max":1}`).errorOf(t); e.Code != "TOO_MANY_DELIVERIES" || e.Details["matched"] != float64(2) {
 			t.Fatalf("over the bound: %+v", e)
 		}
+		if e := b.must(409, "POST", "/api/v1/dead-letters/resubmit", `{"filter":{"state":"parked"}}`).errorOf(t); e.Code != "NO_DELIVERIES" {
+			t.Fatalf("a state the action does not take: %+v", e)
+		}
 		if e := b.must(409, "POST", "/api/v1/dead-letters/skip", `{"filter":{"target":"archive"}}`).errorOf(t); e.Code != "NO_DELIVERIES" {
 			t.Fatalf("nothing matches: %+v", e)
 		}

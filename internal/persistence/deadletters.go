@@ -1,6 +1,9 @@
 package persistence
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // DeadLetter is a delivery that waits for an operator: failed, or parked behind a
 // blocked ordered session, with what an operator needs to pick it out.
@@ -65,3 +68,22 @@ func (a DeliveryAction) From() []DeliveryState {
 
 // MaxBulkDeliveries bounds the deliveries one bulk action takes.
 const MaxBulkDeliveries = 1000
+
+// Narrow keeps f to the dead-letter states a takes (resubmit and redeliver take failed
+// ones, skip both), so a filter counts only what the action would change; false when f
+// asks for a state a does not take.
+func (a DeliveryAction) Narrow(f *DeadLetterFilter) bool {
+	var takes []DeliveryState
+	for _, st := range DeadLetterStates {
+		if slices.Contains(a.From(), st) {
+			takes = append(takes, st)
+		}
+	}
+	switch {
+	case f.State != "":
+		return slices.Contains(takes, f.State)
+	case len(takes) == 1:
+		f.State = takes[0]
+	}
+	return len(takes) > 0
+}

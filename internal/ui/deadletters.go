@@ -205,6 +205,9 @@ func (s *Server) selectDeadLetters(ctx context.Context, action string, q url.Val
 	f.Offset = 0
 	if q.Get("all") == "1" {
 		f.Limit = sel.Max
+		if !sel.Action.Narrow(&f) {
+			return sel, form, nil
+		}
 	} else {
 		if f.IDs, err = deliveryIDs(q["id"]); err != nil {
 			return sel, form, err

@@ -152,6 +152,7 @@ func TestDeadLettersPage(t *testing.T) {
 			"Resubmit 2 deliveries?", "1 of the 3 selected are left as they are", []int64{ids[0], ids[3]}},
 		{"all matching", "action=skip&all=1&state=parked", "Skip 2 deliveries?", "", ids[1:3]},
 		{"one", fmt.Sprintf("action=redeliver&id=%d", ids[3]), "Redeliver 1 delivery?", "", ids[3:]},
+		{"all matching that the action takes", "action=resubmit&all=1", "Resubmit 2 deliveries?", "", []int64{ids[0], ids[3]}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := c.get(t, "/ui/dead-letters/confirm?"+tc.query)
