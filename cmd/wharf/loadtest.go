@@ -69,7 +69,7 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			MaxMiB: *f.maxMiB, KillAfter: *f.killAfter, Kills: *f.kills, KillSender: *f.killSender, Timeout: *f.timeout, Progress: stdout,
 		})
 	}
-	fmt.Fprintf(stdout, "loadtest files: %d files of %d KiB, file poller -> file writer, in %s\n", *f.n, *f.size, dir)
+	fmt.Fprintf(stdout, "loadtest files: %d files of %d KiB, file poller -> file writer%s, in %s\n", *f.n, *f.size, sessionsNote(*f.sessions, *f.ordered), dir)
 	res, err := loadtest.RunFiles(ctx, loadtest.FilesOptions{
 		N: *f.n, SizeKiB: *f.size, Bin: bin, Dir: dir, DBURL: *f.dbURL, KillAfter: *f.killAfter, Kills: *f.kills, Rate: *f.rate,
 		Sessions: *f.sessions, Ordered: *f.ordered, Timeout: *f.timeout, Progress: stdout,
@@ -87,6 +87,9 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintf(stdout, "route:           unordered\n")
 	}
 	fmt.Fprintf(stdout, "messages:        %d delivered, every one verified byte for byte\n", res.N)
+	if *f.ordered {
+		fmt.Fprintf(stdout, "order:           every session's files written in the order dropped\n")
+	}
 	fmt.Fprintf(stdout, "elapsed:         %s\n", res.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(stdout, "throughput:      %.0f messages/s\n", res.PerSecond)
 	fmt.Fprintf(stdout, "latency:         p50 %s  p95 %s  p99 %s\n", res.P50.Round(time.Millisecond), res.P95.Round(time.Millisecond), res.P99.Round(time.Millisecond))
@@ -94,6 +97,17 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintf(stdout, "gateway peak RSS: %.0f MiB\n", res.PeakRSSMiB)
 	printCrashes(stdout, res.Crashes, "the gateway")
 	return nil
+}
+
+// sessionsNote describes how the files spread over partners and sessions.
+func sessionsNote(sessions int, ordered bool) string {
+	switch {
+	case sessions == 0:
+		return ""
+	case ordered:
+		return fmt.Sprintf(", ordered route, %d sessions", sessions)
+	}
+	return fmt.Sprintf(", unordered route, %d partners", sessions)
 }
 
 // printCrashes lists a run's kills, if any, with the time each restart and recovery took.

@@ -34,8 +34,8 @@ type loadtestFlags struct {
 	timeout              *time.Duration
 	keep, signedMDN      *bool
 	killSender           *bool
-	ordered              *bool
 	sessions             *int
+	ordered              *bool
 }
 
 // newLoadtestFlags declares the flags scenario takes, and only those, so its -h lists
@@ -58,8 +58,8 @@ func newLoadtestFlags(scenario string) *loadtestFlags {
 	case "files":
 		f.dbURL = fs.String("db-url", "", "run against PostgreSQL at this URL (a private schema is created and dropped)")
 		f.killAfter = fs.Int("kill-after", 0, "kill the gateway with SIGKILL after this many files arrived in the inbox, then restart it")
-		f.sessions = fs.Int("sessions", 0, "give each file a sidecar whose metadata names one of this many sessions in turn (0: no sidecars)")
-		f.ordered = fs.Bool("ordered", false, "deliver through an ordered route keyed by the sidecars' session (needs -sessions); the same run without it is the baseline")
+		f.sessions = fs.Int("sessions", 0, "spread the files round-robin over this many partners, so over as many sessions (0: one partner)")
+		f.ordered = fs.Bool("ordered", false, "with -sessions: make the route ordered and check that each session's files were written in the order dropped")
 	case "as2":
 		f.profiles = fs.String("profiles", "all", "comma-separated protection profiles, each none or a +-joined set of compressed, signed, encrypted, optionally followed by /sync, /async, /signed-mdn or /unsigned-mdn")
 		f.mdn = fs.String("mdn", "sync", "MDN mode of profiles without /sync or /async: sync or async")

@@ -32,6 +32,7 @@ type Ops interface {
 	// Redeliver requeues one failed, stalled, retrying or delivered delivery.
 	Redeliver(ctx context.Context, deliveryID int64, mode persistence.ResendMode, actor string) (persistence.Delivery, error)
 	SessionOps
+	DeadLetterOps
 	// RoutesChanged tells the system that routes or plugin configs changed, so the route
 	// cache reloads.
 	RoutesChanged(ctx context.Context)

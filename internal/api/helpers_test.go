@@ -355,6 +355,10 @@ func (o *testOps) SkipDeliveries(ctx context.Context, ids []int64, actor string)
 	return o.store.SkipDeliveries(ctx, ids, actor)
 }
 
+func (o *testOps) ActOnDeliveries(ctx context.Context, action persistence.DeliveryAction, ids []int64, actor string) ([]persistence.DeliveryActionResult, error) {
+	return o.store.ActOnDeliveries(ctx, action, ids, actor)
+}
+
 func (o *testOps) RoutesChanged(ctx context.Context) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -123,6 +125,20 @@ func parsePage(r *http.Request) (page, error) {
 		p.offset = n
 	}
 	return p, nil
+}
+
+// onlyParams refuses a query parameter that is not one of names, limit and offset, or
+// one given more than once.
+func onlyParams(q url.Values, names ...string) error {
+	for name := range q {
+		switch {
+		case !slices.Contains(names, name) && name != "limit" && name != "offset":
+			return invalid(name, "unknown parameter")
+		case len(q[name]) > 1:
+			return invalid(name, "given more than once")
+		}
+	}
+	return nil
 }
 
 // slicePage cuts one page out of a list held in full.

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"wharf/internal/probe"
+	"wharf/internal/persistence"
 )
 
 // bodyKind is what a route's request body must be.
@@ -88,6 +89,11 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/api/v1/sessions", handle: s.listSessions},
 		{method: "POST", path: "/api/v1/deliveries/{id}/resubmit", body: bodyJSON, handle: s.deliveryAction(resubmitOp, "NOT_RESUBMITTABLE")},
 		{method: "POST", path: "/api/v1/deliveries/{id}/skip", body: bodyJSON, handle: s.deliveryAction(skipOp, "NOT_SKIPPABLE")},
+
+		{method: "GET", path: "/api/v1/dead-letters", handle: s.listDeadLetters},
+		{method: "POST", path: "/api/v1/dead-letters/redeliver", body: bodyJSON, handle: s.bulkDeadLetters(persistence.ActionRedeliver)},
+		{method: "POST", path: "/api/v1/dead-letters/resubmit", body: bodyJSON, handle: s.bulkDeadLetters(persistence.ActionResubmit)},
+		{method: "POST", path: "/api/v1/dead-letters/skip", body: bodyJSON, handle: s.bulkDeadLetters(persistence.ActionSkip)},
 
 		{method: "GET", path: "/api/v1/settings", handle: s.getSettings},
 		{method: "PUT", path: "/api/v1/settings", body: bodyJSON, handle: s.putSettings},

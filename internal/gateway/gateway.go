@@ -219,7 +219,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	}
 	g.OIDC = oidc.New(oidc.Config{Store: g.Store, Secrets: box, Logger: log.With("component", "oidc")})
 	g.UI, err = ui.New(ui.Deps{Store: g.Store, Sessions: sessions, Sealer: box, Logger: log.With("component", "ui"), Issuer: "Wharf",
-		Actions: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(), Services: g.Services,
+		Actions: ops{g}, DeadLetters: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(), Services: g.Services,
 		Ingest: g.Dispatcher, SettingsChanged: ops{g}.SettingsChanged, PublicURL: baseURL,
 		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels(),
 		PartyPanels: g.partyPanels(), OIDC: g.OIDC,

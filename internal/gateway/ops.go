@@ -60,3 +60,7 @@ func (o ops) StopService(ctx context.Context, name persistence.InstanceName) err
 func (o ops) RestartService(ctx context.Context, name persistence.InstanceName) error {
 	return o.g.Services.Restart(ctx, name)
 }
+
+func (o ops) ActOnDeliveries(ctx context.Context, action persistence.DeliveryAction, ids []int64, actor string) ([]persistence.DeliveryActionResult, error) {
+	return o.g.Dispatcher.ActOnDeliveries(ctx, action, ids, actor)
+}

@@ -35,10 +35,9 @@ type FilesOptions struct {
 	// Rate, when above zero, paces the drops at that many files per second, so latency
 	// is measured below saturation; zero drops as fast as the disk takes them.
 	Rate float64
-	// Sessions, when above zero, gives each file a sidecar whose metadata value session
-	// names one of that many sessions in turn; Ordered sends the files through an ordered
-	// route keyed by it. The same files unordered are the baseline an ordered run
-	// compares with.
+	// Sessions, when above zero, spreads the files round-robin over that many partners
+	// (a folder each), so over as many default sessions; Ordered makes the route ordered
+	// and checks at the end that each session's files were written in the order dropped.
 	Sessions int
 	Ordered  bool
 	Timeout  time.Duration
@@ -60,6 +59,8 @@ type FilesResult struct {
 }
 
 type doc struct {
+	seq     int
+	session string // the partner the file is addressed to
 	name    string
 	sum     [32]byte
 	dropped time.Time
@@ -74,8 +75,8 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 	if opt.N <= 0 || opt.SizeKiB < 0 {
 		return res, errors.New("loadtest: -n must be positive and -size-kib not negative")
 	}
-	if opt.Ordered && opt.Sessions <= 0 {
-		return res, errors.New("loadtest: an ordered run needs sessions")
+	if err := checkSessions(opt); err != nil {
+		return res, err
 	}
 	if opt.Timeout == 0 {
 		opt.Timeout = 10 * time.Minute
@@ -112,15 +113,17 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 		return res, err
 	}
 	defer in.Kill()
-	if err := prepare(ctx, in, opt.Ordered); err != nil {
+	if err := prepare(ctx, in, opt); err != nil {
 		return res, fmt.Errorf("prepare the instance: %w: %s", err, in.Logs())
 	}
 
 	docs := make([]*doc, opt.N)
-	outbox := filepath.Join(dataDir, "outbox", "acme")
+	outbox := filepath.Join(dataDir, "outbox")
 	inbox := filepath.Join(dataDir, "inbox", "local")
-	if err := os.MkdirAll(outbox, 0o750); err != nil {
-		return res, err
+	for _, p := range partners(opt) {
+		if err := os.MkdirAll(filepath.Join(outbox, p), 0o750); err != nil {
+			return res, err
+		}
 	}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	payload := make([]byte, opt.SizeKiB*1024)
@@ -148,15 +151,8 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 			for j := range payload {
 				payload[j] = byte(rnd.IntN(256))
 			}
-			d := &doc{name: fmt.Sprintf("doc-%06d.edi", i), sum: sha256.Sum256(payload)}
-			if opt.Sessions > 0 {
-				// The sidecar is in place before its file, so the poller takes them together.
-				if err := writeSidecar(outbox, d.name, i%opt.Sessions); err != nil {
-					dropDone <- err
-					return
-				}
-			}
-			tmp := filepath.Join(outbox, "."+d.name+".part")
+			d := &doc{seq: i, session: partnerOf(opt, i), name: fmt.Sprintf("doc-%06d.edi", i), sum: sha256.Sum256(payload)}
+			tmp := filepath.Join(outbox, d.session, "."+d.name+".part")
 			if err := os.WriteFile(tmp, payload, 0o640); err != nil {
 				dropDone <- err
 				return
@@ -165,7 +161,7 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 			d.dropped = time.Now()
 			docs[i] = d
 			mu.Unlock()
-			if err := os.Rename(tmp, filepath.Join(outbox, d.name)); err != nil {
+			if err := os.Rename(tmp, filepath.Join(outbox, d.session, d.name)); err != nil {
 				dropDone <- err
 				return
 			}
@@ -241,6 +237,11 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 	if err := verifyInbox(inbox, docs); err != nil {
 		return res, err
 	}
+	if opt.Ordered {
+		if err := checkInboxOrder(inbox, docs); err != nil {
+			return res, err
+		}
+	}
 	if err := waitAllDelivered(ctx, in, opt.N); err != nil {
 		return res, err
 	}
@@ -264,11 +265,13 @@ func RunFiles(ctx context.Context, opt FilesOptions) (FilesResult, error) {
 	return res, nil
 }
 
-// prepare creates the partner and the route of the scenario and makes the poller take
+// prepare creates the partners and the route of the scenario and makes the poller take
 // files as soon as they appear (the load test renames complete files into place).
-func prepare(ctx context.Context, in *Instance, ordered bool) error {
-	if err := in.API(ctx, "POST", "/api/v1/partners", map[string]any{"name": "acme", "display_name": "ACME Corp"}, nil); err != nil {
-		return err
+func prepare(ctx context.Context, in *Instance, opt FilesOptions) error {
+	for _, p := range partners(opt) {
+		if err := in.API(ctx, "POST", "/api/v1/partners", map[string]any{"name": p}, nil); err != nil {
+			return err
+		}
 	}
 	// The folder pickup's default routes (to the AS2 sender) would give each file a
 	// second delivery; the scenario measures the folders alone.
@@ -289,9 +292,9 @@ func prepare(ctx context.Context, in *Instance, ordered bool) error {
 			return err
 		}
 	}
-	route := map[string]any{"source": "file_poller_default", "from": "*", "to": "acme", "target": "file_writer_default", "ordered": false}
-	if ordered {
-		route["ordered"], route["session_by"] = true, "session"
+	route := map[string]any{"source": "file_poller_default", "from": "*", "to": "acme", "target": "file_writer_default", "ordered": opt.Ordered}
+	if opt.Sessions > 0 {
+		route["to"] = "*"
 	}
 	if err := in.API(ctx, "POST", "/api/v1/routes", route, nil); err != nil {
 		return err
@@ -300,16 +303,6 @@ func prepare(ctx context.Context, in *Instance, ordered bool) error {
 		return err
 	}
 	return in.pollFast(ctx)
-}
-
-// writeSidecar puts name's sidecar, naming its session, beside it in dir.
-func writeSidecar(dir, name string, session int) error {
-	side := filepath.Join(dir, name+".meta.json")
-	tmp := filepath.Join(dir, "."+name+".meta.part")
-	if err := os.WriteFile(tmp, fmt.Appendf(nil, `{"metadata": {"session": "%d"}}`, session), 0o640); err != nil {
-		return err
-	}
-	return os.Rename(tmp, side)
 }
 
 func verifyInbox(inbox string, docs []*doc) error {

@@ -234,6 +234,15 @@ type Store interface {
 	// left out.
 	CountDeliveriesByState(ctx context.Context) (map[DeliveryState]int, error)
 
+	// ListDeadLetters lists failed and parked deliveries with their messages' parties and
+	// file names, oldest first, with the total count.
+	ListDeadLetters(ctx context.Context, f DeadLetterFilter) ([]DeadLetter, int, error)
+	// ActOnDeliveries applies a bulk action to at most MaxBulkDeliveries ids in one
+	// transaction, with each delivery's history and audit event and one audit event
+	// naming the actor and how many deliveries it changed. Each id has its result; a
+	// state the action does not apply to is ErrConflict.
+	ActOnDeliveries(ctx context.Context, action DeliveryAction, ids []int64, actor string) ([]DeliveryActionResult, error)
+
 	// ClaimDeliveries takes up to n due deliveries of target (queued, or retrying with
 	// next_attempt_at reached), oldest first, skipping any whose session has an earlier
 	// unfinished delivery; each gets state delivering, a fresh token and a lease.

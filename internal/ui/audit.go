@@ -49,14 +49,7 @@ func parseAuditFilter(q url.Values) (auditFilterForm, persistence.AuditFilter) {
 		return q.Get(name)
 	})
 	form.Errors = fieldErrors(err)
-	if v := q.Get("offset"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			form.Errors["offset"] = "The page offset is a whole number, 0 or more."
-		} else {
-			form.Offset = n
-		}
-	}
+	form.Offset = pageOffset(q, form.Errors)
 	f.Limit, f.Offset = auditPageSize, form.Offset
 	return form, f
 }

@@ -79,14 +79,8 @@ func parseMessageFilter(q url.Values) (messageFilterForm, persistence.MessageFil
 	if !utf8.ValidString(form.Q) || utf8.RuneCountInString(form.Q) > maxMessageQuery {
 		form.Errors["q"] = fmt.Sprintf("Search text is at most %d characters.", maxMessageQuery)
 	}
-	if v := q.Get("offset"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			form.Errors["offset"] = "The page offset is a whole number, 0 or more."
-		} else {
-			form.Offset, f.Offset = n, n
-		}
-	}
+	form.Offset = pageOffset(q, form.Errors)
+	f.Offset = form.Offset
 	return form, f
 }
 

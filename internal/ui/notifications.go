@@ -58,14 +58,7 @@ func parseNotificationFilter(q url.Values) (notificationFilterForm, alert.Filter
 	for field, msg := range fieldErrors(err) {
 		form.Errors[field] = msg
 	}
-	if v := q.Get("offset"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			form.Errors["offset"] = "The page offset is a whole number, 0 or more."
-		} else {
-			form.Offset = n
-		}
-	}
+	form.Offset = pageOffset(q, form.Errors)
 	f.Limit, f.Offset = notificationsPageSize, form.Offset
 	return form, f
 }

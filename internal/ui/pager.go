@@ -1,5 +1,10 @@
 package ui
 
+import (
+	"net/url"
+	"strconv"
+)
+
 // Pager is the paging of a list page: which rows of how many it shows and the links to
 // the pages before and after. List data embeds it; templates show it with
 // {{template "pagination" .}}.
@@ -24,4 +29,18 @@ func newPager(offset, shown, total, size int, url func(offset int) string) Pager
 		p.NextURL = url(offset + size)
 	}
 	return p
+}
+
+// pageOffset reads a list page's offset from q; a bad one is noted in errs and reads 0.
+func pageOffset(q url.Values, errs map[string]string) int {
+	v := q.Get("offset")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		errs["offset"] = "The page offset is a whole number, 0 or more."
+		return 0
+	}
+	return n
 }

@@ -37,6 +37,9 @@ func (restOps) Redispatch(context.Context, int64, string) ([]persistence.Deliver
 func (restOps) Redeliver(context.Context, int64, persistence.ResendMode, string) (persistence.Delivery, error) {
 	return persistence.Delivery{}, errors.New("not used")
 }
+func (restOps) ActOnDeliveries(context.Context, persistence.DeliveryAction, []int64, string) ([]persistence.DeliveryActionResult, error) {
+	return nil, errors.New("not used")
+}
 func (restOps) ResubmitDeliveries(context.Context, []int64, string) ([]persistence.DeliveryActionResult, error) {
 	return nil, errors.New("not used")
 }

@@ -50,6 +50,9 @@ type Deps struct {
 	// Actions are the operator actions that also wake the targets concerned; nil
 	// leaves the pages that need them answering 503.
 	Actions Actions
+	// DeadLetters acts on many deliveries at once; nil leaves the dead letters' actions
+	// answering 503.
+	DeadLetters DeadLetterActions
 	// Payloads opens stored payload blobs for download.
 	Payloads Payloads
 	// PartyReferences are the modules whose records keep a party from being deleted.
@@ -132,6 +135,9 @@ type Server struct {
 	noteHub         *hub // fans notification log changes out to the live streams
 	// zone is the display_timezone setting's zone, in which pages show times.
 	zone *displayZone
+
+	// deadLetters is Deps.DeadLetters.
+	deadLetters DeadLetterActions
 }
 
 // New checks d and parses the templates.
@@ -169,6 +175,7 @@ func New(d Deps) (*Server, error) {
 		s.live.cancel = cancel
 	}
 	s.partyPanels = d.PartyPanels
+	s.deadLetters = d.DeadLetters
 	s.oidc = d.OIDC
 	s.notifications, s.noteHub = d.Notifications, newHub()
 	if d.NotificationEvents != nil {

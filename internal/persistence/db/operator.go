@@ -153,9 +153,7 @@ func redispatchReason(added []persistence.InstanceName, requeued []transition) s
 }
 
 // redeliverable lists the states an operator may send again from.
-var redeliverable = []persistence.DeliveryState{
-	persistence.DeliveryFailed, persistence.DeliveryStalled, persistence.DeliveryRetrying, persistence.DeliveryDelivered,
-}
+var redeliverable = persistence.ActionRedeliver.From()
 
 // Redeliver requeues one failed, stalled, retrying or delivered delivery, due now; any
 // other state is ErrConflict. The history's redeliver_requested line and the audit entry

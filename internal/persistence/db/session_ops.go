@@ -14,7 +14,7 @@ import (
 )
 
 // maxActionIDs bounds one bulk operator action.
-const maxActionIDs = 1000
+const maxActionIDs = persistence.MaxBulkDeliveries
 
 // deliveryAction is one operator action over deliveries: the states it applies to, the
 // update it makes, and how its history and audit name it.
@@ -25,11 +25,13 @@ type deliveryAction struct {
 	to    persistence.DeliveryState
 	set   func(t *txn) (string, []any)
 	label string // for the error of a state it does not apply to
+	// reason is the history line's reason, when the action has one to say.
+	reason string
 }
 
 var resubmitAction = deliveryAction{
 	name: "resubmit", kind: persistence.HistoryResubmitRequested,
-	from: []persistence.DeliveryState{persistence.DeliveryFailed, persistence.DeliveryStalled},
+	from: persistence.ActionResubmit.From(),
 	to:   persistence.DeliveryQueued,
 	set: func(t *txn) (string, []any) {
 		now := t.s.tv(t.now)
@@ -41,7 +43,7 @@ var resubmitAction = deliveryAction{
 
 var skipAction = deliveryAction{
 	name: "skip", kind: persistence.HistorySkipRequested,
-	from: []persistence.DeliveryState{persistence.DeliveryFailed, persistence.DeliveryParked},
+	from: persistence.ActionSkip.From(),
 	to:   persistence.DeliverySkipped,
 	set: func(*txn) (string, []any) {
 		return `state = 'skipped', next_attempt_at = NULL, next_wakeup_at = NULL, ack_deadline = NULL`, nil
@@ -54,17 +56,19 @@ var skipAction = deliveryAction{
 // of a session keeps it blocked (its parked deliveries stay parked) until it is
 // delivered; it is the session's earliest unsettled delivery, so it is claimed first.
 func (s *Store) ResubmitDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error) {
-	return s.deliveryAction(ctx, resubmitAction, ids, actor)
+	return s.deliveryAction(ctx, resubmitAction, ids, actor, false)
 }
 
 // SkipDeliveries marks failed or parked deliveries skipped in one transaction with a
 // history line and an audit event per delivery; a skipped blocking delivery unblocks its
 // session, whose parked deliveries are released in order in the same transaction.
 func (s *Store) SkipDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error) {
-	return s.deliveryAction(ctx, skipAction, ids, actor)
+	return s.deliveryAction(ctx, skipAction, ids, actor, false)
 }
 
-func (s *Store) deliveryAction(ctx context.Context, a deliveryAction, ids []int64, actor string) ([]persistence.DeliveryActionResult, error) {
+// deliveryAction applies a to ids in one transaction; bulk adds the audit event that
+// sums the action up (bulkAudit).
+func (s *Store) deliveryAction(ctx context.Context, a deliveryAction, ids []int64, actor string, bulk bool) ([]persistence.DeliveryActionResult, error) {
 	switch {
 	case len(ids) == 0:
 		return nil, fmt.Errorf("%s deliveries: %w", a.name, fieldMsg("ids", "no delivery ids given"))
@@ -78,25 +82,35 @@ func (s *Store) deliveryAction(ctx context.Context, a deliveryAction, ids []int6
 	var out []persistence.DeliveryActionResult
 	err := s.write(ctx, func(t *txn) error {
 		t.actor = actorOr(actor)
-		done := make(map[int64]persistence.DeliveryActionResult, len(order))
-		for _, id := range order {
-			r, err := t.applyAction(ctx, a, id)
-			if err != nil {
-				return err
-			}
-			done[id] = r
+		var err error
+		if out, err = t.applyActions(ctx, a, ids, order); err != nil || !bulk {
+			return err
 		}
-		out = make([]persistence.DeliveryActionResult, len(ids))
-		for i, id := range ids {
-			out[i] = done[id]
-		}
-		return nil
+		return t.bulkAudit(ctx, a, len(order), out)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s deliveries: %w", a.name, err)
 	}
 	// The deliveries as the commit left them: a skip may have released others, a
 	// resubmit is settled by the same transaction's session work.
+	return out, nil
+}
+
+// applyActions applies a to the deliveries of order (sorted, without repeats) and
+// returns the results in the order of ids.
+func (t *txn) applyActions(ctx context.Context, a deliveryAction, ids, order []int64) ([]persistence.DeliveryActionResult, error) {
+	done := make(map[int64]persistence.DeliveryActionResult, len(order))
+	for _, id := range order {
+		r, err := t.applyAction(ctx, a, id)
+		if err != nil {
+			return nil, err
+		}
+		done[id] = r
+	}
+	out := make([]persistence.DeliveryActionResult, len(ids))
+	for i, id := range ids {
+		out[i] = done[id]
+	}
 	return out, nil
 }
 
@@ -130,7 +144,7 @@ func (t *txn) applyAction(ctx context.Context, a deliveryAction, id int64) (pers
 	}
 	tr := trs[0]
 	t.note(historyRow{messageID: d.MessageID, deliveryID: id, kind: a.kind,
-		from: string(d.State), to: string(a.to), actor: t.actor})
+		from: string(d.State), to: string(a.to), reason: a.reason, actor: t.actor})
 	t.changed(tr, a.name+" requested", t.actor, time.Time{})
 	r.Delivery = tr.d
 	changes := []audit.Change{{Path: "state", Old: jsonString(string(d.State)), New: jsonString(string(a.to))}}

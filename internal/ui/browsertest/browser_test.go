@@ -267,6 +267,7 @@ func TestBrowserFlows(t *testing.T) {
 		{"screenshots", stepScreenshots},
 		{"send a message by hand", stepSendByHand},
 		{"redeliver a failed delivery", stepRedeliver},
+		{"skip a dead letter", stepDeadLetters},
 		{"configure single sign-on", stepConfigureSSO},
 		{"sign out", stepSignOut},
 		{"single sign-on", stepSingleSignOn},
