@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"strings"
 
-	"wharf/internal/probe"
 	"wharf/internal/persistence"
+	"wharf/internal/probe"
 )
 
 // bodyKind is what a route's request body must be.
