@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // Attempt is one try at delivering a message to a target.
@@ -38,14 +39,16 @@ type Recoverer interface {
 }
 
 // ErrorClass tells the retry policy what kind of failure it is deciding on.
-type ErrorClass string
+type ErrorClass = retry.Class
 
 const (
-	ClassTransport ErrorClass = "transport" // connection refused, reset, DNS, file system
-	ClassTimeout   ErrorClass = "timeout"
-	ClassHTTP4xx   ErrorClass = "http_4xx"
-	ClassHTTP5xx   ErrorClass = "http_5xx"
-	ClassRefused   ErrorClass = "partner_refusal"
+	ClassTransport = retry.ClassTransport
+	ClassTimeout   = retry.ClassTimeout
+	ClassThrottled = retry.ClassThrottled
+	ClassHTTP4xx   = retry.ClassHTTP4xx
+	ClassHTTP5xx   = retry.ClassHTTP5xx
+	ClassRefused   = retry.ClassRefused
+	ClassInternal  = retry.ClassInternal
 )
 
 // Result is a target's verdict on one attempt. Build it with Delivered, AwaitAck,
@@ -90,8 +93,12 @@ func RetryAt(at time.Time, class ErrorClass, err error) Result {
 	return Result{Kind: persistence.OutcomeRetry, At: at, Class: class, Err: err}
 }
 
-// Permanent is a failure another try cannot fix.
-func Permanent(err error) Result { return Result{Kind: persistence.OutcomeFailed, Err: err} }
+// Permanent is a failure another try cannot change by definition (a path that leaves its
+// directory); anything a retry could sensibly fix is Transient, so an operator's rule
+// for its class decides.
+func Permanent(class ErrorClass, err error) Result {
+	return Result{Kind: persistence.OutcomeFailed, Class: class, Err: err}
+}
 
 // TargetOptions are the settings every target instance has. Target config types embed it,
 // so its fields sit at the top level of their JSON.

@@ -7,6 +7,7 @@ import (
 
 	"wharf/internal/delivery"
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // describedConfig has one field of every kind a form offers.
@@ -62,6 +63,14 @@ func TestDescribeListsEveryField(t *testing.T) {
 		{Name: "retry.max_delay", Kind: KindDuration},
 		{Name: "retry.max_retries", Kind: KindInteger, Default: "4"},
 		{Name: "retry.jitter", Kind: KindNumber},
+	}
+	// The rules by class follow, one row of the same fields per class.
+	for _, c := range retry.AllClasses {
+		p := "retry.rules." + string(c) + "."
+		want = append(want, FieldSpec{Name: p + "never", Kind: KindBoolean, Default: "false"},
+			FieldSpec{Name: p + "strategy", Kind: KindText}, FieldSpec{Name: p + "base", Kind: KindDuration},
+			FieldSpec{Name: p + "max_delay", Kind: KindDuration}, FieldSpec{Name: p + "max_retries", Kind: KindInteger},
+			FieldSpec{Name: p + "jitter", Kind: KindNumber})
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Describe =\n%+v\nwant\n%+v", got, want)

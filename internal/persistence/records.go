@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"wharf/internal/retry"
 )
 
 // Party is an organization or a partner.
@@ -38,6 +40,9 @@ type Route struct {
 	Target    InstanceName `json:"target"`
 	Ordered   bool         `json:"ordered"`
 	CreatedAt time.Time    `json:"created_at"`
+	// Retry overrides the target's retry policy for deliveries this route dispatches;
+	// nil keeps the target's.
+	Retry *retry.Policy `json:"retry"`
 }
 
 // Describe names the route for people: "source from→to target".
@@ -110,6 +115,13 @@ type Delivery struct {
 	SessionKey string    `json:"-"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
+	// Retry is the retry policy of the route that dispatched the delivery, copied at
+	// dispatch (nil: the target's policy applies), so a later edit or deletion of the
+	// route leaves deliveries already made as they were.
+	Retry *retry.Policy `json:"retry,omitempty"`
+	// ErrorClass is the class of the last failure while the delivery is retrying or
+	// failed; empty otherwise.
+	ErrorClass string `json:"error_class,omitempty"`
 }
 
 // HistoryKind names what a history line records.

@@ -106,7 +106,10 @@ type Completion struct {
 	NextAttemptAt time.Time // for OutcomeRetry
 	AckDeadline   time.Time // for OutcomeAwaitingAck
 	Reason        string
-	At            time.Time
+	// ErrorClass is the failure's class (retry.Class) for a retry or a failure; the
+	// delivery keeps it until it succeeds.
+	ErrorClass string
+	At         time.Time
 	// Payloads are stages the attempt stored (a receipt), recorded with the outcome. They
 	// are recorded even when the claim is lost: the blobs are durable and a receipt stays
 	// a receipt. A stage the message already has is left as it is.
