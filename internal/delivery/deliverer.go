@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"wharf/internal/persistence"
@@ -131,17 +130,12 @@ func (o TargetOptions) Validate() error {
 }
 
 // CheckTargetOptions is Validate for a target config's Validate: its error is a
-// *persistence.FieldError naming the option ("retry" when the error names none).
+// *persistence.FieldError naming the option.
 func CheckTargetOptions(o TargetOptions) error {
-	err := o.Validate()
-	if err == nil {
-		return nil
+	if o.MaxConcurrent < 0 || o.MaxConcurrent > 256 {
+		return &persistence.FieldError{Field: "max_concurrent", Message: "must be between 1 and 256"}
 	}
-	field, msg, ok := strings.Cut(err.Error(), ": ")
-	if !ok {
-		field, msg = "retry", err.Error()
-	}
-	return &persistence.FieldError{Field: field, Message: msg}
+	return persistence.CheckRetry("retry", o.Retry)
 }
 
 // TargetConfig is implemented by every target config through its embedded TargetOptions.

@@ -16,6 +16,7 @@ import (
 	"wharf/internal/logging"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 	"wharf/internal/storage"
 )
 
@@ -27,7 +28,7 @@ type Store interface {
 	InsertMessages(ctx context.Context, msgs []persistence.NewMessage) ([]persistence.Message, error)
 	GetMessage(ctx context.Context, id int64) (persistence.Message, error)
 	FindMessageByOrigin(ctx context.Context, source persistence.InstanceName, originEventID string) (persistence.Message, error)
-	Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, actor string) ([]persistence.Delivery, error)
+	Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, overrides map[persistence.InstanceName]*retry.Policy, actor string) ([]persistence.Delivery, error)
 	Redeliver(ctx context.Context, deliveryID int64, mode persistence.ResendMode, actor string) (persistence.Delivery, error)
 }
 
@@ -109,6 +110,16 @@ func (d *Dispatcher) Targets(ctx context.Context, source persistence.InstanceNam
 	return Match(routes, source, from, to), nil
 }
 
+// retryOverrides are the current routes' retry overrides of a message's targets; see
+// RetryOverrides.
+func (d *Dispatcher) retryOverrides(ctx context.Context, source persistence.InstanceName, from, to persistence.PartyName) (map[persistence.InstanceName]*retry.Policy, error) {
+	routes, err := d.routes.get(ctx, d.store.ListRoutes)
+	if err != nil {
+		return nil, err
+	}
+	return RetryOverrides(routes, source, from, to), nil
+}
+
 // Ingest stores each document as a message with its payload, matches routes, and
 // dispatches the whole batch in one transaction. Items naming an unknown party are
 // refused one by one; a storage or database failure fails the batch and leaves nothing.
@@ -129,6 +140,7 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 	// Routing is decided first, from the in-memory cache, so a failure to load routes
 	// leaves nothing written.
 	targets := make([][]persistence.InstanceName, len(accept))
+	overrides := make([]map[persistence.InstanceName]*retry.Policy, len(accept))
 	for n, i := range accept {
 		it := items[i]
 		if it.Refused != "" {
@@ -143,6 +155,9 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 			return nil, fmt.Errorf("ingest: %w", err)
 		}
 		targets[n] = t
+		if overrides[n], err = d.retryOverrides(ctx, it.Source, it.From, it.To); err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
 	}
 	first, err := d.allocate(ctx, len(accept))
 	if err != nil {
@@ -185,6 +200,7 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 			Payloads: payloads,
 			Dispatch: true,
 			Targets:  targets[n],
+			Retry:    overrides[n],
 			Actor:    actorOr(it.Actor, "source:"+string(it.Source)),
 			// A message sent by hand is audited with its insert.
 			ByOperator:    it.ByOperator,
@@ -416,7 +432,11 @@ func (d *Dispatcher) Redispatch(ctx context.Context, messageID int64, actor stri
 	if err != nil {
 		return nil, fmt.Errorf("redispatch message %d: %w", messageID, err)
 	}
-	due, err := d.store.Redispatch(ctx, messageID, targets, actor)
+	overrides, err := d.retryOverrides(ctx, msg.Source, msg.From, msg.To)
+	if err != nil {
+		return nil, fmt.Errorf("redispatch message %d: %w", messageID, err)
+	}
+	due, err := d.store.Redispatch(ctx, messageID, targets, overrides, actor)
 	if err != nil {
 		return nil, fmt.Errorf("redispatch message %d: %w", messageID, err)
 	}

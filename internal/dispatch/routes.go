@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // routeCache holds the routes in memory; any change to routes or plugin instances
@@ -56,6 +57,27 @@ func Match(routes []persistence.Route, source persistence.InstanceName, from, to
 	for _, r := range routes {
 		if r.Matches(source, from, to) {
 			out = appendNew(out, r.Target)
+		}
+	}
+	return out
+}
+
+// RetryOverrides are the retry policies of the routes that dispatch a message from source
+// with these parties, by target: the first matching route of each target (the one Match
+// takes it from) decides, and a target whose route keeps the target's policy is absent.
+func RetryOverrides(routes []persistence.Route, source persistence.InstanceName, from, to persistence.PartyName) map[persistence.InstanceName]*retry.Policy {
+	var out map[persistence.InstanceName]*retry.Policy
+	seen := map[persistence.InstanceName]bool{}
+	for _, r := range routes {
+		if !r.Matches(source, from, to) || seen[r.Target] {
+			continue
+		}
+		seen[r.Target] = true
+		if r.Retry != nil {
+			if out == nil {
+				out = map[persistence.InstanceName]*retry.Policy{}
+			}
+			out[r.Target] = r.Retry
 		}
 	}
 	return out

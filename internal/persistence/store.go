@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"wharf/internal/audit"
+	"wharf/internal/retry"
 )
 
 // Sentinel errors every Store implementation returns (wrapped with context), so callers
@@ -73,7 +74,10 @@ type NewMessage struct {
 	// message stays accepted and its source dispatches it later.
 	Dispatch bool
 	Targets  []InstanceName
-	Actor    string
+	// Retry holds, by target, the retry policy of the route that dispatches it, copied
+	// onto the delivery; a target without one keeps its own policy.
+	Retry map[InstanceName]*retry.Policy
+	Actor string
 	// ByOperator records the insert in the audit log as a message sent by hand by Actor.
 	ByOperator bool
 	// RefusalReason says in plain words why a message with a refusal class was refused;
@@ -163,6 +167,9 @@ type Store interface {
 	// CreateRoute refuses a missing source or target (FieldError) and a route that covers
 	// or is covered by another with the same source and target (ErrConflict).
 	CreateRoute(ctx context.Context, r Route) (Route, error)
+	// UpdateRoute replaces a route's fields with the checks of CreateRoute (its own
+	// coverage aside); ErrNotFound when it does not exist.
+	UpdateRoute(ctx context.Context, r Route) (Route, error)
 	GetRoute(ctx context.Context, id int64) (Route, error)
 	ListRoutes(ctx context.Context) ([]Route, error)
 	DeleteRoute(ctx context.Context, id int64) error
@@ -198,9 +205,10 @@ type Store interface {
 	GetPayload(ctx context.Context, messageID int64, stage PayloadStage) (Payload, error)
 	AddPayload(ctx context.Context, p Payload) error
 
-	// Redispatch adds deliveries for targets the message lacks and requeues its queued
-	// and stalled ones; it returns the deliveries now due.
-	Redispatch(ctx context.Context, messageID int64, targets []InstanceName, actor string) ([]Delivery, error)
+	// Redispatch adds deliveries for targets the message lacks, each with the retry
+	// override of its route from overrides, and requeues its queued and stalled ones
+	// (which keep theirs); it returns the deliveries now due.
+	Redispatch(ctx context.Context, messageID int64, targets []InstanceName, overrides map[InstanceName]*retry.Policy, actor string) ([]Delivery, error)
 	// Redeliver requeues one failed, stalled, retrying or delivered delivery; other states
 	// are ErrConflict.
 	// The history's redeliver_requested line records mode (ResendMode.Reason).

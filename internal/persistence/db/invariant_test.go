@@ -138,7 +138,7 @@ func randomActor(s *db.Store, rng *rand.Rand, targets []persistence.InstanceName
 			if len(known) == 0 {
 				continue
 			}
-			_, err := s.Redispatch(ctx, known[rng.IntN(len(known))], []persistence.InstanceName{pick()}, "operator")
+			_, err := s.Redispatch(ctx, known[rng.IntN(len(known))], []persistence.InstanceName{pick()}, nil, "operator")
 			if err != nil && !errors.Is(err, persistence.ErrConflict) {
 				return err
 			}

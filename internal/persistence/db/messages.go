@@ -182,7 +182,11 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 		}
 		states := make([]persistence.DeliveryState, len(nm.Targets))
 		for i, tg := range nm.Targets {
-			deliveryRows = append(deliveryRows, []any{m.ID, tg, persistence.DeliveryQueued, now, wake, now, now})
+			policy, err := policyValue(nm.Retry[tg])
+			if err != nil {
+				return nil, err
+			}
+			deliveryRows = append(deliveryRows, []any{m.ID, tg, persistence.DeliveryQueued, now, wake, now, now, policy})
 			states[i] = persistence.DeliveryQueued
 		}
 		t.note(historyRow{messageID: m.ID, kind: persistence.HistoryDispatched, actor: nm.Actor, reason: refusedOr(nm.RefusalReason, dispatchedReason(nm.Targets, m.Refusal))})
@@ -205,8 +209,8 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 	if err := t.insertRows(ctx, `INSERT INTO payloads (message_id, stage, key, size, sha256, created_at)`, 6, payloadRows); err != nil {
 		return nil, fmt.Errorf("insert payload records: %w", err)
 	}
-	if err := t.insertRows(ctx, `INSERT INTO deliveries (message_id, target, state, next_attempt_at, next_wakeup_at, created_at, updated_at)`,
-		7, deliveryRows); err != nil {
+	if err := t.insertRows(ctx, `INSERT INTO deliveries (message_id, target, state, next_attempt_at, next_wakeup_at, created_at, updated_at, retry_policy)`,
+		8, deliveryRows); err != nil {
 		return nil, fmt.Errorf("insert deliveries: %w", err)
 	}
 	for i, nm := range batch {

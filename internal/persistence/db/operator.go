@@ -11,6 +11,7 @@ import (
 
 	"wharf/internal/audit"
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // Redispatch adds deliveries (queued, due now) for the targets the message lacks and
@@ -18,7 +19,7 @@ import (
 // delivery of the message that is now due. A message its source still holds (stage
 // accepted) is dispatched by it for the first time: its history says dispatched rather
 // than redispatch requested.
-func (s *Store) Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, actor string) ([]persistence.Delivery, error) {
+func (s *Store) Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, overrides map[persistence.InstanceName]*retry.Policy, actor string) ([]persistence.Delivery, error) {
 	var want []persistence.InstanceName
 	for i, tg := range targets {
 		if err := check(fmt.Sprintf("targets[%d]", i), tg, persistence.ParseInstanceName); err != nil {
@@ -50,12 +51,16 @@ func (s *Store) Redispatch(ctx context.Context, messageID int64, targets []persi
 		var rowsToAdd [][]any
 		for _, tg := range want {
 			if !slices.Contains(have, tg) {
+				policy, err := policyValue(overrides[tg])
+				if err != nil {
+					return err
+				}
 				added = append(added, tg)
-				rowsToAdd = append(rowsToAdd, []any{messageID, tg, persistence.DeliveryQueued, now, wake, now, now})
+				rowsToAdd = append(rowsToAdd, []any{messageID, tg, persistence.DeliveryQueued, now, wake, now, now, policy})
 			}
 		}
-		if err := t.insertRows(ctx, `INSERT INTO deliveries (message_id, target, state, next_attempt_at, next_wakeup_at, created_at, updated_at)`,
-			7, rowsToAdd); err != nil {
+		if err := t.insertRows(ctx, `INSERT INTO deliveries (message_id, target, state, next_attempt_at, next_wakeup_at, created_at, updated_at, retry_policy)`,
+			8, rowsToAdd); err != nil {
 			if isUniqueViolation(err) {
 				return fmt.Errorf("message %d is being redispatched concurrently: %w", messageID, persistence.ErrConflict)
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // SettleDelivery applies a receipt to a delivery that is delivering, awaiting_ack or
@@ -29,15 +30,17 @@ func (s *Store) SettleDelivery(ctx context.Context, deliveryID int64, delivered 
 		default:
 			return fmt.Errorf("delivery %d is %s and awaits no receipt: %w", deliveryID, state, persistence.ErrConflict)
 		}
-		kind, to, lastError := persistence.HistoryReceiptReceived, persistence.DeliveryDelivered, ""
+		kind, to, lastError, errorClass := persistence.HistoryReceiptReceived, persistence.DeliveryDelivered, "", ""
 		if !delivered {
 			kind, to, lastError = persistence.HistoryReceiptRefused, persistence.DeliveryFailed, persistence.SanitizeReason(reason)
+			errorClass = string(retry.ClassRefused)
 		}
 		now := s.tv(t.now)
 		rows, err := t.query(ctx, `UPDATE deliveries SET previous_state = state, state = ?,
-				claim_token = '', lease_until = NULL, ack_deadline = NULL, last_error = ?, updated_at = ?
+				claim_token = '', lease_until = NULL, ack_deadline = NULL, last_error = ?, updated_at = ?,
+				error_class = ?
 			WHERE id = ? AND state = ?
-			RETURNING `+transitionCols, string(to), lastError, now, deliveryID, string(state))
+			RETURNING `+transitionCols, string(to), lastError, now, errorClass, deliveryID, string(state))
 		trs, err := collect(rows, err, scanTransition)
 		if err != nil {
 			return err

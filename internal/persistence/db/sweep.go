@@ -169,7 +169,7 @@ func (s *Store) ExpireAcks(ctx context.Context, now time.Time, limit int) ([]per
 				ORDER BY d.ack_deadline, d.id LIMIT ?`+s.skipLocked+`
 			)
 			UPDATE deliveries SET previous_state = state, state = 'failed',
-				ack_deadline = NULL, last_error = ?, updated_at = ?
+				ack_deadline = NULL, last_error = ?, updated_at = ?, error_class = 'timeout'
 			WHERE id IN (SELECT id FROM picked) AND state = 'awaiting_ack'
 			RETURNING `+transitionCols,
 			s.tv(now), sweepLimit(limit), ackExpiredReason, s.tv(now))
