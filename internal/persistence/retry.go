@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"errors"
 	"strings"
 
 	"wharf/internal/retry"
@@ -18,4 +19,22 @@ func CheckRetry(field string, p retry.Policy) error {
 		return &FieldError{Field: field, Message: err.Error()}
 	}
 	return &FieldError{Field: field + "." + sub, Message: msg}
+}
+
+// DecodeRetry reads a retry policy held under field from JSON (a route's "retry"):
+// null or nothing is nil, the target's policy; any refusal is a *FieldError naming the
+// policy's own field under field.
+func DecodeRetry(field string, raw []byte) (*retry.Policy, error) {
+	if t := strings.TrimSpace(string(raw)); t == "" || t == "null" {
+		return nil, nil
+	}
+	p, err := retry.Decode(raw)
+	var fe *retry.FieldError
+	if errors.As(err, &fe) {
+		return nil, &FieldError{Field: strings.TrimSuffix(field+"."+fe.Field, "."), Message: fe.Message}
+	}
+	if err != nil {
+		return nil, &FieldError{Field: field, Message: err.Error()}
+	}
+	return &p, nil
 }
