@@ -1,6 +1,8 @@
 package retry
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -120,11 +122,32 @@ func (r Rules) For(c Class) *Rule {
 	return *s
 }
 
-// Set puts rule as the rule of class c (nil removes it).
+// Set puts rule as the rule of class c; nil or an empty rule removes it.
 func (r *Rules) Set(c Class, rule *Rule) {
+	if rule != nil && rule.empty() {
+		rule = nil
+	}
 	if s := r.slot(c); s != nil {
 		*s = rule
 	}
+}
+
+// UnmarshalJSON reads the rules strictly (an unknown class is refused) and drops empty
+// ones, which a form sends for the rows left empty, so a stored policy holds only the
+// rules it has.
+func (r *Rules) UnmarshalJSON(b []byte) error {
+	type plain Rules
+	var p plain
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return err
+	}
+	*r = Rules{}
+	for _, c := range AllClasses {
+		r.Set(c, *(*Rules)(&p).slot(c))
+	}
+	return nil
 }
 
 func (r Rule) empty() bool { return r == Rule{} }

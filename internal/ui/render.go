@@ -59,7 +59,7 @@ func parsePages() (map[string]*template.Template, error) {
 	pages := make(map[string]*template.Template, len(views))
 	for _, v := range views {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles,
-			"templates/layout.html", "templates/"+v+".html")
+			"templates/layout.html", "templates/partial_*.html", "templates/"+v+".html")
 		if err != nil {
 			return nil, fmt.Errorf("ui: parse template %s: %w", v, err)
 		}
