@@ -20,9 +20,13 @@ type routeInput struct {
 	Retry json.RawMessage `json:"retry,omitempty"`
 }
 
-// record turns the input into what records validates; a refused retry policy names its
-// field.
-func (in routeInput) record() (records.RouteInput, error) {
+// decodeRoute reads a route from the request body into what records validates; a
+// refused retry policy names its field.
+func decodeRoute(r *http.Request) (records.RouteInput, error) {
+	var in routeInput
+	if err := decodeJSON(r, &in); err != nil {
+		return records.RouteInput{}, err
+	}
 	policy, err := persistence.DecodeRetry("retry", in.Retry)
 	if err != nil {
 		return records.RouteInput{}, err
@@ -45,17 +49,12 @@ func (s *Server) listRoutes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createRoute(w http.ResponseWriter, r *http.Request) {
-	var in routeInput
-	if err := decodeJSON(r, &in); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	rec, err := in.record()
+	in, err := decodeRoute(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	rt, err := records.CreateRoute(r.Context(), s.store, rec)
+	rt, err := records.CreateRoute(r.Context(), s.store, in)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -87,17 +86,12 @@ func (s *Server) updateRoute(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var in routeInput
-	if err := decodeJSON(r, &in); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	rec, err := in.record()
+	in, err := decodeRoute(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	rt, err := records.UpdateRoute(r.Context(), s.store, id, rec)
+	rt, err := records.UpdateRoute(r.Context(), s.store, id, in)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -1,6 +1,7 @@
 package module
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -80,5 +81,23 @@ func TestDescribeListsEveryField(t *testing.T) {
 func TestDescribeUnknownType(t *testing.T) {
 	if _, err := Describe("no-such-type"); err == nil {
 		t.Fatal("Describe of an unknown type succeeded")
+	}
+}
+
+// TestDecodeNamesRetryFields: a target config's retry policy is decoded strictly, and a
+// refused value or key is named by its full path.
+func TestDecodeNamesRetryFields(t *testing.T) {
+	for _, tt := range []struct{ retry, field string }{
+		{`{"rules":{"http_5xx":{"max_retries":"x"}}}`, "retry.rules.http_5xx.max_retries"},
+		{`{"rules":{"http_5xx":{"base":"soon"}}}`, "retry.rules.http_5xx.base"},
+		{`{"rules":{"http_6xx":{}}}`, "retry.rules.http_6xx"},
+		{`{"rules":{"timeout":{"never":true,"jitter":0.5}}}`, "retry.rules.timeout.never"},
+		{`{"strategy":"sometimes"}`, "retry.strategy"},
+	} {
+		_, err := Decode(describedType, []byte(`{"name":"d","url":"x","retry":`+tt.retry+`}`), nil, nil)
+		var fe *persistence.FieldError
+		if !errors.As(err, &fe) || fe.Field != tt.field {
+			t.Errorf("retry %s: %v, want an error naming %s", tt.retry, err, tt.field)
+		}
 	}
 }

@@ -19,6 +19,23 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 
+// UnmarshalJSON is Decode, so a policy inside any config is read strictly and a refusal
+// names the policy's own field (*FieldError); null leaves the policy as it is.
+func (p *Policy) UnmarshalJSON(b []byte) error {
+	if string(bytes.TrimSpace(b)) == "null" {
+		return nil
+	}
+	v, err := Decode(b)
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
+// policyFields is Policy without its methods, for decoding one field at a time.
+type policyFields Policy
+
 // Decode reads a policy from JSON strictly, naming the field of any unknown key or
 // invalid value, and validates it; the error is a *FieldError (Field "" when the value
 // is not an object).
@@ -30,7 +47,7 @@ func Decode(raw []byte) (Policy, error) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if k != "rules" {
-			if err := decodeField(k, top[k], &p); err != nil {
+			if err := decodeField(k, top[k], (*policyFields)(&p)); err != nil {
 				return Policy{}, &FieldError{Field: k, Message: err.Error()}
 			}
 			continue

@@ -1,8 +1,6 @@
 package retry
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -130,24 +128,6 @@ func (r *Rules) Set(c Class, rule *Rule) {
 	if s := r.slot(c); s != nil {
 		*s = rule
 	}
-}
-
-// UnmarshalJSON reads the rules strictly (an unknown class is refused) and drops empty
-// ones, which a form sends for the rows left empty, so a stored policy holds only the
-// rules it has.
-func (r *Rules) UnmarshalJSON(b []byte) error {
-	type plain Rules
-	var p plain
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return err
-	}
-	*r = Rules{}
-	for _, c := range AllClasses {
-		r.Set(c, *(*Rules)(&p).slot(c))
-	}
-	return nil
 }
 
 func (r Rule) empty() bool { return r == Rule{} }

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"wharf/internal/persistence"
-	"wharf/internal/records"
 	"wharf/internal/ui/session"
 )
 
@@ -41,29 +40,9 @@ func (s *Server) editRoutePage(w http.ResponseWriter, r *http.Request) {
 
 // updateRoutePage saves an edit through records.UpdateRoute, the rules REST applies.
 func (s *Server) updateRoutePage(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.routeID(w, r)
-	if !ok {
-		return
+	if id, ok := s.routeID(w, r); ok {
+		s.saveRoute(w, r, id)
 	}
-	if err := r.ParseForm(); err != nil {
-		badForm(w, err)
-		return
-	}
-	f, in, err := submittedRoute(r, id)
-	if err == nil {
-		_, err = records.UpdateRoute(r.Context(), s.store, id, in)
-	}
-	if errors.Is(err, persistence.ErrNotFound) {
-		s.notFound(w, r)
-		return
-	}
-	if err != nil {
-		s.refuseRoute(w, r, f, err)
-		return
-	}
-	s.routesChanged(r)
-	setFlash(w, "route-updated")
-	http.Redirect(w, r, "/ui/routes", http.StatusSeeOther)
 }
 
 func (s *Server) renderRouteEdit(w http.ResponseWriter, r *http.Request, status int, f routeForm) {

@@ -109,20 +109,34 @@ func (s *Server) renderRoutes(w http.ResponseWriter, r *http.Request, status int
 }
 
 func (s *Server) createRoutePage(w http.ResponseWriter, r *http.Request) {
+	s.saveRoute(w, r, 0)
+}
+
+// saveRoute creates (id 0) or edits route id from the submitted form through the rules
+// REST applies, and shows the form again with the reasons when it is refused.
+func (s *Server) saveRoute(w http.ResponseWriter, r *http.Request, id int64) {
 	if err := r.ParseForm(); err != nil {
 		badForm(w, err)
 		return
 	}
-	f, in, err := submittedRoute(r, 0)
-	if err == nil {
+	f, in, err := submittedRoute(r, id)
+	flash := "route-created"
+	if err == nil && id == 0 {
 		_, err = records.CreateRoute(r.Context(), s.store, in)
+	} else if err == nil {
+		_, err = records.UpdateRoute(r.Context(), s.store, id, in)
+		flash = "route-updated"
+	}
+	if errors.Is(err, persistence.ErrNotFound) {
+		s.notFound(w, r)
+		return
 	}
 	if err != nil {
 		s.refuseRoute(w, r, f, err)
 		return
 	}
 	s.routesChanged(r)
-	setFlash(w, "route-created")
+	setFlash(w, flash)
 	http.Redirect(w, r, "/ui/routes", http.StatusSeeOther)
 }
 
