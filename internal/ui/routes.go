@@ -44,7 +44,7 @@ type routeForm struct {
 }
 
 // routeRetryIntro heads a route's retry override.
-const routeRetryIntro = "Leave every cell empty to keep the target's retry policy. Anything set here replaces the target's policy for the messages this route dispatches: a kind of failure without a row here follows the target's row for it."
+const routeRetryIntro = "Leave every cell empty to keep the target's retry policy. What is set here goes before the target's policy for the messages this route dispatches: a kind of failure with a row here follows it; one without follows the target's row for it if the target has one, else the default row here; cells left empty take the target's."
 
 func (s *Server) routesPage(w http.ResponseWriter, r *http.Request) {
 	s.renderRoutes(w, r, http.StatusOK, routeForm{From: persistence.AnyParty, To: persistence.AnyParty,
@@ -52,7 +52,7 @@ func (s *Server) routesPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // submittedRoute reads a submitted route form into the form to show again and the input
-// records checks; a refused retry override is in the form's errors, by field.
+// records checks; the error is a refusal of the retry override, naming its field.
 func submittedRoute(r *http.Request, id int64) (routeForm, records.RouteInput, error) {
 	f := routeForm{ID: id, Source: r.PostForm.Get("source"), From: r.PostForm.Get("from"), To: r.PostForm.Get("to"),
 		Target: r.PostForm.Get("target"), Ordered: r.PostForm.Get("ordered") != ""}
