@@ -44,7 +44,7 @@ type routeForm struct {
 }
 
 // routeRetryIntro heads a route's retry override.
-const routeRetryIntro = "Leave every cell empty to keep the target's retry policy. What is set here goes before the target's policy for the messages this route dispatches: a kind of failure with a row here follows it; one without follows the target's row for it if the target has one, else the default row here; cells left empty take the target's."
+const routeRetryIntro = "Leave every cell empty to keep the target's retry policy. What is set here goes before the target's policy for the messages this route dispatches: a kind of failure with a row here follows it; one without follows the target's row for it if the target has one, else the default row here; empty cells take the default row here, then the target's."
 
 func (s *Server) routesPage(w http.ResponseWriter, r *http.Request) {
 	s.renderRoutes(w, r, http.StatusOK, routeForm{From: persistence.AnyParty, To: persistence.AnyParty,
