@@ -91,7 +91,7 @@ func TestDecodeNamesRetryFields(t *testing.T) {
 		{`{"rules":{"http_5xx":{"max_retries":"x"}}}`, "retry.rules.http_5xx.max_retries"},
 		{`{"rules":{"http_5xx":{"base":"soon"}}}`, "retry.rules.http_5xx.base"},
 		{`{"rules":{"http_6xx":{}}}`, "retry.rules.http_6xx"},
-		{`{"rules":{"timeout":{"never":true,"jitter":0.5}}}`, "retry.rules.timeout.never"},
+		{`{"rules":{"timeout":[]}}`, "retry.rules.timeout"},
 		{`{"strategy":"sometimes"}`, "retry.strategy"},
 	} {
 		_, err := Decode(describedType, []byte(`{"name":"d","url":"x","retry":`+tt.retry+`}`), nil, nil)

@@ -19,13 +19,15 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 
-// UnmarshalJSON is Decode, so a policy inside any config is read strictly and a refusal
-// names the policy's own field (*FieldError); null leaves the policy as it is.
+// UnmarshalJSON reads a policy strictly onto what it holds (a config's defaults): fields
+// given replace those, and a rule given replaces the rule of its class. A refusal names
+// the policy's own field (*FieldError); null leaves the policy as it is. It does not
+// validate: the config's Validate does.
 func (p *Policy) UnmarshalJSON(b []byte) error {
 	if string(bytes.TrimSpace(b)) == "null" {
 		return nil
 	}
-	v, err := Decode(b)
+	v, err := decodeOnto(*p, b)
 	if err != nil {
 		return err
 	}
@@ -40,7 +42,18 @@ type policyFields Policy
 // invalid value, and validates it; the error is a *FieldError (Field "" when the value
 // is not an object).
 func Decode(raw []byte) (Policy, error) {
-	var p Policy
+	p, err := decodeOnto(Policy{}, raw)
+	if err != nil {
+		return Policy{}, err
+	}
+	if err := p.Validate(); err != nil {
+		field, msg, _ := strings.Cut(err.Error(), ": ")
+		return Policy{}, &FieldError{Field: field, Message: msg}
+	}
+	return p, nil
+}
+
+func decodeOnto(p Policy, raw []byte) (Policy, error) {
 	top, err := object(raw)
 	if err != nil {
 		return Policy{}, &FieldError{Message: err.Error()}
@@ -73,10 +86,6 @@ func Decode(raw []byte) (Policy, error) {
 			}
 			p.Rules.Set(c, &r)
 		}
-	}
-	if err := p.Validate(); err != nil {
-		field, msg, _ := strings.Cut(err.Error(), ": ")
-		return Policy{}, &FieldError{Field: field, Message: msg}
 	}
 	return p, nil
 }

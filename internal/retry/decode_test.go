@@ -1,7 +1,9 @@
 package retry
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -39,5 +41,28 @@ func TestDecodeNamesTheField(t *testing.T) {
 	if p.Strategy != Fixed || time.Duration(p.Base) != time.Minute || r == nil || r.Strategy != Exponential ||
 		time.Duration(r.Base) != 10*time.Second || *r.MaxRetries != 8 || *r.Jitter != 0.1 || !p.Rules.For(ClassHTTP4xx).Never {
 		t.Fatalf("Decode = %+v, http_5xx %+v", p, r)
+	}
+}
+
+// TestUnmarshalKeepsDefaults: a policy decoded inside a config lands on the config's
+// defaults: fields it names replace them, a rule it names replaces that class's rule,
+// the rest stays, and nothing is validated until the config's Validate.
+func TestUnmarshalKeepsDefaults(t *testing.T) {
+	var cfg struct {
+		Retry Policy `json:"retry"`
+	}
+	cfg.Retry = Policy{Strategy: Fixed, Base: Duration(time.Second), MaxRetries: intp(1000),
+		Rules: Rules{HTTP4xx: &Rule{Strategy: Fixed}, Timeout: &Rule{MaxRetries: intp(2)}}}
+	err := json.Unmarshal([]byte(`{"retry":{"base":"5s","jitter":2,"rules":{"http_4xx":{"never":true}}}}`), &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Retry
+	if p.Strategy != Fixed || time.Duration(p.Base) != 5*time.Second || *p.MaxRetries != 1000 ||
+		!p.Rules.For(ClassHTTP4xx).Never || p.Rules.For(ClassHTTP4xx).Strategy != "" || *p.Rules.For(ClassTimeout).MaxRetries != 2 {
+		t.Fatalf("decoded onto defaults: %+v", p)
+	}
+	if err := p.Validate(); err == nil || !strings.HasPrefix(err.Error(), "jitter: ") {
+		t.Fatalf("Validate = %v, want the jitter refused", err)
 	}
 }
