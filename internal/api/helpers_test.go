@@ -340,7 +340,7 @@ func (o *testOps) Redispatch(ctx context.Context, messageID int64, actor string)
 	if err != nil {
 		return nil, err
 	}
-	return o.store.Redispatch(ctx, messageID, matchRoutes(routes, m.Source, m.From, m.To), nil, actor)
+	return o.store.Redispatch(ctx, messageID, matchRoutes(routes, m.Source, m.From, m.To), nil, nil, actor)
 }
 
 func (o *testOps) Redeliver(ctx context.Context, deliveryID int64, mode persistence.ResendMode, actor string) (persistence.Delivery, error) {

@@ -55,6 +55,7 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/api/v1/routes", handle: s.listRoutes},
 		{method: "POST", path: "/api/v1/routes", body: bodyJSON, handle: s.createRoute},
 		{method: "GET", path: "/api/v1/routes/{id}", handle: s.getRoute},
+		{method: "PUT", path: "/api/v1/routes/{id}", body: bodyJSON, handle: s.updateRoute},
 		{method: "DELETE", path: "/api/v1/routes/{id}", handle: s.deleteRoute},
 
 		{method: "GET", path: "/api/v1/certificates", handle: s.listCertificates},

@@ -1,9 +1,11 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 
+	"wharf/internal/persistence"
 	"wharf/internal/records"
 )
 
@@ -16,6 +18,23 @@ type routeInput struct {
 	Ordered bool   `json:"ordered"`
 	// SessionBy: see persistence.Route.SessionBy.
 	SessionBy string `json:"session_by"`
+	// Retry is read by persistence.DecodeRetry, which names the policy's own fields.
+	Retry json.RawMessage `json:"retry,omitempty"`
+}
+
+// decodeRoute reads a route from the request body into what records validates; a
+// refused retry policy names its field.
+func decodeRoute(r *http.Request) (records.RouteInput, error) {
+	var in routeInput
+	if err := decodeJSON(r, &in); err != nil {
+		return records.RouteInput{}, err
+	}
+	policy, err := persistence.DecodeRetry("retry", in.Retry)
+	if err != nil {
+		return records.RouteInput{}, err
+	}
+	return records.RouteInput{Source: in.Source, From: in.From, To: in.To, Target: in.Target, Ordered: in.Ordered,
+		SessionBy: in.SessionBy, Retry: policy}, nil
 }
 
 func (s *Server) listRoutes(w http.ResponseWriter, r *http.Request) {
@@ -33,15 +52,12 @@ func (s *Server) listRoutes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createRoute(w http.ResponseWriter, r *http.Request) {
-	var in routeInput
-	if err := decodeJSON(r, &in); err != nil {
+	in, err := decodeRoute(r)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	rt, err := records.CreateRoute(r.Context(), s.store, records.RouteInput{
-		Source: in.Source, From: in.From, To: in.To, Target: in.Target, Ordered: in.Ordered,
-		SessionBy: in.SessionBy,
-	})
+	rt, err := records.CreateRoute(r.Context(), s.store, in)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -62,6 +78,28 @@ func (s *Server) getRoute(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, rt)
+}
+
+// updateRoute replaces a route's fields (the whole route, as create takes it) under the
+// same rules as create; deliveries already dispatched keep the retry policy they have.
+func (s *Server) updateRoute(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	in, err := decodeRoute(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rt, err := records.UpdateRoute(r.Context(), s.store, id, in)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.ops.RoutesChanged(r.Context())
 	writeJSON(w, http.StatusOK, rt)
 }
 

@@ -8,10 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // Attempt is one try at delivering a message to a target.
@@ -38,14 +38,16 @@ type Recoverer interface {
 }
 
 // ErrorClass tells the retry policy what kind of failure it is deciding on.
-type ErrorClass string
+type ErrorClass = retry.Class
 
 const (
-	ClassTransport ErrorClass = "transport" // connection refused, reset, DNS, file system
-	ClassTimeout   ErrorClass = "timeout"
-	ClassHTTP4xx   ErrorClass = "http_4xx"
-	ClassHTTP5xx   ErrorClass = "http_5xx"
-	ClassRefused   ErrorClass = "partner_refusal"
+	ClassTransport = retry.ClassTransport
+	ClassTimeout   = retry.ClassTimeout
+	ClassThrottled = retry.ClassThrottled
+	ClassHTTP4xx   = retry.ClassHTTP4xx
+	ClassHTTP5xx   = retry.ClassHTTP5xx
+	ClassRefused   = retry.ClassRefused
+	ClassInternal  = retry.ClassInternal
 )
 
 // Result is a target's verdict on one attempt. Build it with Delivered, AwaitAck,
@@ -99,8 +101,12 @@ func RetryAt(at time.Time, class ErrorClass, err error) Result {
 	return Result{Kind: persistence.OutcomeRetry, At: at, Class: class, Err: err}
 }
 
-// Permanent is a failure another try cannot fix.
-func Permanent(err error) Result { return Result{Kind: persistence.OutcomeFailed, Err: err} }
+// Permanent is a failure another try cannot change by definition (a path that leaves its
+// directory); anything a retry could sensibly fix is Transient, so an operator's rule
+// for its class decides.
+func Permanent(class ErrorClass, err error) Result {
+	return Result{Kind: persistence.OutcomeFailed, Class: class, Err: err}
+}
 
 // TargetOptions are the settings every target instance has. Target config types embed it,
 // so its fields sit at the top level of their JSON.
@@ -157,17 +163,12 @@ func (o TargetOptions) awaitCompletion(c persistence.Completion, now time.Time) 
 }
 
 // CheckTargetOptions is Validate for a target config's Validate: its error is a
-// *persistence.FieldError naming the option ("retry" when the error names none).
+// *persistence.FieldError naming the option.
 func CheckTargetOptions(o TargetOptions) error {
-	err := o.Validate()
-	if err == nil {
-		return nil
+	if o.MaxConcurrent < 0 || o.MaxConcurrent > 256 {
+		return &persistence.FieldError{Field: "max_concurrent", Message: "must be between 1 and 256"}
 	}
-	field, msg, ok := strings.Cut(err.Error(), ": ")
-	if !ok {
-		field, msg = "retry", err.Error()
-	}
-	return &persistence.FieldError{Field: field, Message: msg}
+	return persistence.CheckRetry("retry", o.Retry)
 }
 
 // TargetConfig is implemented by every target config through its embedded TargetOptions.

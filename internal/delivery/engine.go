@@ -501,7 +501,7 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 	}
 	w.mu.Lock()
 	now := w.e.cfg.Now()
-	comp := decide(res, w.opts.Retry, c.Delivery.Attempts, now, w.rnd)
+	comp := decide(res, w.opts.Retry, c.Delivery.Retry, c.Delivery.Attempts, now, w.rnd)
 	w.mu.Unlock()
 	comp = w.opts.awaitCompletion(comp, now)
 	comp.DeliveryID, comp.Token = c.Delivery.ID, c.Delivery.ClaimToken
@@ -551,9 +551,10 @@ func (w *worker) deliver(ctx context.Context, a Attempt) (res Result) {
 }
 
 // recovered asks a Recoverer target how to go on after a panic; any other target, or one
-// whose Recovered panics too, gets a transient failure under its instance's retry policy.
+// whose Recovered panics too, gets a transient failure of class internal (our own error)
+// under its instance's retry policy.
 func (w *worker) recovered(ctx context.Context, a Attempt, cause error) (res Result) {
-	res = Transient(ClassTransport, cause)
+	res = Transient(ClassInternal, cause)
 	rc, ok := w.d.(Recoverer)
 	if !ok {
 		return res
@@ -561,7 +562,7 @@ func (w *worker) recovered(ctx context.Context, a Attempt, cause error) (res Res
 	defer func() {
 		if r := recover(); r != nil {
 			w.log.ErrorContext(ctx, "target panicked while recovering from a panic", "panic", r, "stack", string(debug.Stack()))
-			res = Transient(ClassTransport, cause)
+			res = Transient(ClassInternal, cause)
 		}
 	}()
 	return rc.Recovered(ctx, a, cause)

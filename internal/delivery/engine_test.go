@@ -64,6 +64,13 @@ func (memPayloads) Open(context.Context, string) (io.ReadCloser, error) {
 // seed stores n messages dispatched to target.
 func seed(t *testing.T, s *db.Store, target persistence.InstanceName, n int) []persistence.Message {
 	t.Helper()
+	return seedWithPolicy(t, s, target, n, nil)
+}
+
+// seedWithPolicy stores n messages dispatched to target by a route whose retry override
+// is policy (nil: the target's).
+func seedWithPolicy(t *testing.T, s *db.Store, target persistence.InstanceName, n int, policy *delivery.RetryPolicy) []persistence.Message {
+	t.Helper()
 	ctx := context.Background()
 	now := time.Now().UTC()
 	for _, name := range []persistence.InstanceName{"src", target} {
@@ -87,6 +94,7 @@ func seed(t *testing.T, s *db.Store, target persistence.InstanceName, n int) []p
 			Payloads: []persistence.Payload{{MessageID: id, Stage: persistence.PayloadUnpacked, Key: "k", Size: 3, SHA256: digest, CreatedAt: now}},
 			Dispatch: true,
 			Targets:  []persistence.InstanceName{target},
+			Retry:    map[persistence.InstanceName]*delivery.RetryPolicy{target: policy},
 		})
 	}
 	msgs, err := s.InsertMessages(ctx, news)

@@ -71,7 +71,7 @@ func TestEngineRecordsHandoffs(t *testing.T) {
 			delivery.DeliveredNote("written as acme/a.edi"),
 			persistence.DeliveryAwaitingAck, now.Add(2 * time.Hour), "", "written as acme/a.edi"},
 		{"await_completion leaves a failure failed", delivery.TargetOptions{AwaitCompletion: delivery.Duration(2 * time.Hour)},
-			delivery.Permanent(errors.New("disk full")),
+			delivery.Permanent(delivery.ClassTransport, errors.New("disk full")),
 			persistence.DeliveryFailed, time.Time{}, "", "disk full"},
 		{"without await_completion delivered stays delivered", delivery.TargetOptions{},
 			delivery.Delivered(), persistence.DeliveryDelivered, time.Time{}, "", "delivered"},

@@ -62,7 +62,7 @@ func (o *ownQueueTarget) DeliveryQueue() delivery.Queue { return o.q }
 
 func (o *ownQueueTarget) Deliver(ctx context.Context, a delivery.Attempt) delivery.Result {
 	if _, err := a.Open(ctx); err == nil {
-		return delivery.Permanent(nil) // an own queue's work has no document
+		return delivery.Permanent(delivery.ClassInternal, nil) // an own queue's work has no document
 	}
 	if _, again := o.tries.LoadOrStore(a.Delivery.ID, true); !again {
 		return delivery.Transient(delivery.ClassHTTP5xx, delivery.HTTPStatusError(503))

@@ -6,152 +6,34 @@ import (
 	"time"
 
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
-// RetryStrategy is how the delay grows between attempts.
-type RetryStrategy string
+// The retry policy's types live in package retry, which routes and partner profiles use
+// as well; targets name them here, beside the rest of what they return and configure.
+type (
+	RetryStrategy = retry.Strategy
+	Duration      = retry.Duration
+	RetryPolicy   = retry.Policy
+	RetryRule     = retry.Rule
+)
 
 const (
-	RetryFixed       RetryStrategy = "fixed"       // base
-	RetryLinear      RetryStrategy = "linear"      // base × (attempt+1)
-	RetryExponential RetryStrategy = "exponential" // base × 2^attempt
+	RetryFixed       = retry.Fixed
+	RetryLinear      = retry.Linear
+	RetryExponential = retry.Exponential
 )
 
-var allRetryStrategies = []RetryStrategy{RetryFixed, RetryLinear, RetryExponential}
-
-// ParseRetryStrategy parses a strategy name.
-func ParseRetryStrategy(s string) (RetryStrategy, error) {
-	for _, v := range allRetryStrategies {
-		if string(v) == s {
-			return v, nil
-		}
-	}
-	return "", fmt.Errorf("invalid retry strategy %q: want fixed, linear or exponential", s)
-}
-
-func (s *RetryStrategy) UnmarshalText(b []byte) error {
-	v, err := ParseRetryStrategy(string(b))
-	if err != nil {
-		return err
-	}
-	*s = v
-	return nil
-}
-
-// Duration is a time.Duration written as text ("30s", "5m") in JSON.
-type Duration time.Duration
-
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("invalid duration %q: use a form like 30s or 5m", string(b))
-	}
-	if v < 0 {
-		return fmt.Errorf("invalid duration %q: negative", string(b))
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// RetryPolicy decides, per failed attempt, whether and when to try again.
-type RetryPolicy struct {
-	Strategy   RetryStrategy `json:"strategy,omitempty"`
-	Base       Duration      `json:"base,omitempty"`
-	MaxDelay   Duration      `json:"max_delay,omitempty"`
-	MaxRetries *int          `json:"max_retries,omitempty"`
-	// Jitter spreads each delay by up to this fraction either way (0 to 1); unset means
-	// DefaultJitter, so a recovered partner is not hit by a whole backlog in one second,
-	// and 0 turns the spread off.
-	Jitter *float64 `json:"jitter,omitempty"`
-}
-
 // DefaultMaxRetries is used when a policy names none.
-const DefaultMaxRetries = 10
+const DefaultMaxRetries = retry.DefaultMaxRetries
 
 // DefaultJitter is the spread of a policy that names none: about ±20 %.
-const DefaultJitter = 0.2
+const DefaultJitter = retry.DefaultJitter
 
-// WithDefaults fills unset fields: exponential from 30 s, capped at 1 h, 10 retries,
-// ±20 % jitter.
-func (p RetryPolicy) WithDefaults() RetryPolicy {
-	if p.Strategy == "" {
-		p.Strategy = RetryExponential
-	}
-	if p.Base == 0 {
-		p.Base = Duration(30 * time.Second)
-	}
-	if p.MaxDelay == 0 {
-		p.MaxDelay = Duration(time.Hour)
-	}
-	if p.MaxRetries == nil {
-		n := DefaultMaxRetries
-		p.MaxRetries = &n
-	}
-	if p.Jitter == nil {
-		j := DefaultJitter
-		p.Jitter = &j
-	}
-	return p
-}
-
-// Validate checks the policy's fields.
-func (p RetryPolicy) Validate() error {
-	if p.Strategy != "" {
-		if _, err := ParseRetryStrategy(string(p.Strategy)); err != nil {
-			return fmt.Errorf("strategy: %w", err)
-		}
-	}
-	if p.MaxRetries != nil && (*p.MaxRetries < 0 || *p.MaxRetries > 1000) {
-		return fmt.Errorf("max_retries: must be between 0 and 1000")
-	}
-	if p.Jitter != nil && (*p.Jitter < 0 || *p.Jitter > 1) {
-		return fmt.Errorf("jitter: must be between 0 and 1")
-	}
-	if p.MaxDelay != 0 && p.Base > p.MaxDelay {
-		return fmt.Errorf("base: must not exceed max_delay")
-	}
-	return nil
-}
-
-// Delay is the wait before the retry that follows failed attempt number attempt (1-based),
-// or false when the policy's retries are used up. rnd draws the jitter; nil leaves the
-// delay unspread (a test that wants fixed figures, or the same draws, passes its own).
-func (p RetryPolicy) Delay(attempt int, rnd *rand.Rand) (time.Duration, bool) {
-	p = p.WithDefaults()
-	if attempt > *p.MaxRetries {
-		return 0, false
-	}
-	n := attempt - 1 // retries so far
-	base := time.Duration(p.Base)
-	var d time.Duration
-	switch p.Strategy {
-	case RetryFixed:
-		d = base
-	case RetryLinear:
-		d = base * time.Duration(n+1)
-	default:
-		d = base
-		for i := 0; i < n && d < time.Duration(p.MaxDelay); i++ {
-			d *= 2
-		}
-	}
-	if max := time.Duration(p.MaxDelay); d > max || d < 0 {
-		d = max
-	}
-	if *p.Jitter > 0 && rnd != nil {
-		spread := float64(d) * *p.Jitter
-		d += time.Duration((rnd.Float64()*2 - 1) * spread)
-		if d < 0 {
-			d = 0
-		}
-	}
-	return d, true
-}
-
-// decide turns a target's result into the completion the store records.
-func decide(r Result, p RetryPolicy, attempt int, now time.Time, rnd *rand.Rand) persistence.Completion {
+// decide turns a target's result into the completion the store records. A failure is
+// judged by the rule for its class (see retry.Resolve: the route's override, then the
+// target's policy), and the history line of a retry or a failure names that rule.
+func decide(r Result, target RetryPolicy, route *RetryPolicy, attempt int, now time.Time, rnd *rand.Rand) persistence.Completion {
 	c := persistence.Completion{Kind: r.Kind, At: now}
 	if r.Err != nil {
 		c.Reason = r.Err.Error()
@@ -167,22 +49,40 @@ func decide(r Result, p RetryPolicy, attempt int, now time.Time, rnd *rand.Rand)
 			c.Reason = r.Note
 		}
 	case persistence.OutcomeRetry:
-		d, ok := p.Delay(attempt, rnd)
-		if !ok {
+		c.ErrorClass = string(r.Class)
+		dec := retry.Resolve(r.Class, target, route)
+		d, ok := dec.Delay(attempt, rnd)
+		switch {
+		case dec.Never:
 			c.Kind = persistence.OutcomeFailed
-			c.Reason = fmt.Sprintf("retries exhausted after %d attempts: %s", attempt, reasonOf(r))
-			break
-		}
-		c.NextAttemptAt = now.Add(d)
-		if !r.At.IsZero() && r.At.After(c.NextAttemptAt) {
-			c.NextAttemptAt = r.At
+			c.Reason = fmt.Sprintf("%s — not retried (%s: never)", reasonOf(r), dec.Source)
+		case !ok:
+			c.Kind = persistence.OutcomeFailed
+			c.Reason = fmt.Sprintf("%s — retries exhausted after %d attempts (%s, %s)", reasonOf(r), attempt, dec.Source, dec.Strategy)
+		default:
+			c.NextAttemptAt = now.Add(d)
+			asked := ""
+			if !r.At.IsZero() && r.At.After(c.NextAttemptAt) {
+				c.NextAttemptAt, asked = r.At, ", as the receiver asked"
+			}
+			c.Reason = fmt.Sprintf("%s — retry %d of %d in %s%s (%s, %s)", reasonOf(r), attempt, dec.MaxRetries,
+				roundDelay(c.NextAttemptAt.Sub(now)), asked, dec.Source, dec.Strategy)
 		}
 	case persistence.OutcomeFailed:
+		c.ErrorClass = string(r.Class)
 		if c.Reason == "" {
 			c.Reason = errNoReason.Error()
 		}
 	}
 	return c
+}
+
+// roundDelay shows a delay as people read it: whole seconds from a second up.
+func roundDelay(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
 }
 
 func reasonOf(r Result) string {

@@ -16,6 +16,7 @@ import (
 	"wharf/internal/logging"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 	"wharf/internal/storage"
 )
 
@@ -27,7 +28,7 @@ type Store interface {
 	InsertMessages(ctx context.Context, msgs []persistence.NewMessage) ([]persistence.Message, error)
 	GetMessage(ctx context.Context, id int64) (persistence.Message, error)
 	FindMessageByOrigin(ctx context.Context, source persistence.InstanceName, originEventID string) (persistence.Message, error)
-	Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, sessions map[persistence.InstanceName]persistence.DeliverySession, actor string) ([]persistence.Delivery, error)
+	Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, sessions map[persistence.InstanceName]persistence.DeliverySession, overrides map[persistence.InstanceName]*retry.Policy, actor string) ([]persistence.Delivery, error)
 	Redeliver(ctx context.Context, deliveryID int64, mode persistence.ResendMode, actor string) (persistence.Delivery, error)
 	ResubmitDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error)
 	SkipDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error)
@@ -149,6 +150,7 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 	// leaves nothing written.
 	targets := make([][]persistence.InstanceName, len(accept))
 	sessions := make([]map[persistence.InstanceName]persistence.DeliverySession, len(accept))
+	overrides := make([]map[persistence.InstanceName]*retry.Policy, len(accept))
 	for n, i := range accept {
 		it := items[i]
 		if it.Refused != "" {
@@ -166,6 +168,7 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 			targets[n] = append(targets[n], r.Target)
 		}
 		sessions[n] = sessionsOf(rs, persistence.Message{From: it.From, To: it.To, Metadata: meta[i]})
+		overrides[n] = retryOf(rs)
 	}
 	first, err := d.allocate(ctx, len(accept))
 	if err != nil {
@@ -210,6 +213,7 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 			Dispatch: true,
 			Targets:  targets[n],
 			Sessions: sessions[n],
+			Retry:    overrides[n],
 			Actor:    actorOr(it.Actor, "source:"+string(it.Source)),
 			// A message sent by hand is audited with its insert.
 			ByOperator:    it.ByOperator,
@@ -446,7 +450,7 @@ func (d *Dispatcher) Redispatch(ctx context.Context, messageID int64, actor stri
 		targets[i] = r.Target
 	}
 	// The stored metadata keys the sessions of added deliveries as at the first dispatch.
-	due, err := d.store.Redispatch(ctx, messageID, targets, sessionsOf(rs, msg), actor)
+	due, err := d.store.Redispatch(ctx, messageID, targets, sessionsOf(rs, msg), retryOf(rs), actor)
 	if err != nil {
 		return nil, fmt.Errorf("redispatch message %d: %w", messageID, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // routeCache holds the routes in memory; any change to routes or plugin instances
@@ -90,6 +91,27 @@ func sessionsOf(routes []persistence.Route, m persistence.Message) map[persisten
 				out = make(map[persistence.InstanceName]persistence.DeliverySession)
 			}
 			out[r.Target] = ses
+		}
+	}
+	return out
+}
+
+// RetryOverrides are the retry policies of the routes that dispatch a message from source
+// with these parties, by target: the route that decides each target (see MatchRoutes)
+// decides, and a target whose route keeps the target's policy is absent.
+func RetryOverrides(routes []persistence.Route, source persistence.InstanceName, from, to persistence.PartyName) map[persistence.InstanceName]*retry.Policy {
+	return retryOf(MatchRoutes(routes, source, from, to))
+}
+
+// retryOf is the retry overrides of the routes that decided a message's targets.
+func retryOf(decided []persistence.Route) map[persistence.InstanceName]*retry.Policy {
+	var out map[persistence.InstanceName]*retry.Policy
+	for _, r := range decided {
+		if r.Retry != nil {
+			if out == nil {
+				out = map[persistence.InstanceName]*retry.Policy{}
+			}
+			out[r.Target] = r.Retry
 		}
 	}
 	return out

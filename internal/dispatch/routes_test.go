@@ -1,10 +1,12 @@
 package dispatch
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 func TestMatch(t *testing.T) {
@@ -29,6 +31,34 @@ func TestMatch(t *testing.T) {
 		got := Match(routes, tt.source, tt.from, tt.to)
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("Match(%s, %s, %s) = %v, want %v", tt.source, tt.from, tt.to, got, tt.want)
+		}
+	}
+}
+
+// TestRetryOverrides: each target takes the override of its first matching route, and a
+// first route without one leaves the target's policy even when a later route has one.
+func TestRetryOverrides(t *testing.T) {
+	fast := &retry.Policy{Strategy: retry.Fixed}
+	slow := &retry.Policy{Strategy: retry.Linear}
+	routes := []persistence.Route{
+		{ID: 1, Source: "poller", From: "*", To: "acme", Target: "writer", Retry: fast},
+		{ID: 2, Source: "poller", From: "local", To: "*", Target: "poster"},
+		{ID: 3, Source: "poller", From: "*", To: "*", Target: "writer", Retry: slow},
+		{ID: 4, Source: "poller", From: "*", To: "beta", Target: "poster", Retry: slow},
+	}
+	tests := []struct {
+		from, to persistence.PartyName
+		want     map[persistence.InstanceName]*retry.Policy
+	}{
+		{"local", "acme", map[persistence.InstanceName]*retry.Policy{"writer": fast}},
+		{"other", "beta", map[persistence.InstanceName]*retry.Policy{"writer": slow, "poster": slow}},
+		{"local", "beta", map[persistence.InstanceName]*retry.Policy{"writer": slow}},
+		{"local", "other", map[persistence.InstanceName]*retry.Policy{"writer": slow}},
+	}
+	for _, tt := range tests {
+		got := RetryOverrides(routes, "poller", tt.from, tt.to)
+		if !maps.Equal(got, tt.want) {
+			t.Errorf("RetryOverrides(%s, %s) = %v, want %v", tt.from, tt.to, got, tt.want)
 		}
 	}
 }

@@ -131,28 +131,31 @@ func Drain(resp *http.Response) {
 	resp.Body.Close()
 }
 
-// Classify turns an answer into a result: 2xx is delivered; 408, 425, 429 and 5xx are
-// retried (at a Retry-After when there is one); redirects and other statuses fail. The
-// reason is the status line only.
+// Classify turns an answer into a result: 2xx is delivered; every other answer is a
+// failure of its class for the retry policy to judge: 408, 425 and 429 are
+// http_throttled (at a Retry-After when there is one), 5xx is http_5xx (likewise), and
+// the rest, redirects included, is http_4xx, which the default policy never retries.
+// The reason is the status line only.
 func Classify(resp *http.Response, now time.Time) delivery.Result {
 	code := resp.StatusCode
+	var class delivery.ErrorClass
+	err := delivery.HTTPStatusError(code)
 	switch {
 	case code >= 200 && code < 300:
 		return delivery.Delivered()
+	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests:
+		class = delivery.ClassThrottled
+	case code >= 500 && code < 600:
+		class = delivery.ClassHTTP5xx
 	case code >= 300 && code < 400:
-		return delivery.Permanent(fmt.Errorf("redirect refused (status %d)", code))
-	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests, code >= 500 && code < 600:
-		class := delivery.ClassHTTP5xx
-		if code < 500 {
-			class = delivery.ClassHTTP4xx
-		}
-		err := delivery.HTTPStatusError(code)
-		if at, ok := delivery.RetryAfter(resp.Header.Get("Retry-After"), now); ok {
-			return delivery.RetryAt(at, class, err)
-		}
-		return delivery.Transient(class, err)
+		return delivery.Transient(delivery.ClassHTTP4xx, fmt.Errorf("redirect refused (status %d)", code))
+	default:
+		return delivery.Transient(delivery.ClassHTTP4xx, err)
 	}
-	return delivery.Permanent(delivery.HTTPStatusError(code))
+	if at, ok := delivery.RetryAfter(resp.Header.Get("Retry-After"), now); ok {
+		return delivery.RetryAt(at, class, err)
+	}
+	return delivery.Transient(class, err)
 }
 
 // Failure turns an error of Client.Do into a retry: an interrupted attempt, a timeout

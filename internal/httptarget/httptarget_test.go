@@ -39,9 +39,10 @@ func TestClassify(t *testing.T) {
 		at         time.Time
 	}{
 		{204, "", persistence.OutcomeDelivered, "", time.Time{}},
-		{302, "", persistence.OutcomeFailed, "", time.Time{}},
-		{404, "", persistence.OutcomeFailed, "", time.Time{}},
-		{429, "30", persistence.OutcomeRetry, delivery.ClassHTTP4xx, now.Add(30 * time.Second)},
+		{302, "", persistence.OutcomeRetry, delivery.ClassHTTP4xx, time.Time{}},
+		{404, "", persistence.OutcomeRetry, delivery.ClassHTTP4xx, time.Time{}},
+		{408, "", persistence.OutcomeRetry, delivery.ClassThrottled, time.Time{}},
+		{429, "30", persistence.OutcomeRetry, delivery.ClassThrottled, now.Add(30 * time.Second)},
 		{503, "", persistence.OutcomeRetry, delivery.ClassHTTP5xx, time.Time{}},
 	} {
 		resp := &http.Response{StatusCode: tc.code, Header: http.Header{}}

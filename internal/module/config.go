@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // Sealer seals and opens secret values at rest (internal/secret implements it).
@@ -207,6 +208,11 @@ func jsonFieldError(err error, p Plugin, fields map[string]json.RawMessage) erro
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		return &persistence.FieldError{Field: te.Field, Message: "This field does not take a " + te.Value + "."}
+	}
+	// A target's retry policy names its own refused field; every target holds it as retry.
+	var re *retry.FieldError
+	if errors.As(err, &re) {
+		return &persistence.FieldError{Field: strings.TrimSuffix("retry."+re.Field, "."), Message: re.Message}
 	}
 	msg := err.Error()
 	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {

@@ -1,12 +1,14 @@
 package module
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 	"time"
 
 	"wharf/internal/delivery"
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // describedConfig has one field of every kind a form offers.
@@ -66,6 +68,14 @@ func TestDescribeListsEveryField(t *testing.T) {
 		{Name: "retry.jitter", Kind: KindNumber},
 		{Name: "await_completion", Kind: KindDuration},
 	}
+	// The rules by class follow, one row of the same fields per class.
+	for _, c := range retry.AllClasses {
+		p := "retry.rules." + string(c) + "."
+		want = append(want, FieldSpec{Name: p + "never", Kind: KindBoolean, Default: "false"},
+			FieldSpec{Name: p + "strategy", Kind: KindText}, FieldSpec{Name: p + "base", Kind: KindDuration},
+			FieldSpec{Name: p + "max_delay", Kind: KindDuration}, FieldSpec{Name: p + "max_retries", Kind: KindInteger},
+			FieldSpec{Name: p + "jitter", Kind: KindNumber})
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Describe =\n%+v\nwant\n%+v", got, want)
 	}
@@ -74,5 +84,23 @@ func TestDescribeListsEveryField(t *testing.T) {
 func TestDescribeUnknownType(t *testing.T) {
 	if _, err := Describe("no-such-type"); err == nil {
 		t.Fatal("Describe of an unknown type succeeded")
+	}
+}
+
+// TestDecodeNamesRetryFields: a target config's retry policy is decoded strictly, and a
+// refused value or key is named by its full path.
+func TestDecodeNamesRetryFields(t *testing.T) {
+	for _, tt := range []struct{ retry, field string }{
+		{`{"rules":{"http_5xx":{"max_retries":"x"}}}`, "retry.rules.http_5xx.max_retries"},
+		{`{"rules":{"http_5xx":{"base":"soon"}}}`, "retry.rules.http_5xx.base"},
+		{`{"rules":{"http_6xx":{}}}`, "retry.rules.http_6xx"},
+		{`{"rules":{"timeout":[]}}`, "retry.rules.timeout"},
+		{`{"strategy":"sometimes"}`, "retry.strategy"},
+	} {
+		_, err := Decode(describedType, []byte(`{"name":"d","url":"x","retry":`+tt.retry+`}`), nil, nil)
+		var fe *persistence.FieldError
+		if !errors.As(err, &fe) || fe.Field != tt.field {
+			t.Errorf("retry %s: %v, want an error naming %s", tt.retry, err, tt.field)
+		}
 	}
 }

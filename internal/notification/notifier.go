@@ -60,18 +60,18 @@ func (n *Notifier) DeliveryQueue() delivery.Queue { return n.rt.q }
 func (n *Notifier) Deliver(ctx context.Context, at delivery.Attempt) delivery.Result {
 	a, err := n.rt.alertOf(ctx, at.Delivery.ID)
 	if err != nil {
-		return delivery.Transient(delivery.ClassTransport, errors.New("cannot read the alert"))
+		return delivery.Transient(delivery.ClassInternal, errors.New("cannot read the alert"))
 	}
 	if n.now().Sub(a.Time) > MaxAge {
-		return delivery.Permanent(fmt.Errorf("not sent: the alert is older than %s", MaxAge))
+		return delivery.Permanent(delivery.ClassInternal, fmt.Errorf("not sent: the alert is older than %s", MaxAge))
 	}
 	r, err := Render(n.cfg.Format, a, n.rt.core.BaseURL)
 	if err != nil {
-		return delivery.Permanent(err)
+		return delivery.Permanent(delivery.ClassInternal, err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.cfg.URL, bytes.NewReader(r.Body))
 	if err != nil {
-		return delivery.Permanent(errors.New("cannot build the request"))
+		return delivery.Permanent(delivery.ClassInternal, errors.New("cannot build the request"))
 	}
 	for k, v := range n.cfg.Headers {
 		req.Header.Set(k, v)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"wharf/internal/retry"
 )
 
 // Party is an organization or a partner.
@@ -41,6 +43,9 @@ type Route struct {
 	// delivery's session; empty means the default session of the parties (SessionFor).
 	SessionBy string    `json:"session_by"`
 	CreatedAt time.Time `json:"created_at"`
+	// Retry overrides the target's retry policy for deliveries this route dispatches;
+	// nil keeps the target's.
+	Retry *retry.Policy `json:"retry"`
 }
 
 // Describe names the route for people: "source from→to target".
@@ -122,6 +127,13 @@ type Delivery struct {
 	// ExternalRef is what the target answered with when it accepted the document and
 	// reports completion later (an in-house system's job id); empty when none.
 	ExternalRef string `json:"external_ref,omitempty"`
+	// Retry is the retry policy of the route that dispatched the delivery, copied at
+	// dispatch (nil: the target's policy applies), so a later edit or deletion of the
+	// route leaves deliveries already made as they were.
+	Retry *retry.Policy `json:"retry,omitempty"`
+	// ErrorClass is the class of the last failure while the delivery is retrying or
+	// failed; empty otherwise.
+	ErrorClass string `json:"error_class,omitempty"`
 }
 
 // HistoryKind names what a history line records.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"wharf/internal/audit"
+	"wharf/internal/retry"
 )
 
 // Sentinel errors every Store implementation returns (wrapped with context), so callers
@@ -86,7 +87,10 @@ type NewMessage struct {
 	// Sessions are the ordered sessions of the deliveries by target; a target missing
 	// here gets an unordered delivery.
 	Sessions map[InstanceName]DeliverySession
-	Actor    string
+	// Retry holds, by target, the retry policy of the route that dispatches it, copied
+	// onto the delivery; a target without one keeps its own policy.
+	Retry map[InstanceName]*retry.Policy
+	Actor string
 	// ByOperator records the insert in the audit log as a message sent by hand by Actor.
 	ByOperator bool
 	// RefusalReason says in plain words why a message with a refusal class was refused;
@@ -122,7 +126,10 @@ type Completion struct {
 	// system's job id), at most MaxExternalRefBytes of printable ASCII; empty for none.
 	ExternalRef string
 	Reason      string
-	At          time.Time
+	// ErrorClass is the failure's class (retry.Class) for a retry or a failure; the
+	// delivery keeps it until it succeeds.
+	ErrorClass string
+	At         time.Time
 	// Payloads are stages the attempt stored (a receipt), recorded with the outcome. They
 	// are recorded even when the claim is lost: the blobs are durable and a receipt stays
 	// a receipt. A stage the message already has is left as it is.
@@ -176,6 +183,9 @@ type Store interface {
 	// CreateRoute refuses a missing source or target (FieldError) and a route that covers
 	// or is covered by another with the same source and target (ErrConflict).
 	CreateRoute(ctx context.Context, r Route) (Route, error)
+	// UpdateRoute replaces a route's fields with the checks of CreateRoute (its own
+	// coverage aside); ErrNotFound when it does not exist.
+	UpdateRoute(ctx context.Context, r Route) (Route, error)
 	GetRoute(ctx context.Context, id int64) (Route, error)
 	ListRoutes(ctx context.Context) ([]Route, error)
 	DeleteRoute(ctx context.Context, id int64) error
@@ -212,8 +222,9 @@ type Store interface {
 	AddPayload(ctx context.Context, p Payload) error
 
 	// Redispatch adds deliveries for targets the message lacks (in the sessions given by
-	// target) and requeues its queued and stalled ones; it returns the deliveries now due.
-	Redispatch(ctx context.Context, messageID int64, targets []InstanceName, sessions map[InstanceName]DeliverySession, actor string) ([]Delivery, error)
+	// target, each with the retry override of its route from overrides) and requeues its
+	// queued and stalled ones (which keep theirs); it returns the deliveries now due.
+	Redispatch(ctx context.Context, messageID int64, targets []InstanceName, sessions map[InstanceName]DeliverySession, overrides map[InstanceName]*retry.Policy, actor string) ([]Delivery, error)
 	// Redeliver requeues one failed, stalled, retrying or delivered delivery; other states
 	// are ErrConflict.
 	// The history's redeliver_requested line records mode (ResendMode.Reason).

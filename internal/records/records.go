@@ -27,6 +27,8 @@ type Store interface {
 	SetCertificateUses(ctx context.Context, kind, name string, ids []int64) error
 
 	CreateRoute(ctx context.Context, r persistence.Route) (persistence.Route, error)
+	GetRoute(ctx context.Context, id int64) (persistence.Route, error)
+	UpdateRoute(ctx context.Context, r persistence.Route) (persistence.Route, error)
 	ListRoutes(ctx context.Context) ([]persistence.Route, error)
 
 	PutSetting(ctx context.Context, key, value string) error

@@ -8,6 +8,7 @@ import (
 
 	"wharf/internal/module"
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // RouteInput is a route as a client writes it.
@@ -19,6 +20,8 @@ type RouteInput struct {
 	Ordered bool
 	// SessionBy names the metadata entry that keys an ordered route's sessions.
 	SessionBy string
+	// Retry overrides the target's retry policy; nil keeps the target's.
+	Retry *retry.Policy
 }
 
 // RedundantRouteError refuses a route that covers or is covered by another with the same
@@ -40,11 +43,45 @@ func (e *RedundantRouteError) Unwrap() error { return persistence.ErrConflict }
 
 // CreateRoute validates and stores a route. Beyond the syntax of each field: the source
 // must be an instance of a source plugin type and the target one of a target type, a named
-// from or to must be an organization or partner, and the route must not overlap another
-// (*RedundantRouteError).
+// from or to must be an organization or partner, a retry override must be a valid policy,
+// and the route must not overlap another (*RedundantRouteError).
 func CreateRoute(ctx context.Context, st Store, in RouteInput) (persistence.Route, error) {
+	r, err := checkRoute(ctx, st, in, 0)
+	if err != nil {
+		return persistence.Route{}, err
+	}
+	created, err := st.CreateRoute(ctx, r)
+	if errors.Is(err, persistence.ErrConflict) {
+		// Another writer got there between the check and the insert.
+		return persistence.Route{}, &RedundantRouteError{}
+	}
+	return created, err
+}
+
+// UpdateRoute validates an edit of route id as CreateRoute validates a new route (its
+// overlap with itself aside) and stores it; persistence.ErrNotFound when there is no
+// such route.
+func UpdateRoute(ctx context.Context, st Store, id int64, in RouteInput) (persistence.Route, error) {
+	if _, err := st.GetRoute(ctx, id); err != nil {
+		return persistence.Route{}, err
+	}
+	r, err := checkRoute(ctx, st, in, id)
+	if err != nil {
+		return persistence.Route{}, err
+	}
+	r.ID = id
+	updated, err := st.UpdateRoute(ctx, r)
+	if errors.Is(err, persistence.ErrConflict) {
+		return persistence.Route{}, &RedundantRouteError{}
+	}
+	return updated, err
+}
+
+// checkRoute is the one rule set of a route as a client writes it; self is the id of the
+// route being edited (0 for a new one), which may not overlap itself.
+func checkRoute(ctx context.Context, st Store, in RouteInput, self int64) (persistence.Route, error) {
 	var errs []error
-	r := persistence.Route{Ordered: in.Ordered, SessionBy: strings.TrimSpace(in.SessionBy)}
+	r := persistence.Route{Ordered: in.Ordered, SessionBy: strings.TrimSpace(in.SessionBy), Retry: in.Retry}
 	var err error
 	if err := persistence.CheckSessionBy(r); err != nil {
 		errs = append(errs, err)
@@ -60,6 +97,11 @@ func CreateRoute(ctx context.Context, st Store, in RouteInput) (persistence.Rout
 	}
 	if r.Target, err = persistence.ParseInstanceName(in.Target); err != nil {
 		errs = append(errs, fieldError("target", err.Error()))
+	}
+	if in.Retry != nil {
+		if err := persistence.CheckRetry("retry", *in.Retry); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	// The references that parsed are looked up too, so one refusal names every field.
 	for _, c := range []struct {
@@ -103,16 +145,11 @@ func CreateRoute(ctx context.Context, st Store, in RouteInput) (persistence.Rout
 		return persistence.Route{}, err
 	}
 	for _, o := range existing {
-		if r.Overlaps(o) {
+		if o.ID != self && r.Overlaps(o) {
 			return persistence.Route{}, &RedundantRouteError{Existing: o}
 		}
 	}
-	created, err := st.CreateRoute(ctx, r)
-	if errors.Is(err, persistence.ErrConflict) {
-		// Another writer got there between the check and the insert.
-		return persistence.Route{}, &RedundantRouteError{}
-	}
-	return created, err
+	return r, nil
 }
 
 // checkInstanceRole checks that the instance exists and its plugin type stands on role.

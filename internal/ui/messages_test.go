@@ -24,7 +24,7 @@ import (
 type storeActions struct{ store *db.Store }
 
 func (a storeActions) Redispatch(ctx context.Context, id int64, actor string) ([]persistence.Delivery, error) {
-	return a.store.Redispatch(ctx, id, nil, nil, actor)
+	return a.store.Redispatch(ctx, id, nil, nil, nil, actor)
 }
 
 func (a storeActions) Redeliver(ctx context.Context, id int64, mode persistence.ResendMode, actor string) (persistence.Delivery, error) {

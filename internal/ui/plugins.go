@@ -125,8 +125,10 @@ type pluginForm struct {
 	// show only there.
 	Summary      []errorItem
 	Certificates []certificateOption
-	CSRFField    string
-	CSRFToken    string
+	// Retry draws a target's retry policy as a table, apart from Fields.
+	Retry     *retryEditor
+	CSRFField string
+	CSRFToken string
 }
 
 func fieldHint(f module.FieldSpec) string {
@@ -369,6 +371,7 @@ func (s *Server) renderPluginForm(w http.ResponseWriter, r *http.Request, status
 		f.Errors = map[string]string{}
 	}
 	f.Fields = formFields(specs, values, f.Errors)
+	f.Fields, f.Retry = splitRetryFields(f.Fields, values, f.Errors)
 	known := map[string]bool{"name": true, "enabled": true}
 	for _, sp := range specs {
 		known[sp.Name] = true
@@ -513,7 +516,7 @@ func (s *Server) pluginPage(w http.ResponseWriter, r *http.Request) {
 		Updated   string
 		CSRFField string
 		CSRFToken string
-	}{in.plugin, rec, formFields(in.specs, in.values, nil), rec.CreatedAt.UTC().Format(time.RFC3339),
+	}{in.plugin, rec, setRetryRules(formFields(in.specs, in.values, nil)), rec.CreatedAt.UTC().Format(time.RFC3339),
 		rec.UpdatedAt.UTC().Format(time.RFC3339), session.CSRFField, sessionCSRFToken(r)}})
 }
 

@@ -190,6 +190,21 @@ func TestPluginFormMatchesREST(t *testing.T) {
 			form:   url.Values{"name": {"out2"}, "enabled": {"true"}, "directory": {dir}, "retry.max_retries": {"5000"}},
 			rest:   `{"name":"out2","enabled":true,"directory":` + d + `,"retry":{"max_retries":5000}}`,
 			status: http.StatusBadRequest, errFields: []string{"retry.max_retries"}},
+		{name: "rules by class", typ: persistence.PluginHTTPPoster,
+			form: url.Values{"name": {"rules"}, "enabled": {"true"}, "url": {"https://example.com/r"},
+				"retry.rules.http_5xx.strategy": {"linear"}, "retry.rules.http_5xx.base": {"10s"}, "retry.rules.http_5xx.max_retries": {"8"},
+				"retry.rules.http_throttled.never": {"true"}},
+			rest:     `{"name":"rules","enabled":true,"url":"https://example.com/r","retry":{"rules":{"http_5xx":{"strategy":"linear","base":"10s","max_retries":8},"http_throttled":{"never":true}}}}`,
+			instance: "rules", check: func(t *testing.T, got storedConfig) {
+				rules, _ := got.Config["retry"].(map[string]any)["rules"].(map[string]any)
+				if len(rules) != 2 || rules["http_throttled"] == nil || rules["http_5xx"].(map[string]any)["base"] != "10s" {
+					t.Errorf("stored rules: %+v", got.Config["retry"])
+				}
+			}},
+		{name: "invalid rule", typ: persistence.PluginFileWriter,
+			form:   url.Values{"name": {"out4"}, "enabled": {"true"}, "directory": {dir}, "retry.rules.timeout.never": {"true"}, "retry.rules.timeout.base": {"1s"}},
+			rest:   `{"name":"out4","enabled":true,"directory":` + d + `,"retry":{"rules":{"timeout":{"never":true,"base":"1s"}}}}`,
+			status: http.StatusBadRequest, errFields: []string{"retry.rules.timeout.never"}},
 		{name: "required field missing", typ: persistence.PluginFileWriter,
 			form:   url.Values{"name": {"out3"}, "enabled": {"true"}},
 			rest:   `{"name":"out3","enabled":true}`,

@@ -69,7 +69,7 @@ func parsePages(zone *displayZone) (map[string]*template.Template, error) {
 	pages := make(map[string]*template.Template, len(views))
 	for _, v := range views {
 		t, err := template.New("layout.html").Funcs(funcs).Funcs(template.FuncMap{"when": zone.when}).ParseFS(templateFiles,
-			"templates/layout.html", "templates/"+v+".html")
+			"templates/layout.html", "templates/partial_*.html", "templates/"+v+".html")
 		if err != nil {
 			return nil, fmt.Errorf("ui: parse template %s: %w", v, err)
 		}

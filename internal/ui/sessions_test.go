@@ -34,7 +34,7 @@ func TestSessionsPage(t *testing.T) {
 	const key = "writer|acme→local"
 	for _, m := range msgs {
 		if _, err := b.store.Redispatch(ctx, m.ID, []persistence.InstanceName{writerInst},
-			map[persistence.InstanceName]persistence.DeliverySession{writerInst: {Key: key}}, "alice"); err != nil {
+			map[persistence.InstanceName]persistence.DeliverySession{writerInst: {Key: key}}, nil, "alice"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -102,7 +102,7 @@ func TestAuditOperatorActions(t *testing.T) {
 		ctx := context.Background()
 		m := insert(t, s, 1, writer)[0]
 		before := len(auditEvents(t, s))
-		must1[[]persistence.Delivery](t)(s.Redispatch(ctx, m.ID, []persistence.InstanceName{spare}, nil, "user:carol"))
+		must1[[]persistence.Delivery](t)(s.Redispatch(ctx, m.ID, []persistence.InstanceName{spare}, nil, nil, "user:carol"))
 		ds := deliveriesOf(t, s, m.ID)
 		now := time.Now()
 		for _, c := range claimAll(t, s, writer, now) {

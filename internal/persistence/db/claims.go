@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // claimable is the one rule for a delivery a worker may take now, used by claims and by
@@ -145,19 +146,19 @@ func (s *Store) completionSet(c persistence.Completion, at time.Time) (string, [
 	reason := persistence.SanitizeReason(c.Reason)
 	switch c.Kind {
 	case persistence.OutcomeDelivered:
-		return release + `state = 'delivered', last_error = ''`, nil
+		return release + `state = 'delivered', last_error = '', error_class = ''`, nil
 	case persistence.OutcomeAwaitingAck:
 		return `previous_state = state, claim_token = '', lease_until = NULL, external_ref = ?, ` +
-			`state = 'awaiting_ack', ack_deadline = ?, last_error = ''`, []any{c.ExternalRef, s.tv(c.AckDeadline)}
+			`state = 'awaiting_ack', ack_deadline = ?, last_error = '', error_class = ''`, []any{c.ExternalRef, s.tv(c.AckDeadline)}
 	case persistence.OutcomeRetry:
 		next := c.NextAttemptAt
 		if next.IsZero() || next.Before(at) {
 			next = at
 		}
-		return release + `state = 'retrying', next_attempt_at = ?, next_wakeup_at = ?, last_error = ?`,
-			[]any{s.tv(next), s.tv(next), reason}
+		return release + `state = 'retrying', next_attempt_at = ?, next_wakeup_at = ?, last_error = ?, error_class = ?`,
+			[]any{s.tv(next), s.tv(next), reason, c.ErrorClass}
 	default: // OutcomeFailed
-		return release + `state = 'failed', last_error = ?`, []any{reason}
+		return release + `state = 'failed', last_error = ?, error_class = ?`, []any{reason, c.ErrorClass}
 	}
 }
 
@@ -175,6 +176,11 @@ func checkCompletion(c persistence.Completion) error {
 		}
 	default:
 		return fieldMsg("kind", "invalid outcome %q: want delivered, awaiting_ack, retry or failed", c.Kind)
+	}
+	if c.ErrorClass != "" {
+		if _, err := retry.ParseClass(c.ErrorClass); err != nil {
+			return fieldErr("error_class", err)
+		}
 	}
 	return nil
 }

@@ -391,7 +391,7 @@ func TestRedispatch(t *testing.T) {
 		wake(t, s, d.NextWakeupAt.Add(time.Hour), policy)
 		wantState(t, s, d.ID, persistence.DeliveryStalled)
 
-		due := must1[[]persistence.Delivery](t)(s.Redispatch(ctx, m.ID, []persistence.InstanceName{writer, poster, poster}, nil, "alice"))
+		due := must1[[]persistence.Delivery](t)(s.Redispatch(ctx, m.ID, []persistence.InstanceName{writer, poster, poster}, nil, nil, "alice"))
 		if len(due) != 2 || due[0].ID != d.ID || due[1].Target != poster {
 			t.Fatalf("Redispatch returned %+v, want the requeued writer and a new poster delivery", due)
 		}
@@ -413,13 +413,13 @@ func TestRedispatch(t *testing.T) {
 			t.Fatalf("status line = %+v", tail[2])
 		}
 
-		_, err := s.Redispatch(ctx, m.ID+1000, nil, nil, "alice")
+		_, err := s.Redispatch(ctx, m.ID+1000, nil, nil, nil, "alice")
 		wantErr(t, err, persistence.ErrNotFound)
 
 		// A message its source still holds is dispatched by Redispatch.
 		first := must1[int64](t)(s.AllocateMessageIDs(ctx, 1))
 		must1[[]persistence.Message](t)(s.InsertMessages(ctx, []persistence.NewMessage{newMessage(first, false)}))
-		due = must1[[]persistence.Delivery](t)(s.Redispatch(ctx, first, []persistence.InstanceName{writer}, nil, ""))
+		due = must1[[]persistence.Delivery](t)(s.Redispatch(ctx, first, []persistence.InstanceName{writer}, nil, nil, ""))
 		if len(due) != 1 {
 			t.Fatalf("dispatching an accepted message returned %+v", due)
 		}

@@ -148,7 +148,7 @@ func randomActor(s *db.Store, rng *rand.Rand, targets []persistence.InstanceName
 			if len(known) == 0 {
 				continue
 			}
-			_, err := s.Redispatch(ctx, known[rng.IntN(len(known))], []persistence.InstanceName{pick()}, nil, "operator")
+			_, err := s.Redispatch(ctx, known[rng.IntN(len(known))], []persistence.InstanceName{pick()}, nil, nil, "operator")
 			if err != nil && !errors.Is(err, persistence.ErrConflict) {
 				return err
 			}

@@ -212,7 +212,11 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 			if st == persistence.DeliveryParked {
 				next, wakeAt = nil, nil
 			}
-			deliveryRows = append(deliveryRows, []any{m.ID, tg, st, next, wakeAt, ses.Key, now, now})
+			policy, err := policyValue(nm.Retry[tg])
+			if err != nil {
+				return nil, err
+			}
+			deliveryRows = append(deliveryRows, []any{m.ID, tg, st, next, wakeAt, ses.Key, now, now, policy})
 			states[i] = st
 			if reason != "" {
 				notes = append(notes, deliveryNote{m.ID, tg, st, reason})
@@ -238,8 +242,8 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 	if err := t.insertRows(ctx, `INSERT INTO payloads (message_id, stage, key, size, sha256, created_at)`, 6, payloadRows); err != nil {
 		return nil, fmt.Errorf("insert payload records: %w", err)
 	}
-	if err := t.insertRows(ctx, `INSERT INTO deliveries (message_id, target, state, next_attempt_at, next_wakeup_at, session_key, created_at, updated_at)`,
-		8, deliveryRows); err != nil {
+	if err := t.insertRows(ctx, `INSERT INTO deliveries (message_id, target, state, next_attempt_at, next_wakeup_at, session_key, created_at, updated_at, retry_policy)`,
+		9, deliveryRows); err != nil {
 		return nil, fmt.Errorf("insert deliveries: %w", err)
 	}
 	if err := t.noteDeliveries(ctx, notes); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"wharf/internal/audit"
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // Redispatch adds deliveries (queued, due now) for the targets the message lacks and
@@ -18,7 +19,7 @@ import (
 // delivery of the message that is now due. A message its source still holds (stage
 // accepted) is dispatched by it for the first time: its history says dispatched rather
 // than redispatch requested.
-func (s *Store) Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, sessions map[persistence.InstanceName]persistence.DeliverySession, actor string) ([]persistence.Delivery, error) {
+func (s *Store) Redispatch(ctx context.Context, messageID int64, targets []persistence.InstanceName, sessions map[persistence.InstanceName]persistence.DeliverySession, overrides map[persistence.InstanceName]*retry.Policy, actor string) ([]persistence.Delivery, error) {
 	var want []persistence.InstanceName
 	for i, tg := range targets {
 		if err := check(fmt.Sprintf("targets[%d]", i), tg, persistence.ParseInstanceName); err != nil {
@@ -64,6 +65,10 @@ func (s *Store) Redispatch(ctx context.Context, messageID int64, targets []persi
 		}
 		for _, tg := range want {
 			if !slices.Contains(have, tg) {
+				policy, err := policyValue(overrides[tg])
+				if err != nil {
+					return err
+				}
 				added = append(added, tg)
 				ses := joined[tg]
 				st, next, wakeAt, note := persistence.DeliveryQueued, any(now), any(wake), ses.Note
@@ -71,14 +76,14 @@ func (s *Store) Redispatch(ctx context.Context, messageID int64, targets []persi
 					st, next, wakeAt = persistence.DeliveryParked, nil, nil
 					note = joinNote(note, fmt.Sprintf("parked: session blocked by delivery %d", by))
 				}
-				rowsToAdd = append(rowsToAdd, []any{messageID, tg, st, next, wakeAt, ses.Key, now, now})
+				rowsToAdd = append(rowsToAdd, []any{messageID, tg, st, next, wakeAt, ses.Key, now, now, policy})
 				if note != "" {
 					notes = append(notes, deliveryNote{messageID, tg, st, note})
 				}
 			}
 		}
-		if err := t.insertRows(ctx, `INSERT INTO deliveries (message_id, target, state, next_attempt_at, next_wakeup_at, session_key, created_at, updated_at)`,
-			8, rowsToAdd); err != nil {
+		if err := t.insertRows(ctx, `INSERT INTO deliveries (message_id, target, state, next_attempt_at, next_wakeup_at, session_key, created_at, updated_at, retry_policy)`,
+			9, rowsToAdd); err != nil {
 			if isUniqueViolation(err) {
 				return fmt.Errorf("message %d is being redispatched concurrently: %w", messageID, persistence.ErrConflict)
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // SettleDelivery applies a receipt to a delivery that is delivering, awaiting_ack or
@@ -60,14 +61,18 @@ func (t *txn) lockDelivery(ctx context.Context, deliveryID int64) (persistence.D
 // last error, on the condition that it is still in cur's state; it clears any claim and
 // deadline. The caller records the transition (t.changed) like every other.
 func (t *txn) settleTo(ctx context.Context, cur persistence.Delivery, delivered bool, reason string) (transition, error) {
-	to, lastError := persistence.DeliveryDelivered, ""
+	to, lastError, errorClass := persistence.DeliveryDelivered, "", ""
 	if !delivered {
+		// A refusal by whoever received the document: a partner's negative receipt, or
+		// an in-house system's failure report.
 		to, lastError = persistence.DeliveryFailed, persistence.SanitizeReason(reason)
+		errorClass = string(retry.ClassRefused)
 	}
 	rows, err := t.query(ctx, `UPDATE deliveries SET previous_state = state, state = ?,
-			claim_token = '', lease_until = NULL, ack_deadline = NULL, last_error = ?, updated_at = ?
+			claim_token = '', lease_until = NULL, ack_deadline = NULL, last_error = ?, updated_at = ?,
+			error_class = ?
 		WHERE id = ? AND state = ?
-		RETURNING `+transitionCols, string(to), lastError, t.s.tv(t.now), cur.ID, string(cur.State))
+		RETURNING `+transitionCols, string(to), lastError, t.s.tv(t.now), errorClass, cur.ID, string(cur.State))
 	trs, err := collect(rows, err, scanTransition)
 	if err != nil {
 		return transition{}, err

@@ -48,11 +48,11 @@ func scanPlugin(r rowScanner) (persistence.PluginConfig, error) {
 	return c, nil
 }
 
-const routeCols = `id, source, from_party, to_party, target, ordered, session_by, created_at`
+const routeCols = `id, source, from_party, to_party, target, ordered, session_by, created_at, retry_policy`
 
 func scanRoute(r rowScanner) (persistence.Route, error) {
 	var rt persistence.Route
-	err := r.Scan(&rt.ID, &rt.Source, &rt.From, &rt.To, &rt.Target, &rt.Ordered, &rt.SessionBy, timeCol{&rt.CreatedAt})
+	err := r.Scan(&rt.ID, &rt.Source, &rt.From, &rt.To, &rt.Target, &rt.Ordered, &rt.SessionBy, timeCol{&rt.CreatedAt}, policyCol{&rt.Retry})
 	if err != nil {
 		return rt, fmt.Errorf("read route: %w", err)
 	}
@@ -106,12 +106,13 @@ func scanPayload(r rowScanner) (persistence.Payload, error) {
 	return p, nil
 }
 
-const deliveryCols = `id, message_id, target, state, attempts, next_attempt_at, last_error, wakeups, next_wakeup_at, lease_until, claim_token, ack_deadline, session_key, created_at, updated_at, external_ref`
+const deliveryCols = `id, message_id, target, state, attempts, next_attempt_at, last_error, wakeups, next_wakeup_at, lease_until, claim_token, ack_deadline, session_key, created_at, updated_at, external_ref, retry_policy, error_class`
 
 func deliveryDests(d *persistence.Delivery) []any {
 	return []any{&d.ID, &d.MessageID, &d.Target, &d.State, &d.Attempts, nullTimeCol{&d.NextAttemptAt},
 		&d.LastError, &d.Wakeups, nullTimeCol{&d.NextWakeupAt}, nullTimeCol{&d.LeaseUntil}, &d.ClaimToken,
-		nullTimeCol{&d.AckDeadline}, &d.SessionKey, timeCol{&d.CreatedAt}, timeCol{&d.UpdatedAt}, &d.ExternalRef}
+		nullTimeCol{&d.AckDeadline}, &d.SessionKey, timeCol{&d.CreatedAt}, timeCol{&d.UpdatedAt}, &d.ExternalRef,
+		policyCol{&d.Retry}, &d.ErrorClass}
 }
 
 func scanDelivery(r rowScanner) (persistence.Delivery, error) {

@@ -176,7 +176,7 @@ func (s *Store) ExpireAcks(ctx context.Context, now time.Time, limit int) ([]per
 			UPDATE deliveries SET previous_state = state, state = 'failed', ack_deadline = NULL,
 				last_error = CASE WHEN external_ref = '' THEN CAST(? AS TEXT)
 					ELSE CAST(? AS TEXT) || external_ref || CAST(? AS TEXT) END,
-				updated_at = ?
+				updated_at = ?, error_class = 'timeout'
 			WHERE id IN (SELECT id FROM picked) AND state = 'awaiting_ack'
 			RETURNING `+transitionCols,
 			s.tv(now), sweepLimit(limit), ackExpiredReason, ackExpiredRefPrefix, ackExpiredRefSuffix, s.tv(now))

@@ -67,7 +67,7 @@ func (w *Writer) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 	segs := w.pattern.render(&a.Message)
 	final := filepath.Join(append([]string{w.dir}, segs...)...)
 	if !within(w.dir, final) {
-		return delivery.Permanent(errors.New("the rendered path leaves the directory"))
+		return delivery.Permanent(delivery.ClassInternal, errors.New("the rendered path leaves the directory"))
 	}
 	dir, res, ok := w.makeDirs(segs[:len(segs)-1])
 	if !ok {
@@ -95,10 +95,10 @@ func (w *Writer) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 			return w.synced(dir, rel)
 		}
 		if w.collision == CollisionFail {
-			return delivery.Permanent(fmt.Errorf("file exists: %s", rel))
+			return delivery.Transient(delivery.ClassTransport, fmt.Errorf("file exists: %s", rel))
 		}
 	}
-	return delivery.Permanent(fmt.Errorf("file exists: %s and its %d suffixed names", path.Join(relDir, name), maxSuffix))
+	return delivery.Transient(delivery.ClassTransport, fmt.Errorf("file exists: %s and its %d suffixed names", path.Join(relDir, name), maxSuffix))
 }
 
 // place puts the temporary file at final without ever replacing another file, unless the
@@ -108,7 +108,7 @@ func (w *Writer) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 func (w *Writer) place(ctx context.Context, a delivery.Attempt, tmp, final, rel string) (placed bool, res delivery.Result, done bool) {
 	if w.collision == CollisionOverwrite {
 		if info, err := os.Lstat(final); err == nil && info.IsDir() {
-			return false, delivery.Permanent(fmt.Errorf("file exists: %s is a directory", rel)), true
+			return false, delivery.Transient(delivery.ClassTransport, fmt.Errorf("file exists: %s is a directory", rel)), true
 		}
 		if err := os.Rename(tmp, final); err != nil {
 			return false, fsFailure("rename into", rel, err), true
@@ -197,9 +197,9 @@ func (w *Writer) makeDirs(segs []string) (string, delivery.Result, bool) {
 		}
 		switch {
 		case info.Mode()&fs.ModeSymlink != 0:
-			return "", delivery.Permanent(fmt.Errorf("%s is a symbolic link", rel)), false
+			return "", delivery.Transient(delivery.ClassTransport, fmt.Errorf("%s is a symbolic link", rel)), false
 		case !info.IsDir():
-			return "", delivery.Permanent(fmt.Errorf("%s is not a directory", rel)), false
+			return "", delivery.Transient(delivery.ClassTransport, fmt.Errorf("%s is not a directory", rel)), false
 		}
 	}
 	return dir, delivery.Result{}, true
@@ -211,7 +211,7 @@ func (w *Writer) writeTemp(ctx context.Context, a delivery.Attempt, dir, rel str
 	body, err := a.Open(ctx)
 	if err != nil {
 		w.log.WarnContext(ctx, "cannot open a payload", "error", err)
-		return "", delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload")), false
+		return "", delivery.Transient(delivery.ClassInternal, errors.New("cannot read the payload")), false
 	}
 	defer body.Close()
 	f, err := os.CreateTemp(dir, tempPrefix+"*")
@@ -233,15 +233,15 @@ func (w *Writer) writeTemp(ctx context.Context, a delivery.Attempt, dir, rel str
 				return fail(delivery.Transient(delivery.ClassTransport, errors.New("interrupted")))
 			}
 			w.log.WarnContext(ctx, "cannot read a payload", "error", re.err)
-			return fail(delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload")))
+			return fail(delivery.Transient(delivery.ClassInternal, errors.New("cannot read the payload")))
 		}
 		return fail(fsFailure("write", rel, err))
 	}
 	if a.Message.Size > 0 && n != a.Message.Size {
-		return fail(delivery.Transient(delivery.ClassTransport, fmt.Errorf("payload is %d bytes, the message says %d", n, a.Message.Size)))
+		return fail(delivery.Transient(delivery.ClassInternal, fmt.Errorf("payload is %d bytes, the message says %d", n, a.Message.Size)))
 	}
 	if want := a.Message.SHA256; want != "" && !strings.EqualFold(hex.EncodeToString(h.Sum(nil)), want) {
-		return fail(delivery.Transient(delivery.ClassTransport, errors.New("payload does not match the message's SHA-256")))
+		return fail(delivery.Transient(delivery.ClassInternal, errors.New("payload does not match the message's SHA-256")))
 	}
 	if err := f.Chmod(w.fileMode); err != nil {
 		return fail(fsFailure("set mode of", rel, err))
@@ -285,11 +285,11 @@ func (w *Writer) sameBytes(ctx context.Context, a delivery.Attempt, final, rel s
 		body, err := a.Open(ctx)
 		if err != nil {
 			w.log.WarnContext(ctx, "cannot open a payload", "error", err)
-			return false, delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload"))
+			return false, delivery.Transient(delivery.ClassInternal, errors.New("cannot read the payload"))
 		}
 		defer body.Close()
 		if want, err = digest(sha256.New(), &attemptReader{ctx: ctx, r: body}); err != nil {
-			return false, delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload"))
+			return false, delivery.Transient(delivery.ClassInternal, errors.New("cannot read the payload"))
 		}
 	}
 	return strings.EqualFold(got, want), delivery.Result{}
@@ -326,14 +326,15 @@ func (r *attemptReader) Read(p []byte) (int, error) {
 }
 
 // fsFailure classifies a file-system error: a name the file system refuses cannot be
-// fixed by retrying; anything else (no space, I/O error, permissions) may pass.
+// fixed by retrying; anything else (no space, I/O error, permissions) may pass, so the
+// retry policy's transport rule decides.
 func fsFailure(op, rel string, err error) delivery.Result {
 	reason := fmt.Errorf("%s %s: %s", op, rel, errText(err))
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		switch errno {
 		case syscall.ENAMETOOLONG, syscall.EINVAL, syscall.EISDIR, syscall.ENOTDIR:
-			return delivery.Permanent(reason)
+			return delivery.Permanent(delivery.ClassTransport, reason)
 		}
 	}
 	return delivery.Transient(delivery.ClassTransport, reason)

@@ -254,7 +254,7 @@ func TestWriterRefusesSymlinkedDirectories(t *testing.T) {
 		t.Skipf("symlinks unavailable: %v", err)
 	}
 	r := b.w.Deliver(context.Background(), attempt(testMessage(), []byte("x")))
-	wantKind(t, r, persistence.OutcomeFailed, "symbolic link")
+	wantKind(t, r, persistence.OutcomeRetry, "symbolic link")
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 		t.Fatalf("wrote through the link: %v", entries)
 	}
@@ -271,8 +271,8 @@ func TestWriterExistingFile(t *testing.T) {
 		content  string // of order.xml afterwards
 		suffixed string // of order-1.xml afterwards, "" for none
 	}{
-		{"fail: different bytes", CollisionFail, "old", "new", persistence.OutcomeFailed, "file exists: acme/order.xml", "old", ""},
-		{"fail: same size, different bytes", CollisionFail, "abc", "xyz", persistence.OutcomeFailed, "file exists", "abc", ""},
+		{"fail: different bytes", CollisionFail, "old", "new", persistence.OutcomeRetry, "file exists: acme/order.xml", "old", ""},
+		{"fail: same size, different bytes", CollisionFail, "abc", "xyz", persistence.OutcomeRetry, "file exists", "abc", ""},
 		{"fail: identical bytes are a re-attempt", CollisionFail, "same", "same", persistence.OutcomeDelivered, "found already written as acme/order.xml", "same", ""},
 		{"overwrite", CollisionOverwrite, "old", "new", persistence.OutcomeDelivered, "written as acme/order.xml", "new", ""},
 		{"suffix: different bytes", CollisionSuffix, "old", "new", persistence.OutcomeDelivered, "written as acme/order-1.xml", "old", "new"},
@@ -481,7 +481,7 @@ func TestWriterFailures(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(b.dir, "acme"), nil, 0o640); err != nil {
 			t.Fatal(err)
 		}
-		wantKind(t, b.w.Deliver(context.Background(), attempt(testMessage(), []byte("x"))), persistence.OutcomeFailed, "not a directory")
+		wantKind(t, b.w.Deliver(context.Background(), attempt(testMessage(), []byte("x"))), persistence.OutcomeRetry, "not a directory")
 	})
 }
 

@@ -144,12 +144,12 @@ func (p *Poster) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 	body, err := a.Open(ctx)
 	if err != nil {
 		p.log.WarnContext(ctx, "cannot open a payload", "error", err)
-		return delivery.Transient(delivery.ClassTransport, errors.New("cannot read the payload"))
+		return delivery.Transient(delivery.ClassInternal, errors.New("cannot read the payload"))
 	}
 	defer body.Close()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, nil)
 	if err != nil {
-		return delivery.Permanent(errors.New("cannot build the request"))
+		return delivery.Permanent(delivery.ClassInternal, errors.New("cannot build the request"))
 	}
 	req.Header = p.header.Clone()
 	req.Header.Set("User-Agent", p.productName())

@@ -177,13 +177,13 @@ func TestPosterStatuses(t *testing.T) {
 	}{
 		{"ok", 200, "", persistence.OutcomeDelivered, "", "", time.Time{}},
 		{"no content", 204, "", persistence.OutcomeDelivered, "", "", time.Time{}},
-		{"bad request", 400, "", persistence.OutcomeFailed, "", "HTTP 400 Bad Request", time.Time{}},
-		{"unauthorized", 401, "", persistence.OutcomeFailed, "", "HTTP 401 Unauthorized", time.Time{}},
-		{"not found", 404, "", persistence.OutcomeFailed, "", "HTTP 404 Not Found", time.Time{}},
-		{"request timeout", 408, "", persistence.OutcomeRetry, delivery.ClassHTTP4xx, "HTTP 408 Request Timeout", time.Time{}},
-		{"too early", 425, "", persistence.OutcomeRetry, delivery.ClassHTTP4xx, "HTTP 425 Too Early", time.Time{}},
-		{"too many requests, seconds", 429, "120", persistence.OutcomeRetry, delivery.ClassHTTP4xx, "HTTP 429 Too Many Requests", now.Add(2 * time.Minute)},
-		{"too many requests, date", 429, now.Add(time.Hour).Format(http.TimeFormat), persistence.OutcomeRetry, delivery.ClassHTTP4xx, "HTTP 429 Too Many Requests", now.Add(time.Hour)},
+		{"bad request", 400, "", persistence.OutcomeRetry, delivery.ClassHTTP4xx, "HTTP 400 Bad Request", time.Time{}},
+		{"unauthorized", 401, "", persistence.OutcomeRetry, delivery.ClassHTTP4xx, "HTTP 401 Unauthorized", time.Time{}},
+		{"not found", 404, "", persistence.OutcomeRetry, delivery.ClassHTTP4xx, "HTTP 404 Not Found", time.Time{}},
+		{"request timeout", 408, "", persistence.OutcomeRetry, delivery.ClassThrottled, "HTTP 408 Request Timeout", time.Time{}},
+		{"too early", 425, "", persistence.OutcomeRetry, delivery.ClassThrottled, "HTTP 425 Too Early", time.Time{}},
+		{"too many requests, seconds", 429, "120", persistence.OutcomeRetry, delivery.ClassThrottled, "HTTP 429 Too Many Requests", now.Add(2 * time.Minute)},
+		{"too many requests, date", 429, now.Add(time.Hour).Format(http.TimeFormat), persistence.OutcomeRetry, delivery.ClassThrottled, "HTTP 429 Too Many Requests", now.Add(time.Hour)},
 		{"unavailable, date in the past", 503, now.Add(-time.Hour).Format(http.TimeFormat), persistence.OutcomeRetry, delivery.ClassHTTP5xx, "HTTP 503 Service Unavailable", now},
 		{"unavailable, far away", 503, "99999999", persistence.OutcomeRetry, delivery.ClassHTTP5xx, "HTTP 503 Service Unavailable", now.Add(delivery.MaxRetryAfter)},
 		{"unavailable, garbage", 503, "soon", persistence.OutcomeRetry, delivery.ClassHTTP5xx, "HTTP 503 Service Unavailable", time.Time{}},
@@ -217,7 +217,7 @@ func TestPosterNeverFollowsRedirects(t *testing.T) {
 	})
 	mux.HandleFunc("/elsewhere", func(w http.ResponseWriter, r *http.Request) { followed.Store(true) })
 	b := setupPoster(t, mux.ServeHTTP, nil)
-	wantResult(t, b.deliver(t), persistence.OutcomeFailed, "", "redirect refused (status 302)")
+	wantResult(t, b.deliver(t), persistence.OutcomeRetry, delivery.ClassHTTP4xx, "redirect refused (status 302)")
 	if followed.Load() {
 		t.Fatal("the redirect was followed")
 	}

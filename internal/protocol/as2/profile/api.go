@@ -16,6 +16,7 @@ import (
 
 	"wharf/internal/module"
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // REST paths of the profiles.
@@ -329,6 +330,11 @@ func decodeKey(key string, val json.RawMessage, dst any) error {
 	err = dec.Decode(dst)
 	if err == nil {
 		return nil
+	}
+	// A retry policy names its own refused field.
+	var re *retry.FieldError
+	if errors.As(err, &re) {
+		return fieldErr(strings.TrimSuffix(key+"."+re.Field, "."), re.Message)
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {

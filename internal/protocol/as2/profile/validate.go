@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // Bounds of the numeric settings. They keep a typing slip (seconds for minutes, MiB for
@@ -173,6 +174,20 @@ func checkRetry(r Remote) error {
 	}
 	if time.Duration(r.Retry.Base) > MaxRetryDelay {
 		errs.Add("retry.base", "must be at most "+MaxRetryDelay.String())
+	}
+	for _, c := range retry.AllClasses {
+		rule := r.Retry.Rules.For(c)
+		if rule == nil {
+			continue
+		}
+		for _, d := range []struct {
+			field string
+			v     retry.Duration
+		}{{"max_delay", rule.MaxDelay}, {"base", rule.Base}} {
+			if time.Duration(d.v) > MaxRetryDelay {
+				errs.Add("retry.rules."+string(c)+"."+d.field, "must be at most "+MaxRetryDelay.String())
+			}
+		}
 	}
 	return errs.Err()
 }

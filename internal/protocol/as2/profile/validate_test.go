@@ -160,6 +160,12 @@ func TestRemoteValidate(t *testing.T) {
 			r.Retry.Base, r.Retry.MaxDelay = delivery.Duration(time.Hour), delivery.Duration(time.Minute)
 		}, "retry.base"},
 		{"retry max delay", func(r *Remote) { r.Retry.MaxDelay = delivery.Duration(30 * 24 * time.Hour) }, "retry.max_delay"},
+		{"rule max delay", func(r *Remote) {
+			r.Retry.Rules.HTTP5xx = &delivery.RetryRule{MaxDelay: delivery.Duration(30 * 24 * time.Hour)}
+		}, "retry.rules.http_5xx.max_delay"},
+		{"rule never with a schedule", func(r *Remote) {
+			r.Retry.Rules.Timeout = &delivery.RetryRule{Never: true, MaxRetries: ptr(2)}
+		}, "retry.rules.timeout.never"},
 		{"trust duplicate", func(r *Remote) { r.TLSTrustCertificateIDs = []int64{9, 9} }, "tls_trust_certificate_ids"},
 		{"encrypts without certificate", func(r *Remote) {
 			r.PartnerCertificateIDs = nil

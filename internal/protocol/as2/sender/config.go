@@ -8,6 +8,7 @@ import (
 	"wharf/internal/delivery"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // Config is the configuration of an as2-sender instance. Where a message goes, how it is
@@ -59,6 +60,9 @@ func NewConfig() *Config {
 				Base:       delivery.Duration(time.Second),
 				MaxDelay:   delivery.Duration(time.Second),
 				MaxRetries: &retries,
+				// The profile decides whether a refused request is sent again; the
+				// backstop's built-in never for http_4xx must not overrule it.
+				Rules: retry.Rules{HTTP4xx: &delivery.RetryRule{Strategy: delivery.RetryFixed}},
 			},
 		},
 		ContentType: DefaultContentType,

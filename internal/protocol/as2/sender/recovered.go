@@ -25,11 +25,12 @@ func (s *Sender) Recovered(ctx context.Context, a delivery.Attempt, cause error)
 	}
 	rec, err := currentRecord(ctx, s.db, a.Delivery.ID)
 	if err == nil && rec.Outcome == OutcomeSending {
-		return s.retry(ctx, &rec, policy, delivery.ClassTransport, cause, time.Time{}, 0, "")
+		return s.retry(ctx, &rec, policy, delivery.ClassInternal, cause, time.Time{}, 0, "")
 	}
-	d, ok := policy.Delay(a.Number, rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())))
+	dec := policy.Decide(delivery.ClassInternal, "partner profile's policy")
+	d, ok := dec.Delay(a.Number, rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())))
 	if !ok {
-		return delivery.Permanent(fmt.Errorf("retries exhausted after %d attempts: %w", a.Number, cause))
+		return delivery.Permanent(delivery.ClassInternal, fmt.Errorf("%w — retries exhausted after %d attempts (%s)", cause, a.Number, dec.Source))
 	}
-	return delivery.RetryAt(s.now().Add(d), delivery.ClassTransport, cause)
+	return delivery.RetryAt(s.now().Add(d), delivery.ClassInternal, cause)
 }

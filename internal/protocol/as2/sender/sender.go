@@ -238,11 +238,11 @@ func (s *Sender) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 	org, partner := string(a.Message.From), string(a.Message.To)
 	out, err := s.dir.Outbound(ctx, org, partner)
 	if errors.Is(err, persistence.ErrNotFound) {
-		return delivery.Permanent(fmt.Errorf("no AS2 profiles to send from %s to %s", org, partner))
+		return delivery.Permanent(delivery.ClassInternal, fmt.Errorf("no AS2 profiles to send from %s to %s", org, partner))
 	}
 	if err != nil {
 		s.log.WarnContext(ctx, "resolve AS2 profiles", "error", err)
-		return delivery.Transient(delivery.ClassTransport, errors.New("cannot resolve the AS2 profiles"))
+		return delivery.Transient(delivery.ClassInternal, errors.New("cannot resolve the AS2 profiles"))
 	}
 	rec, fresh, res, done := s.plan(ctx, a)
 	if done {
@@ -259,7 +259,7 @@ func (s *Sender) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 	rec = msg.rec
 	if err := startSend(ctx, s.db, &rec, fresh); err != nil {
 		s.log.ErrorContext(ctx, "record an AS2 message before sending it", "error", err)
-		return delivery.Transient(delivery.ClassTransport, errors.New("cannot record the AS2 message"))
+		return delivery.Transient(delivery.ClassInternal, errors.New("cannot record the AS2 message"))
 	}
 	msg.header.MessageID = rec.AS2MessageID
 	return s.send(ctx, &rec, out, msg)
@@ -288,12 +288,12 @@ func (s *Sender) plan(ctx context.Context, a delivery.Attempt) (rec OutboundReco
 	}
 	if err != nil {
 		s.log.ErrorContext(ctx, "read the delivery's AS2 message", "error", err)
-		return rec, false, delivery.Transient(delivery.ClassTransport, errors.New("cannot read the AS2 message record")), true
+		return rec, false, delivery.Transient(delivery.ClassInternal, errors.New("cannot read the AS2 message record")), true
 	}
 	mode, again, err := s.redeliveredSince(ctx, a.Delivery, rec.LastSentAt)
 	if err != nil {
 		s.log.ErrorContext(ctx, "read the message's history", "error", err)
-		return rec, false, delivery.Transient(delivery.ClassTransport, errors.New("cannot read the message history")), true
+		return rec, false, delivery.Transient(delivery.ClassInternal, errors.New("cannot read the message history")), true
 	}
 	if again {
 		s.log.InfoContext(ctx, "AS2 message redelivered", "as2_message_id", rec.AS2MessageID, "resend", string(mode))
@@ -320,19 +320,35 @@ func knownOutcome(rec OutboundRecord) (delivery.Result, bool) {
 		if rec.MDN.Verdict == VerdictAccepted {
 			return delivery.Delivered(), true
 		}
-		return delivery.Permanent(errors.New(rec.Reason)), true
+		return delivery.Permanent(delivery.ClassRefused, errors.New(rec.Reason)), true
 	}
 	switch rec.Outcome {
 	case OutcomeDelivered:
 		return delivery.Delivered(), true
 	case OutcomeFailed:
-		return delivery.Permanent(errors.New(rec.Reason)), true
+		return delivery.Permanent(rec.failureClass(), errors.New(rec.Reason)), true
 	case OutcomeAwaiting:
 		if rec.AckDeadline != nil {
 			return delivery.AwaitAck(*rec.AckDeadline), true
 		}
 	}
 	return delivery.Result{}, false
+}
+
+// failureClass is the class of a failed record's failure as its HTTP status tells it: the
+// record keeps no class, and only an outcome the engine lost is read back this way.
+func (rec OutboundRecord) failureClass() delivery.ErrorClass {
+	switch code := rec.HTTPStatus; {
+	case code == 0:
+		return delivery.ClassTransport
+	case code >= 200 && code < 300:
+		return delivery.ClassRefused
+	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests:
+		return delivery.ClassThrottled
+	case code >= 500 && code < 600:
+		return delivery.ClassHTTP5xx
+	}
+	return delivery.ClassHTTP4xx
 }
 
 // redeliveredSince reports an operator's redeliver of the delivery after since, and the
@@ -366,7 +382,7 @@ type outgoing struct {
 func (s *Sender) prepare(ctx context.Context, a delivery.Attempt, out profile.Outbound) (outgoing, delivery.Result, bool) {
 	rem, loc := out.Remote, out.Local
 	fail := func(format string, args ...any) (outgoing, delivery.Result, bool) {
-		return outgoing{}, delivery.Permanent(fmt.Errorf(format, args...)), false
+		return outgoing{}, delivery.Permanent(delivery.ClassInternal, fmt.Errorf(format, args...)), false
 	}
 	if err := checkOutboundChoices(rem); err != nil {
 		return fail("AS2 profile of partner %s: %v", a.Message.To, err)
@@ -429,7 +445,7 @@ func (s *Sender) prepare(ctx context.Context, a delivery.Attempt, out profile.Ou
 	doc, err := a.Open(ctx)
 	if err != nil {
 		s.log.WarnContext(ctx, "open the document", "error", err)
-		return outgoing{}, delivery.Transient(delivery.ClassTransport, errors.New("cannot read the document")), false
+		return outgoing{}, delivery.Transient(delivery.ClassInternal, errors.New("cannot read the document")), false
 	}
 	defer doc.Close()
 	src := &countingReader{r: doc}
@@ -441,7 +457,7 @@ func (s *Sender) prepare(ctx context.Context, a delivery.Attempt, out profile.Ou
 	switch {
 	case src.err != nil:
 		s.log.WarnContext(ctx, "read the document", "error", src.err)
-		return outgoing{}, delivery.Transient(delivery.ClassTransport, errors.New("cannot read the document")), false
+		return outgoing{}, delivery.Transient(delivery.ClassInternal, errors.New("cannot read the document")), false
 	case limit > 0 && src.n > limit:
 		return fail("the document exceeds the partner's limit of %d MiB", rem.MaxMessageSizeMiB)
 	case err != nil:
@@ -544,7 +560,7 @@ func (s *Sender) send(ctx context.Context, rec *OutboundRecord, out profile.Outb
 	rem := out.Remote
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, msg.endpoint, nil)
 	if err != nil {
-		return s.fail(ctx, rec, errors.New("the endpoint URL cannot be used"), 0, "")
+		return s.fail(ctx, rec, delivery.ClassInternal, errors.New("the endpoint URL cannot be used"), 0, "")
 	}
 	stop := setBody(req, msg.built)
 	defer stop()
@@ -574,17 +590,17 @@ func (s *Sender) send(ctx context.Context, rec *OutboundRecord, out profile.Outb
 	switch {
 	case code >= 200 && code < 300:
 	case code >= 300 && code < 400:
-		return s.fail(ctx, rec, fmt.Errorf("redirect refused (HTTP %d)", code), code, software)
+		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP4xx, fmt.Errorf("redirect refused (HTTP %d)", code), time.Time{}, code, software)
 	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests:
 		at, _ := delivery.RetryAfter(resp.Header.Get("Retry-After"), s.now())
-		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP4xx, statusError(resp), at, code, software)
+		return s.retry(ctx, rec, rem.Retry, delivery.ClassThrottled, statusError(resp), at, code, software)
 	case code >= 500 && code < 600:
 		at, _ := delivery.RetryAfter(resp.Header.Get("Retry-After"), s.now())
 		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP5xx, delivery.HTTPStatusError(code), at, code, software)
 	case code >= 400 && code < 500:
-		return s.fail(ctx, rec, statusError(resp), code, software)
+		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP4xx, statusError(resp), time.Time{}, code, software)
 	default:
-		return s.fail(ctx, rec, delivery.HTTPStatusError(code), code, software)
+		return s.retry(ctx, rec, rem.Retry, delivery.ClassHTTP4xx, delivery.HTTPStatusError(code), time.Time{}, code, software)
 	}
 
 	switch rem.MDNMode {
@@ -618,16 +634,16 @@ func (s *Sender) syncReceipt(ctx context.Context, rec *OutboundRecord, out profi
 		return s.retry(ctx, rec, out.Remote.Retry, class, errors.New("the connection failed while the MDN was read"), time.Time{}, code, software)
 	}
 	if int64(len(body)) > limit {
-		return s.fail(ctx, rec, fmt.Errorf("the MDN is larger than %d KiB; raise the sender's max_mdn_kib or ask the partner why its receipt is so large", s.cfg.MaxMDNKiB), code, software)
+		return s.fail(ctx, rec, delivery.ClassRefused, fmt.Errorf("the MDN is larger than %d KiB; raise the sender's max_mdn_kib or ask the partner why its receipt is so large", s.cfg.MaxMDNKiB), code, software)
 	}
 	contentType := resp.Header.Get("Content-Type")
 	if len(bytes.TrimSpace(body)) == 0 || contentType == "" {
-		return s.fail(ctx, rec, fmt.Errorf("the partner answered HTTP %d without the MDN requested; ask the partner whether it took the message and to answer with an MDN, or set mdn_mode to async or none if that is what it does", code), code, software)
+		return s.fail(ctx, rec, delivery.ClassRefused, fmt.Errorf("the partner answered HTTP %d without the MDN requested; ask the partner whether it took the message and to answer with an MDN, or set mdn_mode to async or none if that is what it does", code), code, software)
 	}
 	v := judge(contentType, body, s.expectation(*rec, out))
 	if !v.Definitive {
 		s.log.WarnContext(ctx, "synchronous MDN not taken", "as2_message_id", rec.AS2MessageID, "reason", v.Reason)
-		return s.fail(ctx, rec, errors.New(v.Reason), code, software)
+		return s.fail(ctx, rec, delivery.ClassRefused, errors.New(v.Reason), code, software)
 	}
 	res := sendResult{Outcome: OutcomeDelivered, HTTPStatus: code, PartnerSoftware: software}
 	if !v.Accepted {
@@ -638,7 +654,7 @@ func (s *Sender) syncReceipt(ctx context.Context, rec *OutboundRecord, out profi
 	result := delivery.DeliveredNote(v.Note)
 	if !v.Accepted {
 		s.log.WarnContext(ctx, "partner's MDN refuses the message", "as2_message_id", rec.AS2MessageID, "reason", v.Reason)
-		result = delivery.Permanent(errors.New(v.Reason))
+		result = delivery.Permanent(delivery.ClassRefused, errors.New(v.Reason))
 	} else {
 		s.log.InfoContext(ctx, "AS2 message delivered", "as2_message_id", rec.AS2MessageID, "disposition", m.Disposition)
 	}
@@ -646,14 +662,19 @@ func (s *Sender) syncReceipt(ctx context.Context, rec *OutboundRecord, out profi
 	return result
 }
 
-// retry decides per the partner's retry policy: another try under the same Message-ID
-// (at notBefore at the earliest, a Retry-After), or failed once its retries are used up.
-// Attempts count per Message-ID, so a redelivered message gets the policy's full course.
+// retry decides per the partner's retry policy and its rule for the failure's class:
+// another try under the same Message-ID (at notBefore at the earliest, a Retry-After), or
+// failed when the rule never retries or its retries are used up. Attempts count per
+// Message-ID, so a redelivered message gets the policy's full course.
 func (s *Sender) retry(ctx context.Context, rec *OutboundRecord, p delivery.RetryPolicy, class delivery.ErrorClass, cause error, notBefore time.Time, code int, software string) delivery.Result {
 	rnd := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
-	d, ok := p.Delay(rec.Attempts, rnd)
+	dec := p.Decide(class, "partner profile's policy")
+	d, ok := dec.Delay(rec.Attempts, rnd)
+	if dec.Never {
+		return s.fail(ctx, rec, class, fmt.Errorf("%w — not retried (%s: never)", cause, dec.Source), code, software)
+	}
 	if !ok {
-		return s.fail(ctx, rec, fmt.Errorf("retries exhausted after %d attempts: %w", rec.Attempts, cause), code, software)
+		return s.fail(ctx, rec, class, fmt.Errorf("%w — retries exhausted after %d attempts (%s, %s)", cause, rec.Attempts, dec.Source, dec.Strategy), code, software)
 	}
 	at := s.now().Add(d)
 	if notBefore.After(at) {
@@ -666,9 +687,9 @@ func (s *Sender) retry(ctx context.Context, rec *OutboundRecord, p delivery.Retr
 }
 
 // fail ends the Message-ID's course with a permanent failure.
-func (s *Sender) fail(ctx context.Context, rec *OutboundRecord, cause error, code int, software string) delivery.Result {
+func (s *Sender) fail(ctx context.Context, rec *OutboundRecord, class delivery.ErrorClass, cause error, code int, software string) delivery.Result {
 	s.finish(ctx, rec, sendResult{Outcome: OutcomeFailed, Reason: cause.Error(), HTTPStatus: code, PartnerSoftware: software})
-	return delivery.Permanent(cause)
+	return delivery.Permanent(class, cause)
 }
 
 // finish records a send's result; an interrupted attempt's too, so it outlives ctx.

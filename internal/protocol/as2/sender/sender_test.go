@@ -279,11 +279,15 @@ func TestPermanentAndExhausted(t *testing.T) {
 		reason string
 	}{
 		{"redirect", nil, answerStatus(http.StatusFound, map[string]string{"Location": "http://127.0.0.1:1/elsewhere"}), "redirect refused (HTTP 302)"},
-		{"not found", nil, answerStatus(http.StatusNotFound, nil), "HTTP 404 Not Found"},
+		{"not found", nil, answerStatus(http.StatusNotFound, nil), "HTTP 404 Not Found — not retried (built-in rule http_4xx: never)"},
 		{"too large, the limit named", nil, answerText(http.StatusRequestEntityTooLarge, "the message of 900 bytes is larger than the limit of 1 MiB\r\nsecond line"),
 			"HTTP 413 Request Entity Too Large: the message of 900 bytes is larger than the limit of 1 MiB"},
 		{"retries exhausted", func(o *profile.Outbound) { o.Remote.Retry.MaxRetries = &zero },
-			answerStatus(http.StatusTooManyRequests, nil), "retries exhausted after 1 attempts: HTTP 429 Too Many Requests"},
+			answerStatus(http.StatusTooManyRequests, nil),
+			"HTTP 429 Too Many Requests — retries exhausted after 1 attempts (partner profile's policy, default, fixed)"},
+		{"rule for the class gives up", func(o *profile.Outbound) {
+			o.Remote.Retry.Rules.HTTP5xx = &delivery.RetryRule{Never: true}
+		}, answerStatus(http.StatusBadGateway, nil), "HTTP 502 Bad Gateway — not retried (partner profile's policy, rule http_5xx: never)"},
 		{"no MDN in the answer", nil, answerStatus(http.StatusOK, nil), "MDN cannot be read: not a message disposition notification"},
 		{"empty answer", nil, answerStatus(http.StatusNoContent, nil), "without the MDN requested; ask the partner"},
 		{"3DES outbound", func(o *profile.Outbound) { o.Remote.EncryptionAlgorithm = profile.Encrypt3DES }, nil, "accepted inbound only"},

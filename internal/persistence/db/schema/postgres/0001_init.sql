@@ -324,3 +324,10 @@ CREATE TABLE secrets_check (
 -- API token may settle deliveries of ('' = the token is not scoped).
 ALTER TABLE deliveries ADD COLUMN external_ref TEXT NOT NULL DEFAULT '';
 ALTER TABLE api_tokens ADD COLUMN scope_target TEXT NOT NULL DEFAULT '';
+
+-- Retry policies by error class: a route's override of its target's retry policy (JSON;
+-- NULL keeps the target's), the copy of it each delivery takes at dispatch, and the class
+-- of a delivery's last failure while it is retrying or failed ('' otherwise).
+ALTER TABLE routes ADD COLUMN retry_policy TEXT;
+ALTER TABLE deliveries ADD COLUMN retry_policy TEXT;
+ALTER TABLE deliveries ADD COLUMN error_class TEXT NOT NULL DEFAULT '';
