@@ -143,6 +143,25 @@ func formCases() map[string][]formCase {
 		"POST /ui/plugins/{type}": pluginCases(),
 		"POST /ui/plugins/{type}/{name}": {{path: "/ui/plugins/file-writer/inbox", form: url.Values{"pattern": {"{nope}"}, "file_mode": {"rwx"}, "enabled": {"true"}},
 			bad: []badField{{id: "cfg-pattern", value: "{nope}"}, {id: "cfg-file_mode", value: "rwx"}}}},
+		"POST /ui/certificates/generate": {{
+			path: "/ui/certificates/generate",
+			form: url.Values{"algorithm": {"rsa-3072"}, "common_name": {""}, "organization": {"ACME"}, "country": {"Germany"}, "validity_days": {"730"}},
+			bad:  []badField{{id: "common_name", value: ""}, {id: "country", value: "Germany"}},
+			kept: []badField{{id: "organization", value: "ACME"}, {id: "validity_days", value: "730"}},
+		}},
+		"POST /ui/routes/{id}": {{
+			path: "/ui/routes/1",
+			prepare: func(t *testing.T, fb *formsBundle) url.Values {
+				r := fb.post(t, "/ui/routes", url.Values{"source": {"outbox"}, "from": {"*"}, "to": {"*"}, "target": {"inbox"}})
+				if r.status != http.StatusSeeOther {
+					t.Fatalf("create the route to edit: %d\n%s", r.status, r.body)
+				}
+				return nil
+			},
+			form: url.Values{"source": {""}, "from": {"Not A Party"}, "to": {"*"}, "target": {"inbox"}},
+			bad:  []badField{{id: "source", value: ""}, {id: "from", value: "Not A Party"}},
+			kept: []badField{{id: "to", value: "*"}, {id: "target", value: "inbox"}},
+		}},
 		"POST /ui/routes": {{
 			path: "/ui/routes",
 			form: url.Values{"source": {""}, "from": {"Not A Party"}, "to": {"*"}, "target": {"inbox"}},
@@ -218,6 +237,11 @@ var actionRoutes = map[string]string{
 	"POST /ui/organizations/{name}/panels/{module}/actions/{action}": "a module's action button",
 	"POST /ui/plugins/{type}/{name}/delete":                          "a confirmed button",
 	"POST /ui/routes/{id}/delete":                                    "a confirmed button",
+	"POST /ui/dead-letters/{action}":                                 "a confirmed bulk action on the deliveries chosen in the list",
+	"POST /ui/sessions/deliveries/{id}/{action}":                     "a confirmed button",
+	"POST /ui/partners/new":                                          "the module's guided flow; browsertest.TestPartnerWizardRefusals submits it with every field wrong",
+	"POST /ui/partners/{name}/setup/security":                        "a choice among fixed presets",
+	"POST /ui/partners/{name}/setup/{tool}":                          "a button that runs a module tool",
 	"POST /ui/services/{type}/{name}/start":                          "a button",
 	"POST /ui/services/{type}/{name}/stop":                           "a button",
 	"POST /ui/services/{type}/{name}/restart":                        "a button",
