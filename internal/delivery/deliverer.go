@@ -165,10 +165,17 @@ func (o TargetOptions) awaitCompletion(c persistence.Completion, now time.Time) 
 // CheckTargetOptions is Validate for a target config's Validate: its error is a
 // *persistence.FieldError naming the option.
 func CheckTargetOptions(o TargetOptions) error {
+	var errs persistence.FieldErrors
 	if o.MaxConcurrent < 0 || o.MaxConcurrent > 256 {
-		return &persistence.FieldError{Field: "max_concurrent", Message: "must be between 1 and 256"}
+		errs.Add("max_concurrent", "must be between 1 and 256")
 	}
-	return persistence.CheckRetry("retry", o.Retry)
+	if err := persistence.CheckRetry("retry", o.Retry); err != nil && !errs.Merge(err) {
+		return err
+	}
+	if o.AwaitCompletion < 0 || time.Duration(o.AwaitCompletion) > MaxAwaitCompletion {
+		errs.Add("await_completion", "must be between 0 (off) and "+formatDays(MaxAwaitCompletion))
+	}
+	return errs.Err()
 }
 
 // TargetConfig is implemented by every target config through its embedded TargetOptions.
