@@ -14,6 +14,7 @@ import (
 	"wharf/internal/alert"
 	"wharf/internal/persistence"
 	"wharf/internal/storage"
+	"wharf/internal/telemetry"
 )
 
 // SQL gives a module transactions on the gateway's database for its own tables (see
@@ -85,6 +86,8 @@ type Core struct {
 	// Inbound counts the requests a module's listeners take from outside, for the
 	// process's metrics; nil counts nothing.
 	Inbound InboundMetrics
+	// Telemetry traces a module's listeners and outgoing requests; nil traces nothing.
+	Telemetry *telemetry.Telemetry
 }
 
 // InboundMetrics counts requests from outside (a partner's AS2 requests) by protocol,

@@ -15,6 +15,7 @@ import (
 	"wharf/internal/alert"
 	"wharf/internal/delivery"
 	"wharf/internal/persistence"
+	"wharf/internal/telemetry"
 )
 
 // Role says which side of a route a plugin type stands on.
@@ -93,6 +94,8 @@ type Env struct {
 	// Alerts takes the alerts an instance raises (a file it cannot route); it never
 	// blocks. Nil means alert.Discard.
 	Alerts alert.Raiser
+	// Telemetry traces an instance's outgoing requests; nil traces nothing.
+	Telemetry *telemetry.Telemetry
 }
 
 // Raiser returns Alerts, or alert.Discard when there is none.

@@ -77,6 +77,9 @@ type Message struct {
 	OriginEventID    string        `json:"origin_event_id"`
 	CreatedAt        time.Time     `json:"created_at"`
 	UpdatedAt        time.Time     `json:"updated_at"`
+	// TraceParent is the W3C traceparent of the span that dispatched the message, ""
+	// when it was not traced; each delivery attempt's span continues it.
+	TraceParent string `json:"-"`
 }
 
 // Payload records one stored blob of a message. Key is the storage's address for it.

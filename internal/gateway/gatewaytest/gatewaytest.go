@@ -18,6 +18,7 @@ import (
 	"wharf/internal/gateway"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db/dbtest"
+	"wharf/internal/telemetry"
 )
 
 // Token is the API token every gateway Start runs accepts.
@@ -41,6 +42,8 @@ type Options struct {
 	DataDir string
 	// Prepare, when set, runs after the gateway opened and before it starts.
 	Prepare func(g *gateway.Gateway)
+	// Telemetry is what the OTEL_* variables would ask for; zero exports nothing.
+	Telemetry telemetry.Config
 }
 
 // Gateway is a running gateway and the directory it keeps its data in.
@@ -64,6 +67,7 @@ func Start(t testing.TB, o Options) *Gateway {
 		cfg.HTTPAddr = "127.0.0.1:0"
 	}
 	cfg.DBURL = dbtest.ResolveURL(t, o.DBURL)
+	cfg.Telemetry = o.Telemetry
 	log := o.Log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(LogWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -102,6 +102,7 @@ func (rt *Runtime) senderDeps() sender.Deps {
 		BaseURL:     rt.core.BaseURL,
 		AsyncMDNURL: rt.asyncMDNURL,
 		Alerts:      rt.core.Alerts,
+		Telemetry:   rt.core.Telemetry,
 	}
 }
 
@@ -167,6 +168,7 @@ func newReceiver(env module.Env, name persistence.InstanceName, cfg module.Confi
 		TempDir:   filepath.Join(rt.core.DataDir, "tmp"),
 		Alerts:    rt.core.Alerts,
 		Metrics:   inboundMetrics(rt.core.Inbound),
+		Telemetry: rt.core.Telemetry,
 	}, name, c)
 }
 

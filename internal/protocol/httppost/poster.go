@@ -45,7 +45,12 @@ func init() {
 				if logger != nil {
 					logger = logger.With("instance", string(name))
 				}
-				return NewPoster(c, logger)
+				p, err := NewPoster(c, logger)
+				if err != nil {
+					return nil, err
+				}
+				p.client.Transport = env.Telemetry.Transport(p.client.Transport, "http-poster POST")
+				return p, nil
 			},
 		}},
 	})

@@ -16,9 +16,11 @@ import (
 
 	"wharf/internal/alert"
 	"wharf/internal/bodyrate"
+	"wharf/internal/httproute"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/protocol/as2/profile"
+	"wharf/internal/telemetry"
 )
 
 // MDNIntake takes the asynchronous MDNs partners post to the receiver's mdn_path; the
@@ -60,6 +62,9 @@ type Deps struct {
 	Alerts alert.Raiser
 	// Metrics counts requests in progress and refusals; nil counts nothing.
 	Metrics Metrics
+	// Telemetry gives each request a span continuing the sender's traceparent, so an
+	// exchange between two gateways that trace is one trace; nil traces nothing.
+	Telemetry *telemetry.Telemetry
 }
 
 // Receiver is a running as2-receiver instance: an HTTP(S) listener for AS2 messages and
@@ -221,7 +226,8 @@ func (rc *Receiver) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+rc.cfg.Path, rc.handleMessage)
 	mux.HandleFunc("POST "+rc.cfg.MDNPath, rc.handleMDN)
-	return rc.limit(mux)
+	// The span of a request is named by the path pattern that served it.
+	return rc.deps.Telemetry.Handler(rc.limit(httproute.Note(mux)), "")
 }
 
 // defaultQueueWait is how long a request waits for a slot when every one is taken: a

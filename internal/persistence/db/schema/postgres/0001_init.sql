@@ -301,3 +301,8 @@ CREATE TABLE secrets_check (
 -- API token may settle deliveries of ('' = the token is not scoped).
 ALTER TABLE deliveries ADD COLUMN external_ref TEXT NOT NULL DEFAULT '';
 ALTER TABLE api_tokens ADD COLUMN scope_target TEXT NOT NULL DEFAULT '';
+
+-- Traces: the W3C traceparent of the span that dispatched a message ('' when nothing was
+-- traced), which every delivery attempt continues, so a message is one trace whichever
+-- process attempts it.
+ALTER TABLE messages ADD COLUMN trace_parent TEXT NOT NULL DEFAULT '';
