@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"wharf/internal/telemetry"
 )
 
 func TestFromEnv(t *testing.T) {
@@ -98,6 +100,17 @@ func TestFromEnv(t *testing.T) {
 		{name: "nats url of another scheme", env: []string{"WHARF_NATS_URL=http://n1:4222"}, wantErr: []string{"WHARF_NATS_URL", "nats://"}},
 		{name: "one bad nats url in a list", env: []string{"WHARF_NATS_URL=nats://user:hunter2@n1:4222,n2:4222"},
 			wantErr: []string{"WHARF_NATS_URL"}, secret: "hunter2"},
+		{
+			name: "opentelemetry endpoint",
+			env:  []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318/"},
+			want: func() Config {
+				c := Default()
+				c.Telemetry = telemetry.Config{TracesURL: "http://collector:4318/v1/traces", LogsURL: "http://collector:4318/v1/logs"}
+				return c
+			}(),
+		},
+		{name: "opentelemetry endpoint of another scheme", env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=grpc://u:hunter2@collector:4317"},
+			wantErr: []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://"}, secret: "hunter2"},
 		{
 			name: "every problem at once",
 			env: []string{

@@ -2,7 +2,6 @@ package as2_test
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -51,7 +50,7 @@ func TestExchangeIsOneTracePerMessage(t *testing.T) {
 
 		instA, instB := resourceOf(t, col, a), resourceOf(t, col, b)
 		id := strconv.FormatInt(sent.ID, 10)
-		attempt := waitSpan(t, col, func(s otlptest.Span) bool {
+		attempt := col.WaitSpan(t, func(s otlptest.Span) bool {
 			return s.Resource["service.instance.id"] == instA && s.Name == "delivery attempt" && s.Attr("wharf.message_id") == id
 		})
 		for k, want := range map[string]string{"wharf.target": "as2_sender_default", "wharf.attempt": "1", "wharf.outcome": "awaiting_ack"} {
@@ -63,10 +62,10 @@ func TestExchangeIsOneTracePerMessage(t *testing.T) {
 			t.Errorf("service.name = %q, want wharf", attempt.Resource["service.name"])
 		}
 		trace := attempt.TraceID()
-		bRecv := waitSpan(t, col, func(s otlptest.Span) bool {
+		bRecv := col.WaitSpan(t, func(s otlptest.Span) bool {
 			return s.Resource["service.instance.id"] == instB && s.Name == "POST /as2" && s.TraceID() == trace
 		})
-		bAttempt := waitSpan(t, col, func(s otlptest.Span) bool {
+		bAttempt := col.WaitSpan(t, func(s otlptest.Span) bool {
 			return s.Resource["service.instance.id"] == instB && s.Name == "delivery attempt" && s.TraceID() == trace
 		})
 		spans := col.Spans()
@@ -76,14 +75,14 @@ func TestExchangeIsOneTracePerMessage(t *testing.T) {
 		if !descends(spans, bAttempt, bRecv.ID()) {
 			t.Errorf("B's attempt span does not descend from B's receiver span")
 		}
-		aRequest := waitSpan(t, col, func(s otlptest.Span) bool {
+		aRequest := col.WaitSpan(t, func(s otlptest.Span) bool {
 			return s.Resource["service.instance.id"] == instA && s.Name == "POST /api/v1/messages" && s.TraceID() == trace
 		})
 		if !descends(spans, attempt, aRequest.ID()) {
 			t.Errorf("A's attempt span does not descend from the request that sent the message")
 		}
 
-		rec := waitLog(t, col, func(l otlptest.Log) bool {
+		rec := col.WaitLog(t, func(l otlptest.Log) bool {
 			return l.Resource["service.instance.id"] == instA && l.Attr("message_id") == id && l.SpanID() == attempt.ID()
 		})
 		if rec.TraceID() != trace || rec.Attr("trace_id") != trace || rec.Attr("span_id") != attempt.ID() {
@@ -113,7 +112,7 @@ func TestExchangeIsOneTracePerMessage(t *testing.T) {
 func resourceOf(t *testing.T, col *otlptest.Collector, p *peer) string {
 	t.Helper()
 	port := p.gw.Addr()[strings.LastIndexByte(p.gw.Addr(), ':')+1:]
-	s := waitSpan(t, col, func(s otlptest.Span) bool {
+	s := col.WaitSpan(t, func(s otlptest.Span) bool {
 		return s.Kind.String() == "SPAN_KIND_SERVER" && s.Attr("server.port") == port && strings.HasPrefix(s.Name, "POST /api/v1/")
 	})
 	return s.Resource["service.instance.id"]
@@ -136,42 +135,6 @@ func descends(spans []otlptest.Span, s otlptest.Span, ancestor string) bool {
 		s = p
 	}
 	return false
-}
-
-func waitSpan(t *testing.T, col *otlptest.Collector, match func(otlptest.Span) bool) otlptest.Span {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		for _, s := range col.Spans() {
-			if match(s) {
-				return s
-			}
-		}
-		if time.Now().After(deadline) {
-			names := []string{}
-			for _, s := range col.Spans() {
-				names = append(names, fmt.Sprintf("%s[%s]", s.Name, s.Resource["service.instance.id"]))
-			}
-			t.Fatalf("no such span among %v", names)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func waitLog(t *testing.T, col *otlptest.Collector, match func(otlptest.Log) bool) otlptest.Log {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		for _, l := range col.Logs() {
-			if match(l) {
-				return l
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no such log record among %d", len(col.Logs()))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func waitFile(t *testing.T, path string, want []byte) {

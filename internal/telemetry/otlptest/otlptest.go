@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -194,5 +195,50 @@ func text(v *commonpb.AnyValue) string {
 		return strconv.FormatBool(x.BoolValue)
 	default:
 		return v.String()
+	}
+}
+
+// patience bounds how long a test waits for what exporters send.
+const patience = 30 * time.Second
+
+// WaitSpan returns the first span match accepts, polling until one arrives; the test
+// fails when none does within patience.
+func (c *Collector) WaitSpan(t testing.TB, match func(Span) bool) Span {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for {
+		spans := c.Spans()
+		for _, s := range spans {
+			if match(s) {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			names := make([]string, len(spans))
+			for i, s := range spans {
+				names[i] = s.Name
+			}
+			t.Fatalf("no such span among %d received: %v", len(spans), names)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// WaitLog returns the first log record match accepts, polling until one arrives; the
+// test fails when none does within patience.
+func (c *Collector) WaitLog(t testing.TB, match func(Log) bool) Log {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for {
+		logs := c.Logs()
+		for _, l := range logs {
+			if match(l) {
+				return l
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no such log record among %d received", len(logs))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

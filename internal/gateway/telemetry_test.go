@@ -1,0 +1,82 @@
+package gateway_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"wharf/internal/gateway/gatewaytest"
+	"wharf/internal/telemetry"
+	"wharf/internal/telemetry/otlptest"
+)
+
+// With the OTLP endpoint set, a message's trace starts at dispatch, is stored with it,
+// and the http-poster's attempt sends it on as traceparent from its client span; unset,
+// there is no exporter, no trace parent stored and no traceparent sent.
+func TestTraceParentToHTTPPoster(t *testing.T) {
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	for _, traced := range []bool{false, true} {
+		t.Run("traced="+strconv.FormatBool(traced), func(t *testing.T) {
+			col := otlptest.Start(t)
+			var tel telemetry.Config
+			if traced {
+				tel = col.Config()
+			}
+			gw := gatewaytest.Start(t, gatewaytest.Options{Telemetry: tel})
+			h := &harness{t: t, g: gw.Gateway, gw: gw, data: gw.DataDir}
+			if gw.Telemetry.Tracing() != traced || (gw.Telemetry.LogHandler(nil) != nil) != traced {
+				t.Fatalf("tracing %v, logs exported %v; want both %v", gw.Telemetry.Tracing(), gw.Telemetry.LogHandler(nil) != nil, traced)
+			}
+			var mu sync.Mutex
+			var sent []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				mu.Lock()
+				sent = append(sent, r.Header.Get("traceparent"))
+				mu.Unlock()
+			}))
+			defer srv.Close()
+			h.mustJSON("POST", "/api/v1/partners", map[string]string{"name": "acme"}, nil)
+			h.mustJSON("POST", "/api/v1/plugins/configs/http-poster", map[string]any{"name": "inhouse", "url": srv.URL + "/in", "enabled": true}, nil)
+			h.mustJSON("POST", "/api/v1/services/http-poster/inhouse/start", map[string]any{}, nil)
+			m := h.send("local", "acme", "inhouse", "a.edi", []byte("document"))
+			h.waitStatus(m.ID, "delivered")
+
+			stored, err := gw.Store.GetMessage(context.Background(), m.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			header := sent[0]
+			mu.Unlock()
+			if !traced {
+				if stored.TraceParent != "" || header != "" {
+					t.Fatalf("untraced: stored trace parent %q, traceparent sent %q; want neither", stored.TraceParent, header)
+				}
+				if n := col.Requests(); n != 0 {
+					t.Fatalf("untraced: the collector got %d requests", n)
+				}
+				return
+			}
+			trace := strings.Split(stored.TraceParent, "-")
+			posted := strings.Split(header, "-")
+			if len(trace) != 4 || len(posted) != 4 || posted[1] != trace[1] {
+				t.Fatalf("stored trace parent %q, traceparent sent %q: want one trace", stored.TraceParent, header)
+			}
+			client := col.WaitSpan(t, func(s otlptest.Span) bool { return s.ID() == posted[2] })
+			attempt := col.WaitSpan(t, func(s otlptest.Span) bool { return s.ID() == client.Parent() })
+			if client.Name != "http-poster POST" || attempt.Name != "delivery attempt" || attempt.Parent() != trace[2] {
+				t.Errorf("client span %q under %q (parent %s); want http-poster POST under the attempt under the dispatch span %s",
+					client.Name, attempt.Name, attempt.Parent(), trace[2])
+			}
+			if attempt.Attr("wharf.target") != "inhouse" || attempt.Attr("wharf.outcome") != "delivered" {
+				t.Errorf("attempt span target %q outcome %q", attempt.Attr("wharf.target"), attempt.Attr("wharf.outcome"))
+			}
+		})
+	}
+}
