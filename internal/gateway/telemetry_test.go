@@ -80,3 +80,58 @@ func TestTraceParentToHTTPPoster(t *testing.T) {
 		})
 	}
 }
+
+// A webhook that tells of a failed delivery sends the trace on from its client span; no
+// span of the failing http-poster or the webhook shows their URLs' tokens or headers.
+func TestWebhookTracedWithoutItsSecrets(t *testing.T) {
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	col := otlptest.Start(t)
+	gw := gatewaytest.Start(t, gatewaytest.Options{Telemetry: col.Config()})
+	h := &harness{t: t, g: gw.Gateway, gw: gw, data: gw.DataDir}
+	var mu sync.Mutex
+	var hooked []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		hooked = append(hooked, r.Header.Get("traceparent"))
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	partner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusForbidden)
+	}))
+	defer partner.Close()
+	h.mustJSON("POST", "/api/v1/partners", map[string]string{"name": "acme"}, nil)
+	h.mustJSON("POST", "/api/v1/plugins/configs/http-poster", map[string]any{"name": "picky",
+		"url": partner.URL + "/in?token=CANARY-poster-url", "secret_headers": map[string]string{"Authorization": "Bearer CANARY-poster-header"}}, nil)
+	h.mustJSON("POST", "/api/v1/services/http-poster/picky/start", map[string]any{}, nil)
+	h.mustJSON("POST", "/api/v1/plugins/configs/notification-webhook", map[string]any{"name": "ops",
+		"url": hook.URL + "/hook?key=CANARY-hook-url", "format": "generic",
+		"headers": map[string]string{"Authorization": "Bearer CANARY-hook-header"}}, nil)
+	h.mustJSON("POST", "/api/v1/services/notification-webhook/ops/start", map[string]any{}, nil)
+
+	m := h.send("local", "acme", "picky", "invoice.edi", []byte("CANARY-payload"))
+	h.waitStatus(m.ID, "error")
+	var header string
+	poll(t, "the webhook", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(hooked) > 0 {
+			header = hooked[0]
+		}
+		return header != ""
+	})
+	posted := strings.Split(header, "-")
+	if len(posted) != 4 {
+		t.Fatalf("traceparent %q", header)
+	}
+	client := col.WaitSpan(t, func(s otlptest.Span) bool { return s.ID() == posted[2] })
+	if client.Name != "notification-webhook POST" {
+		t.Errorf("the webhook's traceparent names span %q", client.Name)
+	}
+	col.WaitSpan(t, func(s otlptest.Span) bool { return s.Name == "http-poster POST" })
+	for _, leak := range col.Leaks("CANARY", "?", "http://") {
+		t.Error(leak)
+	}
+}

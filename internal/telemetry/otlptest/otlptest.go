@@ -6,10 +6,12 @@ package otlptest
 import (
 	"compress/gzip"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -241,4 +243,25 @@ func (c *Collector) WaitLog(t testing.TB, match func(Log) bool) Log {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Leaks describes each span received whose name, status, attributes or events contain
+// one of needles: what a test of secrets expects to be empty.
+func (c *Collector) Leaks(needles ...string) []string {
+	var out []string
+	for _, s := range c.Spans() {
+		text := s.Name + " " + s.Status.String()
+		for _, kv := range s.Attributes {
+			text += " " + kv.Key + "=" + kv.Value.String()
+		}
+		for _, e := range s.Events {
+			text += " " + e.String()
+		}
+		for _, n := range needles {
+			if strings.Contains(text, n) {
+				out = append(out, fmt.Sprintf("span %q holds %q: %s", s.Name, n, text))
+			}
+		}
+	}
+	return out
 }
