@@ -32,15 +32,7 @@ func TestTraceParentToHTTPPoster(t *testing.T) {
 			if gw.Telemetry.Tracing() != traced || (gw.Telemetry.LogHandler(nil) != nil) != traced {
 				t.Fatalf("tracing %v, logs exported %v; want both %v", gw.Telemetry.Tracing(), gw.Telemetry.LogHandler(nil) != nil, traced)
 			}
-			var mu sync.Mutex
-			var sent []string
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				_, _ = io.Copy(io.Discard, r.Body)
-				mu.Lock()
-				sent = append(sent, r.Header.Get("traceparent"))
-				mu.Unlock()
-			}))
-			defer srv.Close()
+			srv, sent := traceparents(t)
 			h.mustJSON("POST", "/api/v1/partners", map[string]string{"name": "acme"}, nil)
 			h.mustJSON("POST", "/api/v1/plugins/configs/http-poster", map[string]any{"name": "inhouse", "url": srv.URL + "/in", "enabled": true}, nil)
 			h.mustJSON("POST", "/api/v1/services/http-poster/inhouse/start", map[string]any{}, nil)
@@ -51,9 +43,7 @@ func TestTraceParentToHTTPPoster(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mu.Lock()
-			header := sent[0]
-			mu.Unlock()
+			header := sent()[0]
 			if !traced {
 				if stored.TraceParent != "" || header != "" {
 					t.Fatalf("untraced: stored trace parent %q, traceparent sent %q; want neither", stored.TraceParent, header)
@@ -88,15 +78,7 @@ func TestWebhookTracedWithoutItsSecrets(t *testing.T) {
 	col := otlptest.Start(t)
 	gw := gatewaytest.Start(t, gatewaytest.Options{Telemetry: col.Config()})
 	h := &harness{t: t, g: gw.Gateway, gw: gw, data: gw.DataDir}
-	var mu sync.Mutex
-	var hooked []string
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		hooked = append(hooked, r.Header.Get("traceparent"))
-		mu.Unlock()
-	}))
-	defer hook.Close()
+	hook, hooked := traceparents(t)
 	partner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusForbidden)
@@ -115,10 +97,8 @@ func TestWebhookTracedWithoutItsSecrets(t *testing.T) {
 	h.waitStatus(m.ID, "error")
 	var header string
 	poll(t, "the webhook", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(hooked) > 0 {
-			header = hooked[0]
+		if got := hooked(); len(got) > 0 {
+			header = got[0]
 		}
 		return header != ""
 	})
@@ -133,5 +113,24 @@ func TestWebhookTracedWithoutItsSecrets(t *testing.T) {
 	col.WaitSpan(t, func(s otlptest.Span) bool { return s.Name == "http-poster POST" })
 	for _, leak := range col.Leaks("CANARY", "?", "http://") {
 		t.Error(leak)
+	}
+}
+
+// traceparents is a server answering 200 that keeps the traceparent header of each
+// request; the function returns them in order.
+func traceparents(t *testing.T) (*httptest.Server, func() []string) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		got = append(got, r.Header.Get("traceparent"))
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
 	}
 }

@@ -207,39 +207,28 @@ const patience = 30 * time.Second
 // fails when none does within patience.
 func (c *Collector) WaitSpan(t testing.TB, match func(Span) bool) Span {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for {
-		spans := c.Spans()
-		for _, s := range spans {
-			if match(s) {
-				return s
-			}
-		}
-		if time.Now().After(deadline) {
-			names := make([]string, len(spans))
-			for i, s := range spans {
-				names[i] = s.Name
-			}
-			t.Fatalf("no such span among %d received: %v", len(spans), names)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return wait(t, "span", c.Spans, match)
 }
 
 // WaitLog returns the first log record match accepts, polling until one arrives; the
 // test fails when none does within patience.
 func (c *Collector) WaitLog(t testing.TB, match func(Log) bool) Log {
 	t.Helper()
+	return wait(t, "log record", c.Logs, match)
+}
+
+func wait[T any](t testing.TB, what string, received func() []T, match func(T) bool) T {
+	t.Helper()
 	deadline := time.Now().Add(patience)
 	for {
-		logs := c.Logs()
-		for _, l := range logs {
-			if match(l) {
-				return l
+		all := received()
+		for _, x := range all {
+			if match(x) {
+				return x
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no such log record among %d received", len(logs))
+			t.Fatalf("no such %s among the %d received", what, len(all))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
