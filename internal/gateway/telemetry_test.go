@@ -79,15 +79,7 @@ func TestWebhookTracedWithoutItsSecrets(t *testing.T) {
 	gw := gatewaytest.Start(t, gatewaytest.Options{Telemetry: col.Config()})
 	h := &harness{t: t, g: gw.Gateway, gw: gw, data: gw.DataDir}
 	hook, hooked := traceparents(t)
-	partner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.WriteHeader(http.StatusForbidden)
-	}))
-	defer partner.Close()
-	h.mustJSON("POST", "/api/v1/partners", map[string]string{"name": "acme"}, nil)
-	h.mustJSON("POST", "/api/v1/plugins/configs/http-poster", map[string]any{"name": "picky",
-		"url": partner.URL + "/in?token=CANARY-poster-url", "secret_headers": map[string]string{"Authorization": "Bearer CANARY-poster-header"}}, nil)
-	h.mustJSON("POST", "/api/v1/services/http-poster/picky/start", map[string]any{}, nil)
+	h.failingPoster()
 	h.mustJSON("POST", "/api/v1/plugins/configs/notification-webhook", map[string]any{"name": "ops",
 		"url": hook.URL + "/hook?key=CANARY-hook-url", "format": "generic",
 		"headers": map[string]string{"Authorization": "Bearer CANARY-hook-header"}}, nil)
