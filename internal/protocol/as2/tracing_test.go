@@ -82,6 +82,14 @@ func TestExchangeIsOneTracePerMessage(t *testing.T) {
 			t.Errorf("A's attempt span does not descend from the request that sent the message")
 		}
 
+		// B's async MDN goes out in a span of its own that A's MDN path continues.
+		mdnSend := col.WaitSpan(t, func(s otlptest.Span) bool {
+			return s.Resource["service.instance.id"] == instB && s.Name == "as2 mdn send"
+		})
+		col.WaitSpan(t, func(s otlptest.Span) bool {
+			return s.Resource["service.instance.id"] == instA && s.Name == "POST /as2/mdn" && s.Parent() == mdnSend.ID()
+		})
+
 		rec := col.WaitLog(t, func(l otlptest.Log) bool {
 			return l.Resource["service.instance.id"] == instA && l.Attr("message_id") == id && l.SpanID() == attempt.ID()
 		})

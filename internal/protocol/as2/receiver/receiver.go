@@ -169,6 +169,8 @@ func newReceiver(deps Deps, name persistence.InstanceName, cfg *Config) (*Receiv
 			Timeout: 2 * time.Minute,
 			// An MDN goes to the vouched-for URL only, never where a redirect points.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+			// An async MDN's request has a span, and the partner's receiver may continue it.
+			Transport: deps.Telemetry.Transport(nil, "as2 mdn send"),
 		}
 	}
 	var host string
