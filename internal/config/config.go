@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"wharf/internal/telemetry"
 )
 
 // Defaults for a fresh machine: everything under ./wharf-data, the UI on loopback.
@@ -40,6 +42,8 @@ type Config struct {
 	AS2Addr        string // host:port of the default AS2 receiver on a new database; empty for its default
 	MetricsToken   string // bearer token /metrics requires; empty leaves /metrics open
 	LogLevel       slog.Level
+	// Telemetry is what the standard OTEL_* variables ask for: traces and logs over OTLP.
+	Telemetry telemetry.Config
 
 	// fromFlag marks the settings given as flags, so errors name the flag the operator
 	// typed rather than the variable. A bit set keeps Config comparable.
@@ -155,6 +159,11 @@ func FromEnv(environ []string) (Config, error) {
 			*s.field(&c) = value
 		}
 	}
+	tel, err := telemetry.ParseEnv(environ)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.Telemetry = tel
 	errs = append(errs, c.problems()...)
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)

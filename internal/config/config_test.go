@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"wharf/internal/telemetry"
 )
 
 func TestFromEnv(t *testing.T) {
@@ -98,6 +101,39 @@ func TestFromEnv(t *testing.T) {
 		{name: "nats url of another scheme", env: []string{"WHARF_NATS_URL=http://n1:4222"}, wantErr: []string{"WHARF_NATS_URL", "nats://"}},
 		{name: "one bad nats url in a list", env: []string{"WHARF_NATS_URL=nats://user:hunter2@n1:4222,n2:4222"},
 			wantErr: []string{"WHARF_NATS_URL"}, secret: "hunter2"},
+		{name: "opentelemetry endpoint", env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318/"},
+			want: withTelemetry(telemetry.Config{TracesURL: "http://collector:4318/v1/traces", LogsURL: "http://collector:4318/v1/logs"})},
+		{
+			name: "opentelemetry endpoint, headers, timeout",
+			env:  []string{"OTEL_EXPORTER_OTLP_ENDPOINT=https://otel.example.com:4318", "OTEL_EXPORTER_OTLP_HEADERS=api-key=s3cret", "OTEL_EXPORTER_OTLP_TIMEOUT=2500"},
+			want: withTelemetry(telemetry.Config{TracesURL: "https://otel.example.com:4318/v1/traces", LogsURL: "https://otel.example.com:4318/v1/logs",
+				TracesHeaders: "api-key=s3cret", LogsHeaders: "api-key=s3cret", Timeout: 2500 * time.Millisecond}),
+		},
+		{
+			name: "opentelemetry signal endpoints are used as they are",
+			env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://c:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://t:4318/custom",
+				"OTEL_EXPORTER_OTLP_LOGS_HEADERS=x=1", "OTEL_SERVICE_NAME=edi", "OTEL_RESOURCE_ATTRIBUTES=deployment.environment=prod"},
+			want: withTelemetry(telemetry.Config{TracesURL: "http://t:4318/custom", LogsURL: "http://c:4318/v1/logs", LogsHeaders: "x=1",
+				ServiceName: "edi", ResourceAttributes: "deployment.environment=prod"}),
+		},
+		{name: "opentelemetry traces only", env: []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://t:4318/v1/traces"},
+			want: withTelemetry(telemetry.Config{TracesURL: "http://t:4318/v1/traces"})},
+		{name: "opentelemetry logs exporter none", env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://c:4318", "OTEL_LOGS_EXPORTER=none"},
+			want: withTelemetry(telemetry.Config{TracesURL: "http://c:4318/v1/traces"})},
+		{name: "opentelemetry sdk disabled", env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://c:4318", "OTEL_SDK_DISABLED=true"}, want: Default()},
+		{name: "opentelemetry empty endpoint", env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT="}, want: Default()},
+		{name: "opentelemetry endpoint of another scheme", env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=grpc://u:hunter2@collector:4317"},
+			wantErr: []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://"}, secret: "hunter2"},
+		{name: "opentelemetry endpoint with a query", env: []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=https://c/v1/traces?key=hunter2"},
+			wantErr: []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "query"}, secret: "hunter2"},
+		{name: "opentelemetry grpc", env: []string{"OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, wantErr: []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"}},
+		{name: "opentelemetry bad headers", env: []string{"OTEL_EXPORTER_OTLP_HEADERS=hunter2"}, wantErr: []string{"OTEL_EXPORTER_OTLP_HEADERS", "key=value"}, secret: "hunter2"},
+		{name: "opentelemetry bad header encoding", env: []string{"OTEL_EXPORTER_OTLP_HEADERS=k=hunter2%zz"},
+			wantErr: []string{"OTEL_EXPORTER_OTLP_HEADERS", "encoded"}, secret: "hunter2"},
+		{name: "opentelemetry bad timeout", env: []string{"OTEL_EXPORTER_OTLP_TIMEOUT=5s"}, wantErr: []string{"OTEL_EXPORTER_OTLP_TIMEOUT", "milliseconds"}},
+		{name: "opentelemetry bad resource attributes", env: []string{"OTEL_RESOURCE_ATTRIBUTES=env"}, wantErr: []string{"OTEL_RESOURCE_ATTRIBUTES"}},
+		{name: "opentelemetry bad exporter", env: []string{"OTEL_TRACES_EXPORTER=zipkin"}, wantErr: []string{"OTEL_TRACES_EXPORTER", "otlp or none"}},
+		{name: "opentelemetry bad disabled", env: []string{"OTEL_SDK_DISABLED=maybe"}, wantErr: []string{"OTEL_SDK_DISABLED"}},
 		{
 			name: "every problem at once",
 			env: []string{
@@ -135,6 +171,13 @@ func TestFromEnv(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withTelemetry is the default configuration with the OTEL_* variables' part set.
+func withTelemetry(tel telemetry.Config) Config {
+	c := Default()
+	c.Telemetry = tel
+	return c
 }
 
 func TestDerivedPaths(t *testing.T) {

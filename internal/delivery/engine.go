@@ -11,6 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"wharf/internal/logging"
 	"wharf/internal/persistence"
 )
@@ -66,6 +69,8 @@ type Config struct {
 	Now func() time.Time
 	// Metrics hears wake-ups, attempts and lost claims; nil counts nothing.
 	Metrics Metrics
+	// Tracer makes each attempt's span (tracing.go); nil traces nothing.
+	Tracer trace.Tracer
 }
 
 func (c Config) withDefaults() Config {
@@ -80,6 +85,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Metrics == nil {
 		c.Metrics = noMetrics{}
+	}
+	if c.Tracer == nil {
+		c.Tracer = noop.NewTracerProvider().Tracer("")
 	}
 	return c
 }
@@ -451,6 +459,10 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 		}
 	}()
 	ctx := logging.WithDeliveryID(logging.WithMessageID(w.attemptCtx, c.Message.ID), c.Delivery.ID)
+	ctx, span := w.startSpan(ctx, c)
+	var res Result
+	var outcome string
+	defer func() { endSpan(span, outcome, res) }()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -474,7 +486,7 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 		},
 	}
 	began := time.Now()
-	res := w.deliver(ctx, a)
+	res = w.deliver(ctx, a)
 	took := time.Since(began)
 	cancel()
 	<-renewDone
@@ -482,6 +494,7 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 	select {
 	case <-lost:
 		w.log.WarnContext(ctx, "attempt finished after its claim was lost; outcome dropped", "outcome", res.Kind)
+		outcome = AttemptLost
 		w.e.cfg.Metrics.AttemptDone(w.name, AttemptLost, took)
 		w.keepPayloads(ctx, c, res)
 		return
@@ -495,6 +508,7 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 		if err != nil {
 			w.log.ErrorContext(ctx, "release interrupted delivery", "err", err)
 		}
+		outcome = AttemptInterrupted
 		w.e.cfg.Metrics.AttemptDone(w.name, AttemptInterrupted, took)
 		w.keepPayloads(ctx, c, res)
 		return
@@ -513,6 +527,7 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 	default:
 		w.log.WarnContext(ctx, "delivery attempt failed", "outcome", comp.Kind, "attempt", c.Delivery.Attempts, "reason", comp.Reason)
 	}
+	outcome = string(comp.Kind)
 	w.e.cfg.Metrics.AttemptDone(w.name, string(comp.Kind), took)
 	w.e.complete(ctx, w.q, w.name, comp)
 }

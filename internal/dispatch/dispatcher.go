@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"wharf/internal/logging"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
@@ -60,6 +62,9 @@ type Dispatcher struct {
 
 	partiesMu sync.Mutex
 	parties   map[persistence.PartyName]time.Time // known to exist, with when that was seen
+
+	// Tracer makes each message's dispatch span (tracing.go); nil traces nothing.
+	Tracer trace.Tracer
 }
 
 // partyTTL bounds how long a party seen to exist is taken on trust: a source that sends
@@ -220,7 +225,9 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 			RefusalReason: it.Refused,
 		}
 	}
+	spans := d.startSpans(ctx, news)
 	stored, err := d.store.InsertMessages(ctx, news)
+	endSpans(spans, err)
 	if err != nil {
 		d.deleteBlobs(ctx, blobs)
 		return nil, fmt.Errorf("ingest: %w", err)

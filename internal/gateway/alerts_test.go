@@ -81,6 +81,21 @@ func startLogged(t *testing.T, dbURL string, logs io.Writer) *harness {
 	return startGateway(t, dbURL, log, nil)
 }
 
+// failingPoster runs the http-poster picky for the partner acme, whose URL and header
+// hold canaries and whose receiver refuses every request with 403.
+func (h *harness) failingPoster() {
+	h.t.Helper()
+	partner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusForbidden)
+	}))
+	h.t.Cleanup(partner.Close)
+	h.mustJSON("POST", "/api/v1/partners", map[string]string{"name": "acme"}, nil)
+	h.mustJSON("POST", "/api/v1/plugins/configs/http-poster", map[string]any{"name": "picky",
+		"url": partner.URL + "/in?token=CANARY-poster-url", "secret_headers": map[string]string{"Authorization": "Bearer CANARY-poster-header"}}, nil)
+	h.mustJSON("POST", "/api/v1/services/http-poster/picky/start", map[string]any{}, nil)
+}
+
 // A delivery that fails makes exactly one message_failed alert, which the webhook
 // receiver gets in the generic format with a valid signature; the test button reaches it
 // too; and no secret of the failing target or of the notifier shows in an alert, a
@@ -95,16 +110,7 @@ func TestFailedDeliveryNotifies(t *testing.T) {
 			receiver := &hook{}
 			hookSrv := httptest.NewServer(receiver)
 			defer hookSrv.Close()
-			partner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				_, _ = io.Copy(io.Discard, r.Body)
-				w.WriteHeader(http.StatusForbidden)
-			}))
-			defer partner.Close()
-
-			h.mustJSON("POST", "/api/v1/partners", map[string]string{"name": "acme"}, nil)
-			h.mustJSON("POST", "/api/v1/plugins/configs/http-poster", map[string]any{"name": "picky",
-				"url": partner.URL + "/in?token=CANARY-poster-url", "secret_headers": map[string]string{"Authorization": "Bearer CANARY-poster-header"}}, nil)
-			h.mustJSON("POST", "/api/v1/services/http-poster/picky/start", map[string]any{}, nil)
+			h.failingPoster()
 			h.mustJSON("POST", "/api/v1/plugins/configs/notification-webhook", map[string]any{"name": "ops",
 				"url": hookSrv.URL + "/hook?key=CANARY-hook-url", "format": "generic", "signing_secret": secret,
 				"headers": map[string]string{"Authorization": "Bearer CANARY-hook-header"}}, nil)

@@ -34,6 +34,7 @@ import (
 	"wharf/internal/services"
 	"wharf/internal/settings"
 	"wharf/internal/storage"
+	"wharf/internal/telemetry"
 	"wharf/internal/ui"
 	"wharf/internal/ui/session"
 )
@@ -68,6 +69,8 @@ type Gateway struct {
 	OIDC *oidc.Manager
 	// Metrics is the process's Prometheus registry, served at /metrics.
 	Metrics *metrics.Registry
+	// Telemetry exports traces and logs over OTLP when OTEL_* asks for it (telemetry.go).
+	Telemetry *telemetry.Telemetry
 
 	server   *http.Server
 	listener net.Listener
@@ -85,8 +88,11 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	// The web UI's logs page tails the process's own records: the ring takes what the
 	// process logs, at the same level.
 	logs := logging.NewRing(logRingSize, cfg.LogLevel)
-	log = slog.New(logging.Tee(log.Handler(), logging.NewHandler(logs.Handler())))
-	g = &Gateway{cfg: cfg, log: log}
+	tel, log, err := openTelemetry(ctx, cfg, log, logs)
+	if err != nil {
+		return nil, err
+	}
+	g = &Gateway{cfg: cfg, log: log, Telemetry: tel}
 	// The named result is nil on an error return; the clean-up needs what was built.
 	built := g
 	defer func() {
@@ -159,7 +165,9 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	g.Engine = delivery.NewEngine(g.Store, g.Blobs, sig, log, delivery.Config{
 		Lease:   func() time.Duration { return g.settings(context.Background()).LeaseDuration },
 		Metrics: g.Metrics,
+		Tracer:  tel.Tracer(),
 	})
+	g.traceDispatch()
 	g.Sweeper = delivery.NewSweeper(g.Store, sig, log, func(ctx context.Context) delivery.SweepSettings {
 		s := g.settings(ctx)
 		return delivery.SweepSettings{Interval: s.SweepInterval, Wakeups: s.WakeupPolicy()}
@@ -185,6 +193,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		Bus:     moduleBus{g.Bus},
 		Inbound: g.Metrics,
 		Product: g.productName,
+		// Telemetry traces the modules' listeners and outgoing requests.
+		Telemetry: tel,
 	}
 	g.Runtimes = map[string]any{}
 	for _, m := range module.Modules() {
@@ -200,7 +210,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 			g.Notifications = l
 		}
 	}
-	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes, Alerts: g.Alerts, Product: g.productName})
+	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes, Alerts: g.Alerts, Product: g.productName,
+		Telemetry: tel})
 	g.Health = newHealth(g.Store.Ping, g.Bus.Flush, g.Alerts,
 		func() time.Duration { return g.settings(context.Background()).HealthCheckInterval }, log)
 	g.Health.metrics = g.Metrics
@@ -349,7 +360,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
 	mux.Handle("/", srv.Handler())
 	mux.Handle("GET /metrics", g.Metrics.Handler(g.cfg.MetricsToken))
-	g.server = newHTTPServer(g.Metrics.Instrument(httproute.Note(mux)), g.productName)
+	g.server = newHTTPServer(g.Telemetry.Handler(g.Metrics.Instrument(httproute.Note(mux)), ""), g.productName)
 	// Shutdown waits for requests to finish; the UI's live streams finish only when told.
 	g.server.RegisterOnShutdown(g.UI.Close)
 	g.serveErr = make(chan error, 1)
@@ -500,4 +511,5 @@ func (g *Gateway) closeResources() {
 			g.log.Error("close database", "err", err)
 		}
 	}
+	g.flushTelemetry()
 }

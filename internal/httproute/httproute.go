@@ -20,9 +20,14 @@ type holder struct {
 
 // Track prepares r to learn its pattern; the function returns the pattern of the
 // innermost noted mux that matched it once the request is served, "" when none did.
+// Middleware nested in middleware that tracks already shares the outer one's holder, so
+// each learns the pattern.
 func Track(r *http.Request) (*http.Request, func() string) {
-	h := &holder{}
-	r = r.WithContext(context.WithValue(r.Context(), holderKey{}, h))
+	h, ok := r.Context().Value(holderKey{}).(*holder)
+	if !ok {
+		h = &holder{}
+		r = r.WithContext(context.WithValue(r.Context(), holderKey{}, h))
+	}
 	return r, func() string {
 		h.mu.Lock()
 		defer h.mu.Unlock()

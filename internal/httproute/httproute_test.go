@@ -39,3 +39,21 @@ func TestInnermostPatternWins(t *testing.T) {
 		t.Fatalf("untracked request: %d", rec.Code)
 	}
 }
+
+// Middleware that tracks inside middleware that tracks: both learn the pattern.
+func TestNestedTrackersBothLearnThePattern(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/routes/{id}", func(w http.ResponseWriter, r *http.Request) {})
+	var inner string
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, pattern := httproute.Track(r)
+		httproute.Note(mux).ServeHTTP(w, r)
+		inner = pattern()
+	})
+	r, outer := httproute.Track(httptest.NewRequest("GET", "/api/v1/routes/7", nil))
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	const want = "GET /api/v1/routes/{id}"
+	if inner != want || outer() != want {
+		t.Fatalf("inner %q, outer %q; want %q for both", inner, outer(), want)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 type ctxKey int
@@ -25,11 +27,13 @@ func WithDeliveryID(ctx context.Context, id int64) context.Context {
 	return context.WithValue(ctx, keyDeliveryID, id)
 }
 
-// contextHandler adds the ids found in the context to each record.
+// contextHandler adds the ids found in the context to each record: the message and
+// delivery, and the trace and span of the span the context carries, so a line found in
+// the local log leads to its trace and back.
 type contextHandler struct{ slog.Handler }
 
-// NewHandler wraps h so records logged with a context get its message_id and
-// delivery_id.
+// NewHandler wraps h so records logged with a context get its message_id, delivery_id,
+// trace_id and span_id.
 func NewHandler(h slog.Handler) slog.Handler { return contextHandler{h} }
 
 func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
@@ -38,6 +42,9 @@ func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
 	}
 	if id, ok := ctx.Value(keyDeliveryID).(int64); ok {
 		r.AddAttrs(slog.Int64("delivery_id", id))
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 	}
 	return h.Handler.Handle(ctx, r)
 }

@@ -15,6 +15,7 @@ import (
 	"wharf/internal/persistence"
 	"wharf/internal/product"
 	"wharf/internal/storage"
+	"wharf/internal/telemetry"
 )
 
 // SQL gives a module transactions on the gateway's database for its own tables (see
@@ -89,6 +90,8 @@ type Core struct {
 	// Inbound counts the requests a module's listeners take from outside, for the
 	// process's metrics; nil counts nothing.
 	Inbound InboundMetrics
+	// Telemetry traces a module's listeners and outgoing requests; nil traces nothing.
+	Telemetry *telemetry.Telemetry
 }
 
 // ProductName is the product string for a User-Agent, Server or Reporting-UA field.

@@ -15,6 +15,7 @@ import (
 	"wharf/internal/alert"
 	"wharf/internal/delivery"
 	"wharf/internal/persistence"
+	"wharf/internal/telemetry"
 )
 
 // Role says which side of a route a plugin type stands on.
@@ -96,6 +97,8 @@ type Env struct {
 	// Product returns the product string Wharf sends now (see package product); nil
 	// means the version is shown.
 	Product func() string
+	// Telemetry traces an instance's outgoing requests; nil traces nothing.
+	Telemetry *telemetry.Telemetry
 }
 
 // ProductName is the product string for a User-Agent, Server or Reporting-UA field.

@@ -49,6 +49,7 @@ func newNotifier(rt *Runtime, name string, cfg *Config) (*Notifier, error) {
 		n.key = key
 	}
 	n.client = httptarget.NewClient(time.Duration(cfg.Timeout), 0)
+	n.client.Transport = rt.core.Telemetry.Transport(n.client.Transport, "notification-webhook POST")
 	return n, nil
 }
 

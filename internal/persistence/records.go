@@ -88,6 +88,9 @@ type Message struct {
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
+	// TraceParent is the W3C traceparent of the span that dispatched the message, ""
+	// when it was not traced; each delivery attempt's span continues it.
+	TraceParent string `json:"-"`
 }
 
 // Payload records one stored blob of a message. Key is the storage's address for it.

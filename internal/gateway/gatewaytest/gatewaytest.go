@@ -21,6 +21,7 @@ import (
 	"wharf/internal/gateway"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db/dbtest"
+	"wharf/internal/telemetry"
 )
 
 // Token is the API token every gateway Start runs accepts.
@@ -48,6 +49,8 @@ type Options struct {
 	// distributed mode runs one: the peer's database (PostgreSQL), key files and payload
 	// directory, and a data directory, holder, bus and listener of its own.
 	Peer *Gateway
+	// Telemetry is what the OTEL_* variables would ask for; zero exports nothing.
+	Telemetry telemetry.Config
 }
 
 // Gateway is a running gateway and the directory it keeps its data in.
@@ -75,6 +78,7 @@ func Start(t testing.TB, o Options) *Gateway {
 	if o.Peer != nil {
 		sharePeer(t, &cfg, o.Peer.cfg)
 	}
+	cfg.Telemetry = o.Telemetry
 	log := o.Log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(LogWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))

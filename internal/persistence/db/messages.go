@@ -53,6 +53,7 @@ func checkNewMessage(nm *persistence.NewMessage) error {
 		checkSHA256("sha256", m.SHA256, true),
 		checkText("correlation_id", m.CorrelationID, maxProvenance),
 		checkText("origin_event_id", m.OriginEventID, maxProvenance),
+		checkTraceParent(m.TraceParent),
 	} {
 		if err != nil {
 			return err
@@ -191,7 +192,7 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 		out[i] = m
 		t.noteStatus(m, m.Status)
 		msgRows = append(msgRows, []any{m.ID, m.Stage, m.Status, m.Refusal, m.From, m.To, m.Source,
-			m.OriginalFileName, m.Size, m.SHA256, m.CorrelationID, m.OriginEventID, encodeMetadata(m.Metadata), t.s.tv(m.CreatedAt), now})
+			m.OriginalFileName, m.Size, m.SHA256, m.CorrelationID, m.OriginEventID, encodeMetadata(m.Metadata), t.s.tv(m.CreatedAt), now, m.TraceParent})
 		for _, p := range nm.Payloads {
 			payloadRows = append(payloadRows, []any{p.MessageID, p.Stage, p.Key, p.Size, p.SHA256, now})
 		}
@@ -232,7 +233,7 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 		t.touchNew(m, states)
 	}
 	err = t.insertRows(ctx, `INSERT INTO messages (id, stage, status, refusal, from_party, to_party, source,
-		original_file_name, size, sha256, correlation_id, origin_event_id, metadata, created_at, updated_at)`, 15, msgRows)
+		original_file_name, size, sha256, correlation_id, origin_event_id, metadata, created_at, updated_at, trace_parent)`, 16, msgRows)
 	if isUniqueViolation(err) {
 		return nil, t.duplicateMessage(ctx, batch)
 	}

@@ -59,13 +59,13 @@ func scanRoute(r rowScanner) (persistence.Route, error) {
 	return rt, nil
 }
 
-const messageCols = `id, stage, status, refusal, from_party, to_party, source, original_file_name, size, sha256, correlation_id, origin_event_id, metadata, created_at, updated_at`
+const messageCols = `id, stage, status, refusal, from_party, to_party, source, original_file_name, size, sha256, correlation_id, origin_event_id, metadata, created_at, updated_at, trace_parent`
 
 func scanMessage(r rowScanner) (persistence.Message, error) {
 	var m persistence.Message
 	var meta string
 	err := r.Scan(&m.ID, &m.Stage, &m.Status, &m.Refusal, &m.From, &m.To, &m.Source, &m.OriginalFileName,
-		&m.Size, &m.SHA256, &m.CorrelationID, &m.OriginEventID, &meta, timeCol{&m.CreatedAt}, timeCol{&m.UpdatedAt})
+		&m.Size, &m.SHA256, &m.CorrelationID, &m.OriginEventID, &meta, timeCol{&m.CreatedAt}, timeCol{&m.UpdatedAt}, &m.TraceParent)
 	if err != nil {
 		return m, fmt.Errorf("read message: %w", err)
 	}

@@ -103,6 +103,7 @@ func (rt *Runtime) senderDeps() sender.Deps {
 		AsyncMDNURL: rt.asyncMDNURL,
 		Alerts:      rt.core.Alerts,
 		Product:     rt.core.Product,
+		Telemetry:   rt.core.Telemetry,
 	}
 }
 
@@ -169,6 +170,7 @@ func newReceiver(env module.Env, name persistence.InstanceName, cfg module.Confi
 		Alerts:    rt.core.Alerts,
 		Metrics:   inboundMetrics(rt.core.Inbound),
 		Product:   rt.core.Product,
+		Telemetry: rt.core.Telemetry,
 	}, name, c)
 }
 

@@ -21,6 +21,7 @@ import (
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db/dbtest"
 	"wharf/internal/protocol/as2/as2test"
+	"wharf/internal/telemetry"
 
 	_ "wharf/internal/protocol/as2"
 	_ "wharf/internal/protocol/file"
@@ -37,12 +38,17 @@ type peer struct {
 	as2  string // the receiver's base URL
 }
 
-func startPeer(t *testing.T, as2ID, dbURL string) *peer {
+// startPeer starts a gateway with the AS2 id; tel, when given, is its telemetry.
+func startPeer(t *testing.T, as2ID, dbURL string, tel ...telemetry.Config) *peer {
 	t.Helper()
 	// The receiver gets a port of its own before it starts.
 	port := gatewaytest.FreePort(t)
-	gw := gatewaytest.Start(t, gatewaytest.Options{DBURL: dbURL,
-		Plugins: map[persistence.InstanceName]map[string]any{"as2_receiver_default": {"port": port}}})
+	o := gatewaytest.Options{DBURL: dbURL,
+		Plugins: map[persistence.InstanceName]map[string]any{"as2_receiver_default": {"port": port}}}
+	if len(tel) > 0 {
+		o.Telemetry = tel[0]
+	}
+	gw := gatewaytest.Start(t, o)
 	return &peer{t: t, g: gw.Gateway, gw: gw, name: as2ID, data: gw.DataDir, as2: fmt.Sprintf("http://127.0.0.1:%d", port)}
 }
 

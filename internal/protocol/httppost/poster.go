@@ -51,6 +51,7 @@ func init() {
 					return nil, err
 				}
 				p.product = env.ProductName
+				p.client.Transport = env.Telemetry.Transport(p.client.Transport, "http-poster POST")
 				return p, nil
 			},
 		}},

@@ -16,9 +16,11 @@ import (
 
 	"wharf/internal/alert"
 	"wharf/internal/bodyrate"
+	"wharf/internal/httproute"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/protocol/as2/profile"
+	"wharf/internal/telemetry"
 )
 
 // MDNIntake takes the asynchronous MDNs partners post to the receiver's mdn_path; the
@@ -63,6 +65,9 @@ type Deps struct {
 	// Product returns the product string for Server, User-Agent and the MDN's
 	// Reporting-UA; nil shows the version.
 	Product func() string
+	// Telemetry gives each request a span continuing the sender's traceparent, so an
+	// exchange between two gateways that trace is one trace; nil traces nothing.
+	Telemetry *telemetry.Telemetry
 }
 
 // Receiver is a running as2-receiver instance: an HTTP(S) listener for AS2 messages and
@@ -167,6 +172,8 @@ func newReceiver(deps Deps, name persistence.InstanceName, cfg *Config) (*Receiv
 			Timeout: 2 * time.Minute,
 			// An MDN goes to the vouched-for URL only, never where a redirect points.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+			// An async MDN's request has a span, and the partner's receiver may continue it.
+			Transport: deps.Telemetry.Transport(nil, "as2 mdn send"),
 		}
 	}
 	var host string
@@ -224,7 +231,8 @@ func (rc *Receiver) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+rc.cfg.Path, rc.handleMessage)
 	mux.HandleFunc("POST "+rc.cfg.MDNPath, rc.handleMDN)
-	return rc.serverHeader(rc.limit(mux))
+	// The span of a request is named by the path pattern that served it.
+	return rc.serverHeader(rc.deps.Telemetry.Handler(rc.limit(httproute.Note(mux)), ""))
 }
 
 // defaultQueueWait is how long a request waits for a slot when every one is taken: a

@@ -24,6 +24,7 @@ import (
 	"wharf/internal/protocol/as2/mime"
 	"wharf/internal/protocol/as2/profile"
 	"wharf/internal/storage"
+	"wharf/internal/telemetry"
 )
 
 // Deps is what the sender and the MDN intake need of the gateway; the AS2 module's
@@ -44,6 +45,9 @@ type Deps struct {
 	AsyncMDNURL func(org string) string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Telemetry traces each POST to a partner and sends it the traceparent; nil
+	// traces nothing.
+	Telemetry *telemetry.Telemetry
 	// Alerts takes the intake's async_mdn_failed alerts; nil means alert.Discard.
 	Alerts alert.Raiser
 	// Product returns the product string for User-Agent; nil shows the version.
@@ -220,7 +224,7 @@ func New(deps Deps, name persistence.InstanceName, cfg *Config) (delivery.Delive
 		domain:   messageIDDomain(cfg.MessageIDDomain, deps.BaseURL),
 		asyncURL: deps.AsyncMDNURL,
 		product:  deps.Product,
-		clients:  clients{idle: cfg.Options().MaxConcurrent},
+		clients:  clients{idle: cfg.Options().MaxConcurrent, tel: deps.Telemetry},
 	}, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"wharf/internal/protocol/as2/profile"
+	"wharf/internal/telemetry"
 )
 
 // clients keeps one HTTP client per partner, so connections are reused between messages,
@@ -25,6 +26,8 @@ type clients struct {
 	// attempts that may run at once, so a busy partner is not sent each message on a
 	// new connection (net/http keeps two by default).
 	idle int
+	// tel wraps each client's transport in a traced one.
+	tel *telemetry.Telemetry
 
 	mu sync.Mutex
 	m  map[string]clientEntry
@@ -33,6 +36,9 @@ type clients struct {
 type clientEntry struct {
 	key    string
 	client *http.Client
+	// tr is the client's own transport under the tracing one, which cannot close idle
+	// connections itself.
+	tr *http.Transport
 }
 
 // get returns the client for the partner's profile, trusting what it names (see
@@ -48,7 +54,7 @@ func (c *clients) get(partner string, out profile.Outbound) *http.Client {
 			return e.client
 		}
 		// Attempts still using the old client finish on their connections.
-		e.client.CloseIdleConnections()
+		e.tr.CloseIdleConnections()
 	}
 	if c.m == nil {
 		c.m = map[string]clientEntry{}
@@ -73,14 +79,14 @@ func (c *clients) get(partner string, out profile.Outbound) *http.Client {
 	tr.ForceAttemptHTTP2 = false
 	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	client := &http.Client{
-		Transport: tr,
+		Transport: c.tel.Transport(tr, "as2 send"),
 		// The timeout covers the whole exchange, a synchronous MDN included.
 		Timeout: request,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
 	}
-	c.m[partner] = clientEntry{key: key, client: client}
+	c.m[partner] = clientEntry{key: key, client: client, tr: tr}
 	return client
 }
 
@@ -89,7 +95,7 @@ func (c *clients) closeAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range c.m {
-		e.client.CloseIdleConnections()
+		e.tr.CloseIdleConnections()
 	}
 }
 

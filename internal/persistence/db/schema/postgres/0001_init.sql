@@ -331,3 +331,8 @@ ALTER TABLE api_tokens ADD COLUMN scope_target TEXT NOT NULL DEFAULT '';
 ALTER TABLE routes ADD COLUMN retry_policy TEXT;
 ALTER TABLE deliveries ADD COLUMN retry_policy TEXT;
 ALTER TABLE deliveries ADD COLUMN error_class TEXT NOT NULL DEFAULT '';
+
+-- Traces: the W3C traceparent of the span that dispatched a message ('' when nothing was
+-- traced), which every delivery attempt continues, so a message is one trace whichever
+-- process attempts it.
+ALTER TABLE messages ADD COLUMN trace_parent TEXT NOT NULL DEFAULT '';
