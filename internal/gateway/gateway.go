@@ -71,6 +71,9 @@ type Gateway struct {
 	// Metrics is the process's Prometheus registry, served at /metrics.
 	Metrics *metrics.Registry
 
+	roles     Roles
+	sweepLock *sweepLock
+
 	server   *http.Server
 	listener net.Listener
 	serveErr chan error
@@ -83,12 +86,17 @@ type Gateway struct {
 }
 
 // Open prepares everything a standalone process runs, without starting work yet.
-func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway, err error) {
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Gateway, error) {
+	return OpenRoles(ctx, cfg, log, Standalone())
+}
+
+// OpenRoles prepares a process that runs roles, without starting work yet.
+func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles Roles) (g *Gateway, err error) {
 	// The web UI's logs page tails the process's own records: the ring takes what the
 	// process logs, at the same level.
 	logs := logging.NewRing(logRingSize, cfg.LogLevel)
 	log = slog.New(logging.Tee(log.Handler(), logging.NewHandler(logs.Handler())))
-	g = &Gateway{cfg: cfg, log: log}
+	g = &Gateway{cfg: cfg, log: log, roles: roles}
 	// The named result is nil on an error return; the clean-up needs what was built.
 	built := g
 	defer func() {
@@ -98,10 +106,13 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	}()
 	// What is local and cheap is checked first (data directory, address, key files), so
 	// a mistake there is reported before the database is touched.
+	if err := checkBus(cfg); err != nil {
+		return nil, err
+	}
 	if err := prepareDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	if g.listener, err = listenHTTP(cfg.HTTPAddr); err != nil {
+	if g.listener, err = g.listen(cfg); err != nil {
 		return nil, err
 	}
 	box, created, err := secret.LoadOrCreate(cfg.SecretsKeyPath(), log)
@@ -138,16 +149,19 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	if err := g.releasePreviousClaims(ctx); err != nil {
 		return nil, err
 	}
-	seeded, err := seed(ctx, g.Store, cfg, box)
-	if err != nil {
+	// The API process seeds a new database; the others start after it (see
+	// docs/deployment.md) and find it seeded.
+	if roles.API {
+		seeded, err := seed(ctx, g.Store, cfg, box)
+		if err != nil {
+			return nil, err
+		}
+		if seeded {
+			log.Info("new database seeded", "organization", "local")
+		}
+	}
+	if g.Bus, err = openBus(ctx, cfg, log.With("component", "bus")); err != nil {
 		return nil, err
-	}
-	if seeded {
-		log.Info("new database seeded", "organization", "local")
-	}
-	g.Bus, err = bus.StartEmbedded(ctx, bus.EmbeddedOptions{ListenAddr: cfg.NATSListen, Logger: log.With("component", "bus")})
-	if err != nil {
-		return nil, fmt.Errorf("start the internal bus: %w", err)
 	}
 	g.Blobs, err = storage.NewLocal(filepath.Join(cfg.DataDir, "payloads"))
 	if err != nil {
@@ -167,6 +181,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		return delivery.SweepSettings{Interval: s.SweepInterval, Wakeups: s.WakeupPolicy()}
 	})
 	g.Sweeper.Metrics = g.Metrics
+	g.sweepLock = &sweepLock{store: g.Store, log: log.With("component", "sweep")}
+	g.Sweeper.Active = g.sweepLock.Active
 	g.Certs = certs.NewMonitor(g.Store, log.With("component", "certificates"))
 	g.Alerts = g.newAlerts(log)
 	baseURL, err := cfg.BaseURL()
@@ -205,7 +221,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	g.Health = newHealth(g.Store.Ping, g.Bus.Flush, g.Alerts,
 		func() time.Duration { return g.settings(context.Background()).HealthCheckInterval }, log)
 	g.Health.metrics = g.Metrics
-	g.Health.Expect(RoleEngine, RolePlugins, RoleSweeper)
+	g.Health.Expect(roles.readinessRoles()...)
 	g.Services.SetHealth(g.Health.Down)
 	sessions, err := session.NewManager(session.Config{
 		Key:             sessionKey,
@@ -308,26 +324,33 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return err
 	}
 	g.Health.Started(RoleEngine)
-	for _, name := range g.runtimeNames() {
-		if st, ok := g.Runtimes[name].(module.Stopper); ok {
-			if err := st.Start(ctx); err != nil {
-				return fmt.Errorf("start module %s: %w", name, err)
+	if g.roles.API {
+		for _, name := range g.runtimeNames() {
+			if st, ok := g.Runtimes[name].(module.Stopper); ok {
+				if err := st.Start(ctx); err != nil {
+					return fmt.Errorf("start module %s: %w", name, err)
+				}
 			}
 		}
 	}
-	if err := g.Services.StartAll(ctx); err != nil {
+	if err := g.startPlugins(ctx); err != nil {
 		return err
 	}
-	g.Health.Started(RolePlugins)
-	if err := g.Sweeper.Start(ctx); err != nil {
-		return err
-	}
-	g.Health.Started(RoleSweeper)
-	if err := g.Certs.Start(ctx); err != nil {
-		return err
+	if g.roles.Sweeper {
+		if err := g.Sweeper.Start(ctx); err != nil {
+			return err
+		}
+		g.Health.Started(RoleSweeper)
 	}
 	// Open bound the address, so a taken one stopped the start before anything ran.
 	ln := g.listener
+	if !g.roles.API {
+		g.serveProbe(ln)
+		return nil
+	}
+	if err := g.Certs.Start(ctx); err != nil {
+		return err
+	}
 	srv := api.New(api.Deps{
 		Store:    g.Store,
 		Payloads: g.Blobs,
@@ -396,6 +419,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		}
 		if g.Sweeper != nil {
 			errs = append(errs, g.Sweeper.Stop(ctx))
+		}
+		if g.sweepLock != nil {
+			errs = append(errs, g.sweepLock.Release(ctx))
 		}
 		if g.Certs != nil {
 			errs = append(errs, g.Certs.Stop(ctx))

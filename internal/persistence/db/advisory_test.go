@@ -1,0 +1,72 @@
+package db_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	"wharf/internal/persistence/db"
+	"wharf/internal/persistence/db/dbtest"
+)
+
+// TestSessionLock: on PostgreSQL one session holds the lock, a second finds it taken, and
+// it passes on once the holder releases it or its process ends (the store closes); on
+// SQLite, one process to a file, the lock is always held.
+func TestSessionLock(t *testing.T) {
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := context.Background()
+			open := openHolders(t, dialect)
+			a, b := open("a1"), open("b2")
+			const key = db.SweepLockKey + 1000 // not the key of a running gateway
+			la, err := a.TryLock(ctx, key)
+			if err != nil || la == nil {
+				t.Fatalf("first TryLock = %v, %v; want the lock", la, err)
+			}
+			if err := la.Check(ctx); err != nil {
+				t.Fatalf("Check of a held lock: %v", err)
+			}
+			lb, err := b.TryLock(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dialect == db.DialectSQLite {
+				if lb == nil {
+					t.Fatal("SQLite: the lock is always held, got nil")
+				}
+				return
+			}
+			if lb != nil {
+				t.Fatal("second session got the lock its first holder keeps")
+			}
+			if err := la.Release(ctx); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			if lb, err = b.TryLock(ctx, key); err != nil || lb == nil {
+				t.Fatalf("TryLock after release = %v, %v; want the lock", lb, err)
+			}
+			// The holder's process dies without releasing: its session ends with it.
+			admin, err := sql.Open("pgx", dbtest.PostgresBaseURL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer admin.Close()
+			var ended bool
+			err = admin.QueryRowContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
+				WHERE locktype = 'advisory' AND ((classid::bigint << 32) | objid::bigint) = $1`, key).Scan(&ended)
+			if err != nil || !ended {
+				t.Fatalf("end the holder's session: %v, %v", ended, err)
+			}
+			if err := lb.Check(ctx); err == nil {
+				t.Fatal("Check after the holder's session ended reports it held")
+			}
+			_ = lb.Release(ctx)
+			if la, err = a.TryLock(ctx, key); err != nil || la == nil {
+				t.Fatalf("TryLock after the holder died = %v, %v; want the lock", la, err)
+			}
+			if err := la.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
