@@ -134,6 +134,10 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 			schemas = append(schemas, db.ModuleSchema{Name: m.Name, FS: m.Schema})
 		}
 	}
+	// An unreachable bus is found before the database is touched.
+	if g.Bus, err = openBus(ctx, cfg, log.With("component", "bus")); err != nil {
+		return nil, err
+	}
 	holder, err := loadOrCreateHolder(cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -159,9 +163,6 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 		if seeded {
 			log.Info("new database seeded", "organization", "local")
 		}
-	}
-	if g.Bus, err = openBus(ctx, cfg, log.With("component", "bus")); err != nil {
-		return nil, err
 	}
 	g.Blobs, err = storage.NewLocal(filepath.Join(cfg.DataDir, "payloads"))
 	if err != nil {
