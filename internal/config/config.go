@@ -179,7 +179,6 @@ func FromEnv(environ []string) (Config, error) {
 		}
 	}
 	errs = append(errs, c.problems()...)
-	errs = append(errs, c.natsProblems()...)
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)
 	}
@@ -187,7 +186,8 @@ func FromEnv(environ []string) (Config, error) {
 }
 
 // Validate checks every value, naming the flag for values given as flags and the
-// variable otherwise. Commands call it after ParseArgs.
+// variable otherwise, and the bus settings against each other (a flag may set the bus
+// URL the variables' credentials go with). Commands call it after ParseArgs.
 func (c Config) Validate() error {
 	return errors.Join(append(c.problems(), c.natsProblems()...)...)
 }
