@@ -35,7 +35,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	role, rest := args[0], args[1:]
 	var roles gateway.Roles
-	flags := []string{"data-dir", "db-url", "nats", "log-level"}
+	flags := []string{"data-dir", "db-url", "nats", "log-level", "payload-dir"}
 	switch role {
 	case "api":
 		roles.API = true

@@ -45,6 +45,10 @@ type Config struct {
 	// ProbeAddr is where a process without the API role serves /healthz, /readyz and
 	// /metrics.
 	ProbeAddr string
+	// PayloadDir is where payloads are stored; empty means "payloads" in the data
+	// directory. The processes of a distributed installation share one (a network file
+	// system) while each keeps a data directory of its own.
+	PayloadDir string
 
 	// fromFlag marks the settings given as flags, so errors name the flag the operator
 	// typed rather than the variable. A bit set keeps Config comparable.
@@ -90,6 +94,7 @@ const (
 	bitNATSTLSCert
 	bitNATSTLSKey
 	bitProbeAddr
+	bitPayloadDir
 )
 
 var settings = []setting{
@@ -125,6 +130,9 @@ var settings = []setting{
 	{bit: bitProbeAddr, env: "WHARF_PROBE_ADDR", flag: "listen", check: checkHTTPAddr,
 		usage: "host:port on which a plugin or sweeper process serves /healthz, /readyz and /metrics",
 		field: func(c *Config) *string { return &c.ProbeAddr }},
+	{bit: bitPayloadDir, env: "WHARF_PAYLOAD_DIR", flag: "payload-dir",
+		usage: "directory payloads are stored in, shared by every process of an installation; empty for payloads in the data directory",
+		field: func(c *Config) *string { return &c.PayloadDir }},
 	{bit: bitNATSCreds, env: "WHARF_NATS_CREDS", field: func(c *Config) *string { return &c.NATS.CredsFile }},
 	{bit: bitNATSUser, env: "WHARF_NATS_USER", field: func(c *Config) *string { return &c.NATS.User }},
 	{bit: bitNATSPassword, env: "WHARF_NATS_PASSWORD", field: func(c *Config) *string { return &c.NATS.Password }},
@@ -325,7 +333,12 @@ func (c Config) SQLitePath() string { return filepath.Join(c.DataDir, "wharf.db"
 func (c Config) IsPostgres() bool { return c.DBURL != "" }
 
 // PayloadsDir is the root of the local payload store.
-func (c Config) PayloadsDir() string { return filepath.Join(c.DataDir, "payloads") }
+func (c Config) PayloadsDir() string {
+	if c.PayloadDir != "" {
+		return c.PayloadDir
+	}
+	return filepath.Join(c.DataDir, "payloads")
+}
 
 // SecretsKeyPath is the master key file for sealed secrets.
 func (c Config) SecretsKeyPath() string {

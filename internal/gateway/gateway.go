@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -164,7 +163,7 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 			log.Info("new database seeded", "organization", "local")
 		}
 	}
-	g.Blobs, err = storage.NewLocal(filepath.Join(cfg.DataDir, "payloads"))
+	g.Blobs, err = storage.NewLocal(cfg.PayloadsDir())
 	if err != nil {
 		return nil, err
 	}
