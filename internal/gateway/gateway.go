@@ -72,6 +72,8 @@ type Gateway struct {
 
 	roles     Roles
 	sweepLock *sweepLock
+	holder    string // the process's id, kept across restarts in its data directory
+	heartbeat *heartbeat
 
 	server   *http.Server
 	listener net.Listener
@@ -141,6 +143,7 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 	if err != nil {
 		return nil, err
 	}
+	g.holder = holder
 	g.Store, err = db.Open(ctx, db.Options{URL: cfg.DBURL, SQLitePath: cfg.SQLitePath(), Logger: log, Modules: schemas,
 		AuditKey: auditKey, Holder: holder})
 	if err != nil {
@@ -236,7 +239,7 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 	}
 	g.OIDC = oidc.New(oidc.Config{Store: g.Store, Secrets: box, Logger: log.With("component", "oidc")})
 	g.UI, err = ui.New(ui.Deps{Store: g.Store, Sessions: sessions, Sealer: box, Logger: log.With("component", "ui"), Issuer: "Wharf",
-		Actions: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(), Services: g.Services,
+		Actions: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(), Services: g.Services, Processes: g.Store,
 		Ingest: g.Dispatcher, SettingsChanged: ops{g}.SettingsChanged, PublicURL: baseURL,
 		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels(),
 		PartyPanels: g.partyPanels(), OIDC: g.OIDC,
@@ -324,6 +327,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return err
 	}
 	g.Health.Started(RoleEngine)
+	g.startHeartbeat(ctx)
 	if g.roles.API {
 		for _, name := range g.runtimeNames() {
 			if st, ok := g.Runtimes[name].(module.Stopper); ok {
@@ -429,6 +433,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		if g.Health != nil {
 			errs = append(errs, g.Health.Stop(ctx))
 		}
+		g.heartbeat.stop()
 		// The alerts raised so far go out on the bus while the modules still listen.
 		if g.Alerts != nil {
 			errs = append(errs, g.Alerts.Stop(ctx))

@@ -301,3 +301,14 @@ CREATE TABLE secrets_check (
 -- API token may settle deliveries of ('' = the token is not scoped).
 ALTER TABLE deliveries ADD COLUMN external_ref TEXT NOT NULL DEFAULT '';
 ALTER TABLE api_tokens ADD COLUMN scope_target TEXT NOT NULL DEFAULT '';
+
+-- Distributed roles: every process of an installation, as its heartbeat last reported it
+-- (id is the process's holder id, kept across its restarts), for the Services page.
+CREATE TABLE processes (
+    id           TEXT PRIMARY KEY,
+    host         TEXT NOT NULL,
+    roles        TEXT NOT NULL,
+    version      TEXT NOT NULL,
+    started_at   TIMESTAMPTZ NOT NULL,
+    heartbeat_at TIMESTAMPTZ NOT NULL
+);
