@@ -239,7 +239,7 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 	}
 	g.OIDC = oidc.New(oidc.Config{Store: g.Store, Secrets: box, Logger: log.With("component", "oidc")})
 	g.UI, err = ui.New(ui.Deps{Store: g.Store, Sessions: sessions, Sealer: box, Logger: log.With("component", "ui"), Issuer: "Wharf",
-		Actions: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(), Services: g.Services, Processes: g.Store,
+		Actions: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(), Services: g.serviceControl(), Processes: g.Store,
 		Ingest: g.Dispatcher, SettingsChanged: ops{g}.SettingsChanged, PublicURL: baseURL,
 		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels(),
 		PartyPanels: g.partyPanels(), OIDC: g.OIDC,
@@ -339,6 +339,11 @@ func (g *Gateway) Start(ctx context.Context) error {
 	}
 	if err := g.startPlugins(ctx); err != nil {
 		return err
+	}
+	if g.roles.Plugins {
+		if err := g.serveServiceControl(); err != nil {
+			return err
+		}
 	}
 	if g.roles.Sweeper {
 		if err := g.Sweeper.Start(ctx); err != nil {
