@@ -430,7 +430,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			errs = append(errs, g.Sweeper.Stop(ctx))
 		}
 		if g.sweepLock != nil {
-			errs = append(errs, g.sweepLock.Release(ctx))
+			g.sweepLock.Release(ctx)
 		}
 		if g.Certs != nil {
 			errs = append(errs, g.Certs.Stop(ctx))

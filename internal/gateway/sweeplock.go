@@ -11,7 +11,7 @@ import (
 
 // sweepLocker takes the sweep's advisory lock (db.Store).
 type sweepLocker interface {
-	TryLock(ctx context.Context, key int64) (*db.SessionLock, error)
+	TryLock(ctx context.Context, key int32) (*db.SessionLock, error)
 }
 
 // sweepLock makes this process the active sweeper while it holds the PostgreSQL advisory
@@ -42,7 +42,7 @@ func (l *sweepLock) Active(ctx context.Context) bool {
 			return true
 		}
 		l.log.Warn("lost the sweep lock; standing by", "err", err)
-		_ = l.held.Release(ctx)
+		l.held.Release(ctx)
 		l.held = nil
 	}
 	lk, err := l.store.TryLock(ctx, db.SweepLockKey)
@@ -63,13 +63,11 @@ func (l *sweepLock) Active(ctx context.Context) bool {
 }
 
 // Release gives the lock up at shutdown, so a standby takes over at its next attempt.
-func (l *sweepLock) Release(ctx context.Context) error {
+func (l *sweepLock) Release(ctx context.Context) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.held == nil {
-		return nil
+	if l.held != nil {
+		l.held.Release(ctx)
+		l.held = nil
 	}
-	err := l.held.Release(ctx)
-	l.held = nil
-	return err
 }

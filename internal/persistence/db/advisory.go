@@ -9,7 +9,15 @@ import (
 
 // SweepLockKey is the PostgreSQL advisory lock the active sweeper holds. Its value only
 // has to differ from other advisory locks taken on the same database.
-const SweepLockKey int64 = 0x5768617266_01 // "Wharf", 1
+const SweepLockKey int32 = 0x57686172 // "Whar"
+
+// Advisory locks are database-wide while an installation is a schema (search_path), so
+// the lock is the pair (key, hash of the current schema): installations in two schemas of
+// one database each have their own.
+const (
+	lockSQL   = "SELECT pg_try_advisory_lock($1::int4, hashtext(current_schema()))"
+	unlockSQL = "SELECT pg_advisory_unlock($1::int4, hashtext(current_schema()))"
+)
 
 // SessionLock is a session-level advisory lock held on a connection of its own: it lasts
 // as long as that connection, so a process that dies (its connection closes) gives it up
@@ -17,12 +25,12 @@ const SweepLockKey int64 = 0x5768617266_01 // "Wharf", 1
 // held and holds nothing.
 type SessionLock struct {
 	conn *sql.Conn
-	key  int64
+	key  int32
 }
 
 // TryLock takes the advisory lock key on a dedicated connection without waiting. It
 // returns nil and no error when another session holds the lock.
-func (s *Store) TryLock(ctx context.Context, key int64) (*SessionLock, error) {
+func (s *Store) TryLock(ctx context.Context, key int32) (*SessionLock, error) {
 	if s.dialect != DialectPostgres {
 		return &SessionLock{key: key}, nil
 	}
@@ -31,7 +39,7 @@ func (s *Store) TryLock(ctx context.Context, key int64) (*SessionLock, error) {
 		return nil, fmt.Errorf("advisory lock %d: open a connection: %w", key, err)
 	}
 	var got bool
-	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&got); err != nil {
+	if err := conn.QueryRowContext(ctx, lockSQL, key).Scan(&got); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("advisory lock %d: %w", key, err)
 	}
@@ -56,17 +64,14 @@ func (l *SessionLock) Check(ctx context.Context) error {
 }
 
 // Release gives the lock up and closes its connection. The connection is discarded, not
-// pooled, so a failed unlock cannot leave the lock behind on a pooled session.
-func (l *SessionLock) Release(ctx context.Context) error {
+// pooled: ending the session releases the lock whether or not the unlock got through (the
+// database may be out of reach), and no pooled session can keep it.
+func (l *SessionLock) Release(ctx context.Context) {
 	if l.conn == nil {
-		return nil
+		return
 	}
-	_, err := l.conn.ExecContext(ctx, "SELECT pg_advisory_unlock($1)", l.key)
-	// Raw closes the driver connection itself rather than returning it to the pool.
+	_, _ = l.conn.ExecContext(ctx, unlockSQL, l.key)
+	// Returning driver.ErrBadConn from Raw closes the driver connection itself.
 	_ = l.conn.Raw(func(any) error { return driver.ErrBadConn })
 	l.conn.Close()
-	if err != nil {
-		return fmt.Errorf("advisory unlock %d: %w", l.key, err)
-	}
-	return nil
 }

@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"database/sql"
+	"math/rand/v2"
 	"testing"
 
 	"wharf/internal/persistence/db"
@@ -18,7 +19,8 @@ func TestSessionLock(t *testing.T) {
 			ctx := context.Background()
 			open := openHolders(t, dialect)
 			a, b := open("a1"), open("b2")
-			const key = db.SweepLockKey + 1000 // not the key of a running gateway
+			// A key of its own: tests of other packages run gateways on this database.
+			key := db.SweepLockKey + 1 + rand.Int32N(1<<20)
 			la, err := a.TryLock(ctx, key)
 			if err != nil || la == nil {
 				t.Fatalf("first TryLock = %v, %v; want the lock", la, err)
@@ -39,9 +41,7 @@ func TestSessionLock(t *testing.T) {
 			if lb != nil {
 				t.Fatal("second session got the lock its first holder keeps")
 			}
-			if err := la.Release(ctx); err != nil {
-				t.Fatalf("Release: %v", err)
-			}
+			la.Release(ctx)
 			if lb, err = b.TryLock(ctx, key); err != nil || lb == nil {
 				t.Fatalf("TryLock after release = %v, %v; want the lock", lb, err)
 			}
@@ -53,20 +53,18 @@ func TestSessionLock(t *testing.T) {
 			defer admin.Close()
 			var ended bool
 			err = admin.QueryRowContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
-				WHERE locktype = 'advisory' AND ((classid::bigint << 32) | objid::bigint) = $1`, key).Scan(&ended)
+				WHERE locktype = 'advisory' AND objsubid = 2 AND classid::bigint = $1`, key).Scan(&ended)
 			if err != nil || !ended {
 				t.Fatalf("end the holder's session: %v, %v", ended, err)
 			}
 			if err := lb.Check(ctx); err == nil {
 				t.Fatal("Check after the holder's session ended reports it held")
 			}
-			_ = lb.Release(ctx)
+			lb.Release(ctx)
 			if la, err = a.TryLock(ctx, key); err != nil || la == nil {
 				t.Fatalf("TryLock after the holder died = %v, %v; want the lock", la, err)
 			}
-			if err := la.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			la.Release(ctx)
 		})
 	}
 }
