@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"wharf/internal/bus"
+	"wharf/internal/persistence/db/dbtest"
 )
 
 // TestServeRefusals: a role process that cannot join an installation stops at once
@@ -15,6 +18,21 @@ import (
 func TestServeRefusals(t *testing.T) {
 	t.Parallel()
 	pg := os.Getenv("WHARF_TEST_POSTGRES_URL")
+	// A reachable bus and a fresh, empty schema, for the refusals past the connections.
+	var natsURL, freshDB string
+	if pg != "" {
+		nats, err := bus.StartEmbedded(context.Background(), bus.EmbeddedOptions{ListenAddr: "127.0.0.1:0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nats.Close() })
+		natsURL, freshDB = "nats://"+nats.Addr().String(), dbtest.PostgresURL(t)
+	}
+	// The processes on the one database share their key files, as an installation's do.
+	keys := t.TempDir()
+	writeKeys(t, keys)
+	shared := []string{"WHARF_SECRETS_KEY_FILE=" + filepath.Join(keys, "secrets.key"),
+		"WHARF_AUDIT_KEY_FILE=" + filepath.Join(keys, "audit.key"), "WHARF_SESSION_KEY_FILE=" + filepath.Join(keys, "session.key")}
 	cases := []struct {
 		name     string
 		args     []string
@@ -37,6 +55,12 @@ func TestServeRefusals(t *testing.T) {
 		{name: "unreachable bus", args: []string{"serve", "sweeper", "--nats", "nats://127.0.0.1:1", "--listen", "127.0.0.1:0"},
 			env: []string{"WHARF_DB_URL=" + pg, "WHARF_NATS_TOKEN=s3cr3t-token"}, postgres: true,
 			want: []string{"connect to bus", "check --nats (WHARF_NATS_URL)"}},
+		{name: "unknown plugin type", args: []string{"serve", "plugin", "nosuch", "--nats", natsURL, "--listen", "127.0.0.1:0"},
+			env: []string{"WHARF_DB_URL=" + freshDB}, postgres: true, want: []string{`plugin type "nosuch"`, "no module provides it"}},
+		{name: "no enabled instance of the type", args: []string{"serve", "plugin", "file-writer", "--nats", natsURL, "--listen", "127.0.0.1:0"},
+			env: []string{"WHARF_DB_URL=" + freshDB}, postgres: true, want: []string{"file-writer", "no enabled instance to run"}},
+		{name: "no instance of that name", args: []string{"serve", "plugin", "file-writer", "inbox", "--nats", natsURL, "--listen", "127.0.0.1:0"},
+			env: []string{"WHARF_DB_URL=" + freshDB}, postgres: true, want: []string{"inbox", "no file-writer instance of that name"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,7 +73,11 @@ func TestServeRefusals(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, wharfBinary(t), append(tc.args, "--data-dir", dir)...)
-			cmd.Env = childEnv(tc.env...)
+			env := tc.env
+			if tc.postgres {
+				env = append(env, shared...)
+			}
+			cmd.Env = childEnv(env...)
 			var stdout, stderr strings.Builder
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
