@@ -14,6 +14,9 @@ const usage = `Usage: wharf <command> [flags] [arguments]
 
 Commands:
   standalone            run the whole gateway in one process
+  serve api|plugin TYPE [NAME]|sweeper
+                        run one role of a distributed installation (PostgreSQL and
+                        an external NATS bus; see docs/deployment.md)
   users create NAME [--role admin|operator]
                         create a user (default role operator) and print a one-time
                         set-up link, valid 24 hours, on the last line
@@ -47,7 +50,10 @@ Global flags (each also a WHARF_* variable):
   --http-addr ADDR      listen address (WHARF_HTTP_ADDR, default 127.0.0.1:8080)
   --public-url URL      URL links are built from (WHARF_PUBLIC_URL, default from a
                         loopback --http-addr)
+  --nats URL            external NATS bus (WHARF_NATS_URL; credentials and TLS from
+                        WHARF_NATS_CREDS, _USER/_PASSWORD, _TOKEN, _TLS_CA/_CERT/_KEY)
   --nats-listen ADDR    also open the embedded bus on host:port (WHARF_NATS_LISTEN)
+  --listen ADDR         probe address of a plugin or sweeper process (WHARF_PROBE_ADDR)
   --as2-addr ADDR       host:port of the default AS2 receiver when a new database is
                         seeded (WHARF_AS2_ADDR, default 127.0.0.1:8081)
   --log-level LEVEL     debug, info, warn or error (WHARF_LOG_LEVEL)
@@ -73,6 +79,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "standalone":
 		err = runStandalone(ctx, args[1:], stdout, stderr)
+	case "serve":
+		err = runServe(ctx, args[1:], stdout, stderr)
 	case "users":
 		err = runUsers(ctx, args[1:], stdout, stderr)
 	case "tokens":

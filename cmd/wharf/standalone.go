@@ -40,7 +40,7 @@ func loadConfig(name string, args []string, flags ...string) (config.Config, []s
 }
 
 func runStandalone(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, pos, err := loadConfig("standalone", args, "data-dir", "db-url", "http-addr", "public-url", "nats-listen", "as2-addr", "log-level")
+	cfg, pos, err := loadConfig("standalone", args, "data-dir", "db-url", "http-addr", "public-url", "nats", "nats-listen", "as2-addr", "log-level")
 	if err != nil {
 		return err
 	}
@@ -71,22 +71,7 @@ func runStandalone(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 
-	var serveErr error
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case serveErr = <-g.ServeErr():
-		log.Error("HTTP server failed; shutting down", "err", serveErr)
-	}
-	stop()
-	// The drain bound comes from the settings; this outer bound only guards a hang.
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := g.Shutdown(sctx); err != nil {
-		log.Error("shutdown", "err", err)
-	}
-	log.Info("stopped")
-	return serveErr
+	return serveUntilSignal(ctx, stop, g, log)
 }
 
 // defaultMemoryLimit is the Go heap's soft limit when GOMEMLIMIT is not set. Large AS2

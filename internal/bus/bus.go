@@ -148,11 +148,19 @@ func waitReady(ctx context.Context, srv *server.Server) error {
 // commas. The connection reconnects forever: while it is down, publishes are buffered
 // and then dropped, which wake-ups tolerate. Errors never repeat the URL, which may hold
 // credentials.
-func Connect(ctx context.Context, url string, logger *slog.Logger) (*Bus, error) {
+func Connect(ctx context.Context, url string, logger *slog.Logger, auth ...Auth) (*Bus, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	b, err := connect(ctx, url, logger)
+	var extra []nats.Option
+	for _, a := range auth {
+		opts, err := a.options()
+		if err != nil {
+			return nil, fmt.Errorf("connect to bus: %w", err)
+		}
+		extra = append(extra, opts...)
+	}
+	b, err := connect(ctx, url, logger, extra...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to bus: %w", err)
 	}

@@ -44,10 +44,19 @@ type Config struct {
 	LogLevel       slog.Level
 	// Telemetry is what the standard OTEL_* variables ask for: traces and logs over OTLP.
 	Telemetry telemetry.Config
+	// NATS holds the external bus's credentials and TLS files, kept out of NATSURL.
+	NATS NATSAuth
+	// ProbeAddr is where a process without the API role serves /healthz, /readyz and
+	// /metrics.
+	ProbeAddr string
+	// PayloadDir is where payloads are stored; empty means "payloads" in the data
+	// directory. The processes of a distributed installation share one (a network file
+	// system) while each keeps a data directory of its own.
+	PayloadDir string
 
 	// fromFlag marks the settings given as flags, so errors name the flag the operator
 	// typed rather than the variable. A bit set keeps Config comparable.
-	fromFlag uint16
+	fromFlag uint32
 }
 
 // Default is the configuration with no environment and no flags.
@@ -58,7 +67,7 @@ func Default() Config {
 // setting is one string-valued setting: its names and its rule. The table is the one
 // place a setting's names and validation live.
 type setting struct {
-	bit   uint16
+	bit   uint32
 	env   string
 	flag  string // empty when there is no global flag
 	usage string
@@ -70,7 +79,7 @@ type setting struct {
 }
 
 const (
-	bitDataDir uint16 = 1 << iota
+	bitDataDir uint32 = 1 << iota
 	bitDBURL
 	bitHTTPAddr
 	bitPublicURL
@@ -81,6 +90,15 @@ const (
 	bitNATSListen
 	bitAS2Addr
 	bitMetricsToken
+	bitNATSCreds
+	bitNATSUser
+	bitNATSPassword
+	bitNATSToken
+	bitNATSTLSCA
+	bitNATSTLSCert
+	bitNATSTLSKey
+	bitProbeAddr
+	bitPayloadDir
 )
 
 var settings = []setting{
@@ -113,6 +131,19 @@ var settings = []setting{
 		field: func(c *Config) *string { return &c.AS2Addr }},
 	{bit: bitMetricsToken, env: "WHARF_METRICS_TOKEN", check: checkMetricsToken,
 		field: func(c *Config) *string { return &c.MetricsToken }},
+	{bit: bitProbeAddr, env: "WHARF_PROBE_ADDR", flag: "listen", check: checkHTTPAddr,
+		usage: "host:port on which a plugin or sweeper process serves /healthz, /readyz and /metrics",
+		field: func(c *Config) *string { return &c.ProbeAddr }},
+	{bit: bitPayloadDir, env: "WHARF_PAYLOAD_DIR", flag: "payload-dir",
+		usage: "directory payloads are stored in, shared by every process of an installation; empty for payloads in the data directory",
+		field: func(c *Config) *string { return &c.PayloadDir }},
+	{bit: bitNATSCreds, env: "WHARF_NATS_CREDS", field: func(c *Config) *string { return &c.NATS.CredsFile }},
+	{bit: bitNATSUser, env: "WHARF_NATS_USER", field: func(c *Config) *string { return &c.NATS.User }},
+	{bit: bitNATSPassword, env: "WHARF_NATS_PASSWORD", field: func(c *Config) *string { return &c.NATS.Password }},
+	{bit: bitNATSToken, env: "WHARF_NATS_TOKEN", field: func(c *Config) *string { return &c.NATS.Token }},
+	{bit: bitNATSTLSCA, env: "WHARF_NATS_TLS_CA", field: func(c *Config) *string { return &c.NATS.TLSCA }},
+	{bit: bitNATSTLSCert, env: "WHARF_NATS_TLS_CERT", field: func(c *Config) *string { return &c.NATS.TLSCert }},
+	{bit: bitNATSTLSKey, env: "WHARF_NATS_TLS_KEY", field: func(c *Config) *string { return &c.NATS.TLSKey }},
 }
 
 // logLevel has a typed field, so it sits outside the string table with the same shape.
@@ -172,9 +203,10 @@ func FromEnv(environ []string) (Config, error) {
 }
 
 // Validate checks every value, naming the flag for values given as flags and the
-// variable otherwise. Commands call it after ParseArgs.
+// variable otherwise, and the bus settings against each other (a flag may set the bus
+// URL the variables' credentials go with). Commands call it after ParseArgs.
 func (c Config) Validate() error {
-	return errors.Join(c.problems()...)
+	return errors.Join(append(c.problems(), c.natsProblems()...)...)
 }
 
 func (c *Config) problems() []error {
@@ -277,6 +309,8 @@ func checkNATSURL(v string) error {
 			return errors.New("must be nats:// or tls:// URLs, comma-separated, that parse")
 		case u.Scheme != "nats" && u.Scheme != "tls":
 			return errors.New("must be nats:// or tls:// URLs, comma-separated")
+		case u.User != nil:
+			return errors.New("must not hold credentials; set WHARF_NATS_USER and WHARF_NATS_PASSWORD, WHARF_NATS_TOKEN or WHARF_NATS_CREDS instead")
 		case u.Host == "":
 			return errors.New("every URL must name a host")
 		}
@@ -308,7 +342,12 @@ func (c Config) SQLitePath() string { return filepath.Join(c.DataDir, "wharf.db"
 func (c Config) IsPostgres() bool { return c.DBURL != "" }
 
 // PayloadsDir is the root of the local payload store.
-func (c Config) PayloadsDir() string { return filepath.Join(c.DataDir, "payloads") }
+func (c Config) PayloadsDir() string {
+	if c.PayloadDir != "" {
+		return c.PayloadDir
+	}
+	return filepath.Join(c.DataDir, "payloads")
+}
 
 // SecretsKeyPath is the master key file for sealed secrets.
 func (c Config) SecretsKeyPath() string {

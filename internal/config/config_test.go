@@ -195,6 +195,10 @@ func TestDerivedPaths(t *testing.T) {
 			t.Errorf("got %s, want %s", tt.got, tt.want)
 		}
 	}
+	c.PayloadDir = "/mnt/shared/payloads"
+	if got := c.PayloadsDir(); got != "/mnt/shared/payloads" {
+		t.Errorf("PayloadsDir with a directory set = %s", got)
+	}
 	c.SecretsKeyFile = "/run/secrets/master"
 	if got := c.SecretsKeyPath(); got != "/run/secrets/master" {
 		t.Errorf("SecretsKeyPath with a file set = %s", got)

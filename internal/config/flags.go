@@ -7,7 +7,7 @@ import (
 )
 
 // GlobalFlags names every global flag RegisterFlags knows.
-var GlobalFlags = []string{"data-dir", "db-url", "http-addr", "public-url", "nats", "nats-listen", "as2-addr", "log-level"}
+var GlobalFlags = []string{"data-dir", "db-url", "http-addr", "public-url", "nats", "nats-listen", "as2-addr", "log-level", "listen", "payload-dir"}
 
 // RegisterFlags adds the named global flags to fs, bound to c, with c's current values
 // (defaults and environment) as their defaults; a flag given on the command line then

@@ -37,6 +37,9 @@ type Sweeper struct {
 	OnStalled func(ctx context.Context, d persistence.Delivery)
 	// Metrics, when set before Start, hears each pass and each expired lease.
 	Metrics SweepMetrics
+	// Active, when set before Start, is asked before every pass whether this process
+	// sweeps (it holds the sweep lock); a standby asks again an interval later.
+	Active func(ctx context.Context) bool
 
 	done chan struct{}
 	quit chan struct{}
@@ -74,7 +77,9 @@ func (s *Sweeper) run(ctx context.Context) {
 	defer close(s.done)
 	for {
 		set := s.settings(ctx)
-		s.Pass(ctx, set)
+		if s.Active == nil || s.Active(ctx) {
+			s.Pass(ctx, set)
+		}
 		t := time.NewTimer(set.Interval)
 		select {
 		case <-t.C:

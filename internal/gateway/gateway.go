@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -72,6 +71,11 @@ type Gateway struct {
 	// Telemetry exports traces and logs over OTLP when OTEL_* asks for it (telemetry.go).
 	Telemetry *telemetry.Telemetry
 
+	roles     Roles
+	sweepLock *sweepLock
+	holder    string // the process's id, kept across restarts in its data directory
+	heartbeat *heartbeat
+
 	server   *http.Server
 	listener net.Listener
 	serveErr chan error
@@ -84,7 +88,12 @@ type Gateway struct {
 }
 
 // Open prepares everything a standalone process runs, without starting work yet.
-func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway, err error) {
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Gateway, error) {
+	return OpenRoles(ctx, cfg, log, Standalone())
+}
+
+// OpenRoles prepares a process that runs roles, without starting work yet.
+func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles Roles) (g *Gateway, err error) {
 	// The web UI's logs page tails the process's own records: the ring takes what the
 	// process logs, at the same level.
 	logs := logging.NewRing(logRingSize, cfg.LogLevel)
@@ -92,7 +101,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	if err != nil {
 		return nil, err
 	}
-	g = &Gateway{cfg: cfg, log: log, Telemetry: tel}
+	g = &Gateway{cfg: cfg, log: log, Telemetry: tel, roles: roles}
 	// The named result is nil on an error return; the clean-up needs what was built.
 	built := g
 	defer func() {
@@ -102,10 +111,13 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	}()
 	// What is local and cheap is checked first (data directory, address, key files), so
 	// a mistake there is reported before the database is touched.
+	if err := checkBus(cfg); err != nil {
+		return nil, err
+	}
 	if err := prepareDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	if g.listener, err = listenHTTP(cfg.HTTPAddr); err != nil {
+	if g.listener, err = g.listen(cfg); err != nil {
 		return nil, err
 	}
 	box, created, err := secret.LoadOrCreate(cfg.SecretsKeyPath(), log)
@@ -127,10 +139,15 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 			schemas = append(schemas, db.ModuleSchema{Name: m.Name, FS: m.Schema})
 		}
 	}
+	// An unreachable bus is found before the database is touched.
+	if g.Bus, err = openBus(ctx, cfg, log.With("component", "bus")); err != nil {
+		return nil, err
+	}
 	holder, err := loadOrCreateHolder(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
+	g.holder = holder
 	g.Store, err = db.Open(ctx, db.Options{URL: cfg.DBURL, SQLitePath: cfg.SQLitePath(), Logger: log, Modules: schemas,
 		AuditKey: auditKey, Holder: holder})
 	if err != nil {
@@ -142,18 +159,18 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	if err := g.releasePreviousClaims(ctx); err != nil {
 		return nil, err
 	}
-	seeded, err := seed(ctx, g.Store, cfg, box)
-	if err != nil {
-		return nil, err
+	// The API process seeds a new database; the others start after it (see
+	// docs/deployment.md) and find it seeded.
+	if roles.API {
+		seeded, err := seed(ctx, g.Store, cfg, box)
+		if err != nil {
+			return nil, err
+		}
+		if seeded {
+			log.Info("new database seeded", "organization", "local")
+		}
 	}
-	if seeded {
-		log.Info("new database seeded", "organization", "local")
-	}
-	g.Bus, err = bus.StartEmbedded(ctx, bus.EmbeddedOptions{ListenAddr: cfg.NATSListen, Logger: log.With("component", "bus")})
-	if err != nil {
-		return nil, fmt.Errorf("start the internal bus: %w", err)
-	}
-	g.Blobs, err = storage.NewLocal(filepath.Join(cfg.DataDir, "payloads"))
+	g.Blobs, err = storage.NewLocal(cfg.PayloadsDir())
 	if err != nil {
 		return nil, err
 	}
@@ -173,6 +190,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		return delivery.SweepSettings{Interval: s.SweepInterval, Wakeups: s.WakeupPolicy()}
 	})
 	g.Sweeper.Metrics = g.Metrics
+	g.sweepLock = &sweepLock{store: g.Store, log: log.With("component", "sweep")}
+	g.Sweeper.Active = g.sweepLock.Active
 	g.Certs = certs.NewMonitor(g.Store, log.With("component", "certificates"))
 	g.Alerts = g.newAlerts(log)
 	baseURL, err := cfg.BaseURL()
@@ -215,7 +234,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	g.Health = newHealth(g.Store.Ping, g.Bus.Flush, g.Alerts,
 		func() time.Duration { return g.settings(context.Background()).HealthCheckInterval }, log)
 	g.Health.metrics = g.Metrics
-	g.Health.Expect(RoleEngine, RolePlugins, RoleSweeper)
+	g.Health.Expect(roles.readinessRoles()...)
 	g.Services.SetHealth(g.Health.Down)
 	sessions, err := session.NewManager(session.Config{
 		Key:             sessionKey,
@@ -230,7 +249,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	}
 	g.OIDC = oidc.New(oidc.Config{Store: g.Store, Secrets: box, Logger: log.With("component", "oidc")})
 	g.UI, err = ui.New(ui.Deps{Store: g.Store, Sessions: sessions, Sealer: box, Logger: log.With("component", "ui"), Issuer: "Wharf",
-		Actions: ops{g}, DeadLetters: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(), Services: g.Services,
+		Actions: ops{g}, DeadLetters: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(), Services: g.serviceControl(), Processes: g.Store,
 		Ingest: g.Dispatcher, SettingsChanged: ops{g}.SettingsChanged, PublicURL: baseURL,
 		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels(),
 		PartyPanels: g.partyPanels(), OIDC: g.OIDC,
@@ -323,26 +342,39 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return err
 	}
 	g.Health.Started(RoleEngine)
-	for _, name := range g.runtimeNames() {
-		if st, ok := g.Runtimes[name].(module.Stopper); ok {
-			if err := st.Start(ctx); err != nil {
-				return fmt.Errorf("start module %s: %w", name, err)
+	g.startHeartbeat(ctx)
+	if g.roles.API {
+		for _, name := range g.runtimeNames() {
+			if st, ok := g.Runtimes[name].(module.Stopper); ok {
+				if err := st.Start(ctx); err != nil {
+					return fmt.Errorf("start module %s: %w", name, err)
+				}
 			}
 		}
 	}
-	if err := g.Services.StartAll(ctx); err != nil {
+	if err := g.startPlugins(ctx); err != nil {
 		return err
 	}
-	g.Health.Started(RolePlugins)
-	if err := g.Sweeper.Start(ctx); err != nil {
-		return err
+	if g.roles.Plugins {
+		if err := g.serveServiceControl(); err != nil {
+			return err
+		}
 	}
-	g.Health.Started(RoleSweeper)
-	if err := g.Certs.Start(ctx); err != nil {
-		return err
+	if g.roles.Sweeper {
+		if err := g.Sweeper.Start(ctx); err != nil {
+			return err
+		}
+		g.Health.Started(RoleSweeper)
 	}
 	// Open bound the address, so a taken one stopped the start before anything ran.
 	ln := g.listener
+	if !g.roles.API {
+		g.serveProbe(ln)
+		return nil
+	}
+	if err := g.Certs.Start(ctx); err != nil {
+		return err
+	}
 	srv := api.New(api.Deps{
 		Store:    g.Store,
 		Payloads: g.Blobs,
@@ -412,12 +444,16 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		if g.Sweeper != nil {
 			errs = append(errs, g.Sweeper.Stop(ctx))
 		}
+		if g.sweepLock != nil {
+			g.sweepLock.Release(ctx)
+		}
 		if g.Certs != nil {
 			errs = append(errs, g.Certs.Stop(ctx))
 		}
 		if g.Health != nil {
 			errs = append(errs, g.Health.Stop(ctx))
 		}
+		g.heartbeat.stop()
 		// The alerts raised so far go out on the bus while the modules still listen.
 		if g.Alerts != nil {
 			errs = append(errs, g.Alerts.Stop(ctx))

@@ -37,7 +37,7 @@ func (o ops) RoutesChanged(ctx context.Context) { o.g.Dispatcher.RoutesChanged(c
 func (o ops) SettingsChanged(context.Context) { o.g.settingsChanged() }
 
 func (o ops) Services(ctx context.Context) []api.ServiceStatus {
-	list, err := o.g.Services.List(ctx)
+	list, err := o.g.serviceControl().List(ctx)
 	if err != nil {
 		o.g.log.Error("list services", "err", err)
 		return nil
@@ -50,15 +50,15 @@ func (o ops) Services(ctx context.Context) []api.ServiceStatus {
 }
 
 func (o ops) StartService(ctx context.Context, name persistence.InstanceName) error {
-	return o.g.Services.Start(ctx, name)
+	return o.g.serviceControl().Start(ctx, name)
 }
 
 func (o ops) StopService(ctx context.Context, name persistence.InstanceName) error {
-	return o.g.Services.Stop(ctx, name)
+	return o.g.serviceControl().Stop(ctx, name)
 }
 
 func (o ops) RestartService(ctx context.Context, name persistence.InstanceName) error {
-	return o.g.Services.Restart(ctx, name)
+	return o.g.serviceControl().Restart(ctx, name)
 }
 
 func (o ops) ActOnDeliveries(ctx context.Context, action persistence.DeliveryAction, ids []int64, actor string) ([]persistence.DeliveryActionResult, error) {

@@ -42,7 +42,7 @@ func setupConfigPages(t *testing.T) *configBundle {
 	b := newBundle(t)
 	acts := &countingActions{}
 	svc := &fakeServices{store: b.store, states: map[persistence.InstanceName]services.State{}}
-	s := newServer(t, b, func(d *Deps) { d.Actions, d.Sealer, d.Services = acts, box, svc })
+	s := newServer(t, b, func(d *Deps) { d.Actions, d.Sealer, d.Services, d.Processes = acts, box, svc, b.store })
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", s.Handler())
 	b.srv = httptest.NewServer(mux)

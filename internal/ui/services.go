@@ -62,10 +62,14 @@ type servicesData struct {
 	CSRFToken   string
 	Unavailable bool
 	ListFailed  bool
+	// Processes are the installation's processes (nil when the UI has no list).
+	Processes       []processRow
+	ProcessesFailed bool
 }
 
 func (s *Server) servicesData(r *http.Request) servicesData {
 	d := servicesData{PollSeconds: servicePollSeconds, CSRFField: session.CSRFField, CSRFToken: sessionCSRFToken(r)}
+	d.Processes, d.ProcessesFailed = s.processRows(r)
 	if s.services == nil {
 		d.Unavailable = true
 		return d

@@ -59,6 +59,9 @@ type Deps struct {
 	PartyReferences []module.PartyReferences
 	// Services runs the plugin instances; nil leaves the services page answering 503.
 	Services ServiceControl
+	// Processes are the installation's processes by their heartbeats, for the services
+	// page; nil leaves the list out.
+	Processes Processes
 	// Ingest stores and dispatches a message sent by hand; nil leaves the send page
 	// answering 503.
 	Ingest module.Ingester
@@ -113,6 +116,7 @@ type Server struct {
 	payloads  Payloads
 	partyRefs []module.PartyReferences
 	services  ServiceControl
+	processes Processes
 
 	// byAccount and byAddress slow down repeated sign-in failures; see package throttle.
 	byAccount *throttle.Limiter
@@ -162,6 +166,7 @@ func New(d Deps) (*Server, error) {
 		}),
 	}
 	s.services = d.Services
+	s.processes = d.Processes
 	s.ingest, s.settingsChanged, s.publicURL = d.Ingest, d.SettingsChanged, d.PublicURL
 	if s.sameOrigin, err = session.SameOrigin(d.PublicURL); err != nil {
 		return nil, fmt.Errorf("ui: %w", err)

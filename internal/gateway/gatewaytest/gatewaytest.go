@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -51,6 +52,15 @@ type Options struct {
 	Peer *Gateway
 	// Telemetry is what the OTEL_* variables would ask for; zero exports nothing.
 	Telemetry telemetry.Config
+	// Roles, when set, are the roles of a process of a distributed installation (with
+	// NATSURL and a PostgreSQL DBURL); nil runs every role.
+	Roles *gateway.Roles
+	// NATSURL is the external bus; empty means the embedded one.
+	NATSURL string
+	// ShareWith is the data directory of another gateway whose key files and payload
+	// directory this one shares, as the processes of one installation do; empty keeps
+	// them in DataDir.
+	ShareWith string
 }
 
 // Gateway is a running gateway and the directory it keeps its data in.
@@ -83,7 +93,21 @@ func Start(t testing.TB, o Options) *Gateway {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(LogWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	g, err := gateway.Open(ctx, cfg, log)
+	roles := gateway.Standalone()
+	if o.Roles != nil {
+		roles = *o.Roles
+	}
+	cfg.NATSURL = o.NATSURL
+	if o.ShareWith != "" {
+		cfg.SecretsKeyFile = filepath.Join(o.ShareWith, "secrets.key")
+		cfg.AuditKeyFile = filepath.Join(o.ShareWith, "audit.key")
+		cfg.SessionKeyFile = filepath.Join(o.ShareWith, "session.key")
+		cfg.PayloadDir = filepath.Join(o.ShareWith, "payloads")
+	}
+	if !roles.API {
+		cfg.ProbeAddr = "127.0.0.1:0"
+	}
+	g, err := gateway.OpenRoles(ctx, cfg, log, roles)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -336,3 +336,14 @@ ALTER TABLE deliveries ADD COLUMN error_class TEXT NOT NULL DEFAULT '';
 -- traced), which every delivery attempt continues, so a message is one trace whichever
 -- process attempts it.
 ALTER TABLE messages ADD COLUMN trace_parent TEXT NOT NULL DEFAULT '';
+
+-- Distributed roles: every process of an installation, as its heartbeat last reported it
+-- (id is the process's holder id, kept across its restarts), for the Services page.
+CREATE TABLE processes (
+    id           TEXT PRIMARY KEY,
+    host         TEXT NOT NULL,
+    roles        TEXT NOT NULL,
+    version      TEXT NOT NULL,
+    started_at   TIMESTAMPTZ NOT NULL,
+    heartbeat_at TIMESTAMPTZ NOT NULL
+);
