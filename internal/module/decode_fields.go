@@ -116,6 +116,8 @@ func decodeMessage(spec FieldSpec, err error) string {
 		return "Enter one Name: value per line."
 	case KindList:
 		return "Enter values separated by commas."
+	case KindIntegerList:
+		return "Enter whole numbers separated by commas, e.g. 202, 204."
 	}
 	if typeErr {
 		return "Enter text."

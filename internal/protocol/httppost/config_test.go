@@ -108,7 +108,7 @@ func TestPosterConfigRefuses(t *testing.T) {
 		{"handoff reference without statuses", `"url":"https://a.example","handoff":{"reference":{"header":"Location"}}`, "handoff.statuses", "required"},
 		{"handoff on a non-2xx status", `"url":"https://a.example","handoff":{"statuses":[302],"deadline":"4h"}`, "handoff.statuses", "not a 2xx"},
 		{"handoff status twice", `"url":"https://a.example","handoff":{"statuses":[202,202],"deadline":"4h"}`, "handoff.statuses", "twice"},
-		{"handoff status as text", `"url":"https://a.example","handoff":{"statuses":["202"],"deadline":"4h"}`, "handoff.statuses", "must be"},
+		{"handoff status as text", `"url":"https://a.example","handoff":{"statuses":["202"],"deadline":"4h"}`, "handoff.statuses", "whole numbers"},
 		{"handoff without a deadline", `"url":"https://a.example","handoff":{"statuses":[202]}`, "handoff.deadline", "required"},
 		{"handoff deadline too short", `"url":"https://a.example","handoff":{"statuses":[202],"deadline":"5s"}`, "handoff.deadline", "between"},
 		{"handoff deadline too long", `"url":"https://a.example","handoff":{"statuses":[202],"deadline":"1000h"}`, "handoff.deadline", "between"},
