@@ -29,6 +29,14 @@ const (
 	RefusedBodyMaxMiB    = "refused_body_max_mib"
 	RefusedBodyBudgetMiB = "refused_body_budget_mib"
 	HealthCheckInterval  = "health_check_interval"
+
+	// Payload storage (docs/storage.md); read at start only.
+	PayloadStorage = "payload_storage"
+	S3Bucket       = "s3_bucket"
+	S3Region       = "s3_region"
+	S3Endpoint     = "s3_endpoint"
+	S3PathStyle    = "s3_path_style"
+	S3Prefix       = "s3_prefix"
 )
 
 // MaxWakeupBackoff caps the doubling delay between unanswered wake-ups.
@@ -39,11 +47,14 @@ type Setting struct {
 	Key         string
 	Default     string
 	Description string
-	check       func(string) error
+	// Optional settings may be empty.
+	Optional bool
+	check    func(string) error
 }
 
-// catalogue lists every setting once, in the order they are shown.
-var catalogue = []Setting{
+// catalogue lists every setting once, in the order they are shown; the payload storage
+// settings (storage.go) come last.
+var catalogue = append([]Setting{
 	{
 		Key: MaxDispatches, Default: "5",
 		Description: "Unanswered wake-ups before a delivery is stalled (1 to 100).",
@@ -99,7 +110,7 @@ var catalogue = []Setting{
 		Description: "Time between two checks that the database and the bus answer (1s to 5m).",
 		check:       durationBetween(time.Second, 5*time.Minute),
 	},
-}
+}, storageCatalogue...)
 
 // Catalogue returns every setting in display order.
 func Catalogue() []Setting { return slices.Clone(catalogue) }
@@ -153,6 +164,8 @@ type Values struct {
 	RefusedBodyBudgetMiB int
 	// HealthCheckInterval is the time between two checks of the database and the bus.
 	HealthCheckInterval time.Duration
+	// Storage is where payloads are kept; a change applies at the next start.
+	Storage Storage
 }
 
 // Parse reads stored settings into Values; keys m lacks take their defaults. An unknown key
@@ -193,6 +206,7 @@ func Parse(m map[string]string) (Values, error) {
 	v.RefusedBodyMaxMiB, _ = strconv.Atoi(get(RefusedBodyMaxMiB))
 	v.RefusedBodyBudgetMiB, _ = strconv.Atoi(get(RefusedBodyBudgetMiB))
 	v.HealthCheckInterval, _ = time.ParseDuration(get(HealthCheckInterval))
+	v.Storage = parseStorage(get)
 	return v, nil
 }
 

@@ -1,0 +1,250 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"wharf/internal/persistence"
+)
+
+// S3Config names a bucket and how to reach it. Credentials are never part of it: they come
+// from the AWS default chain (environment, shared config and credentials files, web
+// identity, container and instance roles).
+type S3Config struct {
+	Bucket string
+	Region string
+	// Endpoint is the base URL of an S3-compatible server; empty for AWS itself.
+	Endpoint string
+	// PathStyle addresses the bucket in the path rather than the host name, as most
+	// S3-compatible servers need.
+	PathStyle bool
+	// Prefix is put before every object key, such as "wharf/"; empty for none.
+	Prefix string
+}
+
+// DefaultPartSize is the size of each part of a multipart upload, and so the most of a
+// body an S3 Put holds in memory.
+const DefaultPartSize = 8 << 20
+
+// S3 stores blobs as objects of one bucket. A blob is durable when PutObject or
+// CompleteMultipartUpload returns, so DeferSync and DeferDirSync change nothing and Sync
+// does nothing.
+type S3 struct {
+	client   *s3.Client
+	cfg      S3Config
+	partSize int64
+	parts    sync.Pool
+}
+
+// NewS3 makes a client for cfg with credentials from the AWS default chain. It makes no
+// request: a wrong bucket or endpoint shows at the first use (see Probe).
+func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
+	if cfg.Bucket == "" {
+		return nil, fmt.Errorf("S3 payload store: no bucket")
+	}
+	opts := []func(*config.LoadOptions) error{}
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("S3 payload store: load the AWS configuration: %w", err)
+	}
+	if awsCfg.Region == "" {
+		// S3-compatible servers ignore the region, but the signature needs one.
+		awsCfg.Region = "us-east-1"
+	}
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		o.UsePathStyle = cfg.PathStyle
+		// Servers other than AWS often lack the newer default checksums.
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+	})
+	return &S3{client: client, cfg: cfg, partSize: DefaultPartSize}, nil
+}
+
+// SetPartSize changes the multipart part size (S3 requires at least 5 MiB but for the
+// last part); for tests.
+func (s *S3) SetPartSize(n int64) { s.partSize = n }
+
+// Config is the bucket and endpoint the store writes to.
+func (s *S3) Config() S3Config { return s.cfg }
+
+// Put uploads r as the given stage of a message: in one PutObject when it fits one part,
+// else as a multipart upload holding one part in memory at a time.
+func (s *S3) Put(ctx context.Context, messageID int64, stage persistence.PayloadStage, r io.Reader, opts ...PutOption) (Blob, error) {
+	var cfg putConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	rel, err := Key(messageID, stage)
+	if err != nil {
+		return Blob{}, err
+	}
+	object := s.cfg.Prefix + rel
+	key := s3KeyPrefix + s.cfg.Bucket + "/" + object
+	h := sha256.New()
+	src := io.TeeReader(ctxReader{ctx, r}, h)
+	var first bytes.Buffer
+	n, err := io.CopyN(&first, src, s.partSize)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return Blob{}, fmt.Errorf("put payload %s: read: %w", key, err)
+	}
+	if n < s.partSize {
+		in := &s3.PutObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(object),
+			Body: bytes.NewReader(first.Bytes()), ContentLength: aws.Int64(n)}
+		if cfg.noReplace {
+			in.IfNoneMatch = aws.String("*")
+		}
+		if _, err := s.client.PutObject(ctx, in); err != nil {
+			return Blob{}, fmt.Errorf("put payload %s: %w", key, existErr(err))
+		}
+	} else {
+		total, err := s.multipart(ctx, object, first.Bytes(), src, cfg.noReplace)
+		if err != nil {
+			return Blob{}, fmt.Errorf("put payload %s: %w", key, err)
+		}
+		n = total
+	}
+	return Blob{Key: key, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// multipart uploads first and then the rest of src in parts of partSize, aborting the
+// upload on any failure so no parts are left billed in the bucket.
+func (s *S3) multipart(ctx context.Context, object string, first []byte, src io.Reader, noReplace bool) (int64, error) {
+	up, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
+		Bucket: aws.String(s.cfg.Bucket), Key: aws.String(object)})
+	if err != nil {
+		return 0, fmt.Errorf("start multipart upload: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			// The upload's own context may be what ended it.
+			s.client.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{
+				Bucket: aws.String(s.cfg.Bucket), Key: aws.String(object), UploadId: up.UploadId})
+		}
+	}()
+	bufp, _ := s.parts.Get().(*[]byte)
+	if bufp == nil || int64(cap(*bufp)) < s.partSize {
+		b := make([]byte, s.partSize)
+		bufp = &b
+	}
+	defer s.parts.Put(bufp)
+	var parts []types.CompletedPart
+	total := int64(0)
+	part := first
+	for num := int32(1); ; num++ {
+		out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(s.cfg.Bucket),
+			Key: aws.String(object), UploadId: up.UploadId, PartNumber: aws.Int32(num),
+			Body: bytes.NewReader(part), ContentLength: aws.Int64(int64(len(part)))})
+		if err != nil {
+			return 0, fmt.Errorf("upload part %d: %w", num, err)
+		}
+		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
+		total += int64(len(part))
+		buf := (*bufp)[:s.partSize]
+		m, err := io.ReadFull(src, buf)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return 0, fmt.Errorf("read part %d: %w", num+1, err)
+		}
+		part = buf[:m]
+	}
+	in := &s3.CompleteMultipartUploadInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(object),
+		UploadId: up.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}
+	if noReplace {
+		in.IfNoneMatch = aws.String("*")
+	}
+	if _, err := s.client.CompleteMultipartUpload(ctx, in); err != nil {
+		return 0, fmt.Errorf("complete multipart upload: %w", existErr(err))
+	}
+	done = true
+	return total, nil
+}
+
+// Open streams a stored object.
+func (s *S3) Open(ctx context.Context, key string) (io.ReadCloser, error) {
+	bucket, object, err := splitS3Key(key)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(object)})
+	if err != nil {
+		var nsk *types.NoSuchKey
+		if errors.As(err, &nsk) || apiCode(err) == "NotFound" {
+			return nil, fmt.Errorf("open payload %s: %w", key, ErrNotFound)
+		}
+		return nil, fmt.Errorf("open payload %s: %w", key, err)
+	}
+	return out.Body, nil
+}
+
+// Delete removes an object; a missing one is not an error.
+func (s *S3) Delete(ctx context.Context, key string) error {
+	bucket, object, err := splitS3Key(key)
+	if err != nil {
+		return err
+	}
+	if _, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(object)}); err != nil {
+		var nsk *types.NoSuchKey
+		if errors.As(err, &nsk) {
+			return nil
+		}
+		return fmt.Errorf("delete payload %s: %w", key, err)
+	}
+	return nil
+}
+
+// Sync does nothing: an object is durable once its upload returned.
+func (s *S3) Sync(context.Context, []string) error { return nil }
+
+// splitS3Key parses "s3:<bucket>/<object>".
+func splitS3Key(key string) (bucket, object string, err error) {
+	rest, ok := strings.CutPrefix(key, s3KeyPrefix)
+	if !ok {
+		return "", "", fmt.Errorf("%w %q: not an S3 key", ErrInvalidKey, key)
+	}
+	bucket, object, ok = strings.Cut(rest, "/")
+	if !ok || bucket == "" || object == "" {
+		return "", "", fmt.Errorf("%w %q: no bucket or object", ErrInvalidKey, key)
+	}
+	return bucket, object, nil
+}
+
+// existErr turns a failed conditional write into an error wrapping fs.ErrExist, as Local
+// reports a NoReplace Put over an existing blob.
+func existErr(err error) error {
+	if apiCode(err) == "PreconditionFailed" {
+		return fmt.Errorf("%w: %w", fs.ErrExist, err)
+	}
+	return err
+}
+
+// apiCode is the error code an S3 server answered with, or "".
+func apiCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
