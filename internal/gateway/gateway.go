@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -45,7 +44,7 @@ type Gateway struct {
 	cfg        config.Config
 	log        *slog.Logger
 	Store      *db.Store
-	Blobs      *storage.Local
+	Blobs      *storage.Stores
 	Bus        *bus.Bus
 	Box        *secret.Box
 	Dispatcher *dispatch.Dispatcher
@@ -75,6 +74,9 @@ type Gateway struct {
 	listener net.Listener
 	serveErr chan error
 	stopOnce sync.Once
+
+	// storageRunning is the payload storage settings the process started with.
+	storageRunning map[string]string
 
 	setMu    sync.Mutex
 	setCache settings.Values
@@ -149,7 +151,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 	if err != nil {
 		return nil, fmt.Errorf("start the internal bus: %w", err)
 	}
-	g.Blobs, err = storage.NewLocal(filepath.Join(cfg.DataDir, "payloads"))
+	g.Blobs, g.storageRunning, err = openPayloadStores(ctx, g.Store, cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +226,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		Ingest: g.Dispatcher, SettingsChanged: ops{g}.SettingsChanged, PublicURL: baseURL,
 		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels(),
 		PartyPanels: g.partyPanels(), OIDC: g.OIDC,
-		Notifications: g.Notifications, NotificationEvents: busSignals{bus: g.Bus, log: log}})
+		Notifications: g.Notifications, NotificationEvents: busSignals{bus: g.Bus, log: log},
+		Storage: g})
 	if err != nil {
 		return nil, err
 	}
@@ -339,6 +342,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		Modules:  g.moduleAPIs(),
 		OIDC:     g.OIDC,
 		Health:   g.Health,
+		Storage:  g,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", g.UI.Handler())

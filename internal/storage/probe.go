@@ -131,3 +131,12 @@ func transportMessage(err error) string {
 	}
 	return err.Error()
 }
+
+// Status is the payload storage a process runs with (Running) beside what the settings
+// name (Configured), each as the payload_storage and s3_* settings; a difference applies
+// at the next start.
+type Status struct {
+	Running        map[string]string `json:"running"`
+	Configured     map[string]string `json:"configured"`
+	PendingRestart bool              `json:"pending_restart"`
+}

@@ -82,6 +82,9 @@ type Deps struct {
 	// NotificationEvents announces changed rows of the notification log for the live
 	// pages; nil leaves them static.
 	NotificationEvents NotificationEvents
+	// Storage reports and tests the payload storage on the settings page; nil leaves
+	// the page without its storage card.
+	Storage Storage
 }
 
 // Actions are the operator actions on messages the UI offers.
@@ -130,6 +133,7 @@ type Server struct {
 	oidc            *oidc.Manager
 	notifications   alert.Log
 	noteHub         *hub // fans notification log changes out to the live streams
+	storage         Storage
 }
 
 // New checks d and parses the templates.
@@ -151,7 +155,7 @@ func New(d Deps) (*Server, error) {
 			return h
 		}),
 	}
-	s.services = d.Services
+	s.services, s.storage = d.Services, d.Storage
 	s.ingest, s.settingsChanged, s.publicURL = d.Ingest, d.SettingsChanged, d.PublicURL
 	if s.sameOrigin, err = session.SameOrigin(d.PublicURL); err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
