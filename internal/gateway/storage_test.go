@@ -194,4 +194,3 @@ func TestStorageTestNamesFailure(t *testing.T) {
 		})
 	}
 }
-
