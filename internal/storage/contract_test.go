@@ -76,6 +76,9 @@ func TestStoreContract(t *testing.T) {
 				if b.Size != int64(n) || b.SHA256 != sum(body) {
 					t.Fatalf("put %d bytes: blob %+v", n, b)
 				}
+				if k, err := s.KeyOf(id, persistence.PayloadUnpacked); err != nil || k != b.Key {
+					t.Fatalf("KeyOf = %q, %v; Put stored under %q", k, err, b.Key)
+				}
 				if err := s.Sync(ctx, []string{b.Key}); err != nil {
 					t.Fatal(err)
 				}

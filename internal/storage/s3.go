@@ -94,12 +94,11 @@ func (s *S3) Put(ctx context.Context, messageID int64, stage persistence.Payload
 	for _, o := range opts {
 		o(&cfg)
 	}
-	rel, err := Key(messageID, stage)
+	key, err := s.KeyOf(messageID, stage)
 	if err != nil {
 		return Blob{}, err
 	}
-	object := s.cfg.Prefix + rel
-	key := s3KeyPrefix + s.cfg.Bucket + "/" + object
+	_, object, _ := strings.Cut(strings.TrimPrefix(key, s3KeyPrefix), "/")
 	h := sha256.New()
 	src := io.TeeReader(ctxReader{ctx, r}, h)
 	var first bytes.Buffer
@@ -180,6 +179,15 @@ func (s *S3) multipart(ctx context.Context, object string, first []byte, src io.
 	}
 	done = true
 	return total, nil
+}
+
+// KeyOf is "s3:<bucket>/<prefix><Key>".
+func (s *S3) KeyOf(messageID int64, stage persistence.PayloadStage) (string, error) {
+	rel, err := Key(messageID, stage)
+	if err != nil {
+		return "", err
+	}
+	return s3KeyPrefix + s.cfg.Bucket + "/" + s.cfg.Prefix + rel, nil
 }
 
 // Open streams a stored object.

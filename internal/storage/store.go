@@ -17,6 +17,8 @@ type Store interface {
 	// Sync makes blobs written with DeferSync or DeferDirSync durable; a no-op where a
 	// blob is durable when Put returns.
 	Sync(ctx context.Context, keys []string) error
+	// KeyOf is the key a Put of the message's stage stores under.
+	KeyOf(messageID int64, stage persistence.PayloadStage) (string, error)
 }
 
 // Kinds of payload store, as the payload_storage setting names them.
@@ -68,6 +70,11 @@ func (s *Stores) Local() *Local { return s.local }
 // Put stores a blob in the active store.
 func (s *Stores) Put(ctx context.Context, messageID int64, stage persistence.PayloadStage, r io.Reader, opts ...PutOption) (Blob, error) {
 	return s.active.Put(ctx, messageID, stage, r, opts...)
+}
+
+// KeyOf is the key a Put of the message's stage stores under in the active store.
+func (s *Stores) KeyOf(messageID int64, stage persistence.PayloadStage) (string, error) {
+	return s.active.KeyOf(messageID, stage)
 }
 
 // Open reads a blob from the store its key names.
