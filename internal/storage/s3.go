@@ -101,33 +101,65 @@ func (s *S3) Put(ctx context.Context, messageID int64, stage persistence.Payload
 	_, object, _ := strings.Cut(strings.TrimPrefix(key, s3KeyPrefix), "/")
 	h := sha256.New()
 	src := io.TeeReader(ctxReader{ctx, r}, h)
-	var first bytes.Buffer
-	n, err := io.CopyN(&first, src, s.partSize)
-	if err != nil && !errors.Is(err, io.EOF) {
+	// A small body is read into a small buffer; only a larger one takes a part buffer.
+	head := make([]byte, smallBody)
+	n, err := io.ReadFull(src, head)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return Blob{}, fmt.Errorf("put payload %s: read: %w", key, err)
 	}
-	if n < s.partSize {
-		in := &s3.PutObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(object),
-			Body: bytes.NewReader(first.Bytes()), ContentLength: aws.Int64(n)}
-		if cfg.noReplace {
-			in.IfNoneMatch = aws.String("*")
-		}
-		if _, err := s.client.PutObject(ctx, in); err != nil {
-			return Blob{}, fmt.Errorf("put payload %s: %w", key, existErr(err))
-		}
-	} else {
-		total, err := s.multipart(ctx, object, first.Bytes(), src, cfg.noReplace)
-		if err != nil {
+	var size int64
+	if n < smallBody {
+		if err := s.putObject(ctx, object, head[:n], cfg.noReplace); err != nil {
 			return Blob{}, fmt.Errorf("put payload %s: %w", key, err)
 		}
-		n = total
+		size = int64(n)
+	} else if size, err = s.putLarge(ctx, object, head, src, cfg.noReplace); err != nil {
+		return Blob{}, fmt.Errorf("put payload %s: %w", key, err)
 	}
-	return Blob{Key: key, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+	return Blob{Key: key, Size: size, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
-// multipart uploads first and then the rest of src in parts of partSize, aborting the
-// upload on any failure so no parts are left billed in the bucket.
-func (s *S3) multipart(ctx context.Context, object string, first []byte, src io.Reader, noReplace bool) (int64, error) {
+// smallBody is the most of a body read before deciding whether it needs a part buffer.
+const smallBody = 64 << 10
+
+func (s *S3) putObject(ctx context.Context, object string, body []byte, noReplace bool) error {
+	in := &s3.PutObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(object),
+		Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}
+	if noReplace {
+		in.IfNoneMatch = aws.String("*")
+	}
+	if _, err := s.client.PutObject(ctx, in); err != nil {
+		return existErr(err)
+	}
+	return nil
+}
+
+// putLarge fills a part buffer from head and src: what fits one part goes in one
+// PutObject, anything longer as a multipart upload.
+func (s *S3) putLarge(ctx context.Context, object string, head []byte, src io.Reader, noReplace bool) (int64, error) {
+	bufp, _ := s.parts.Get().(*[]byte)
+	if bufp == nil || int64(cap(*bufp)) < s.partSize {
+		b := make([]byte, s.partSize)
+		bufp = &b
+	}
+	defer s.parts.Put(bufp)
+	buf := (*bufp)[:s.partSize]
+	copy(buf, head)
+	m, err := io.ReadFull(src, buf[len(head):])
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return 0, fmt.Errorf("read: %w", err)
+	}
+	first := len(head) + m
+	if int64(first) < s.partSize {
+		return int64(first), s.putObject(ctx, object, buf[:first], noReplace)
+	}
+	return s.multipart(ctx, object, buf, src, noReplace)
+}
+
+// multipart uploads buf, a full first part, and then the rest of src in parts of
+// partSize read into buf again, aborting the upload on any failure so no parts are left
+// billed in the bucket.
+func (s *S3) multipart(ctx context.Context, object string, buf []byte, src io.Reader, noReplace bool) (int64, error) {
 	up, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
 		Bucket: aws.String(s.cfg.Bucket), Key: aws.String(object)})
 	if err != nil {
@@ -141,15 +173,9 @@ func (s *S3) multipart(ctx context.Context, object string, first []byte, src io.
 				Bucket: aws.String(s.cfg.Bucket), Key: aws.String(object), UploadId: up.UploadId})
 		}
 	}()
-	bufp, _ := s.parts.Get().(*[]byte)
-	if bufp == nil || int64(cap(*bufp)) < s.partSize {
-		b := make([]byte, s.partSize)
-		bufp = &b
-	}
-	defer s.parts.Put(bufp)
 	var parts []types.CompletedPart
 	total := int64(0)
-	part := first
+	part := buf
 	for num := int32(1); ; num++ {
 		out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(s.cfg.Bucket),
 			Key: aws.String(object), UploadId: up.UploadId, PartNumber: aws.Int32(num),
@@ -159,7 +185,6 @@ func (s *S3) multipart(ctx context.Context, object string, first []byte, src io.
 		}
 		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
 		total += int64(len(part))
-		buf := (*bufp)[:s.partSize]
 		m, err := io.ReadFull(src, buf)
 		if errors.Is(err, io.EOF) {
 			break

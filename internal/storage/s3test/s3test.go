@@ -81,7 +81,6 @@ func Start(t testing.TB) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "--port", "127.0.0.1:"+strconv.Itoa(port),
 		"--access", AccessKey, "--secret", SecretKey, "posix", dir)
-	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY=", "ROOT_SECRET_KEY=")
 	logf, err := os.Create(filepath.Join(t.TempDir(), "versitygw.log"))
 	if err != nil {
 		t.Fatal(err)
