@@ -121,9 +121,11 @@ func TestLargeBodyInBoundedMemory(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := open(t)
 			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
 			stop := make(chan struct{})
 			peak := make(chan uint64)
-			go samplePeakHeap(stop, peak)
+			go samplePeakHeap(ms.HeapInuse, stop, peak)
 			b, err := s.Put(ctx, 7, persistence.PayloadUnpacked, &patternReader{left: size})
 			if err != nil {
 				close(stop)
@@ -153,12 +155,11 @@ func TestLargeBodyInBoundedMemory(t *testing.T) {
 	}
 }
 
-// samplePeakHeap reports the largest growth of the in-use heap over its value at the start,
-// sampled until stop closes.
-func samplePeakHeap(stop <-chan struct{}, out chan<- uint64) {
+// samplePeakHeap reports the largest growth of the in-use heap over base, sampled until
+// stop closes.
+func samplePeakHeap(base uint64, stop <-chan struct{}, out chan<- uint64) {
 	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base, peak := ms.HeapInuse, ms.HeapInuse
+	peak := base
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
