@@ -159,15 +159,19 @@ func TestStorageTestNamesFailure(t *testing.T) {
 	tests := []struct {
 		name     string
 		settings map[string]string
+		env      map[string]string // the AWS chain's variables for the test
 		step     string
 		code     string
 		status   int
 		message  string
 	}{
-		{"wrong bucket", map[string]string{"s3_bucket": "no-such-bucket", "s3_endpoint": srv.Endpoint},
+		{"wrong bucket", map[string]string{"s3_bucket": "no-such-bucket", "s3_endpoint": srv.Endpoint}, nil,
 			storage.StepWrite, "NoSuchBucket", http.StatusNotFound, ""},
-		{"bad endpoint", map[string]string{"s3_bucket": srv.Bucket, "s3_endpoint": "http://127.0.0.1:" + fmt.Sprint(gatewaytest.FreePort(t))},
+		{"bad endpoint", map[string]string{"s3_bucket": srv.Bucket, "s3_endpoint": "http://127.0.0.1:" + fmt.Sprint(gatewaytest.FreePort(t))}, nil,
 			storage.StepWrite, "", 0, "connection refused"},
+		{"wrong secret", map[string]string{"s3_bucket": srv.Bucket, "s3_endpoint": srv.Endpoint},
+			map[string]string{"AWS_SECRET_ACCESS_KEY": "wharf-wrong-secret"},
+			storage.StepWrite, "SignatureDoesNotMatch", http.StatusForbidden, ""},
 	}
 	for name, url := range databases(t) {
 		t.Run(name, func(t *testing.T) {
@@ -179,12 +183,15 @@ func TestStorageTestNamesFailure(t *testing.T) {
 						values[k] = v
 					}
 					h.mustJSON("PUT", "/api/v1/settings", values, nil)
+					for k, v := range tc.env {
+						t.Setenv(k, v)
+					}
 					res, body := testStorage(t, h)
 					if res.OK || res.Step != tc.step || res.Code != tc.code || res.HTTPStatus != tc.status ||
 						!strings.Contains(res.Message, tc.message) {
 						t.Fatalf("result %s, want step %s, code %q, status %d, message with %q", body, tc.step, tc.code, tc.status, tc.message)
 					}
-					for _, secret := range []string{s3test.SecretKey, s3test.AccessKey} {
+					for _, secret := range []string{s3test.SecretKey, s3test.AccessKey, "wharf-wrong-secret"} {
 						if strings.Contains(body, secret) {
 							t.Fatalf("the result names a credential: %s", body)
 						}
