@@ -17,9 +17,12 @@ type Storage interface {
 	TestStorage(ctx context.Context) (storage.ProbeResult, error)
 }
 
+// errNoStorage answers the storage routes of a process without payload storage.
+var errNoStorage = &apiError{status: http.StatusServiceUnavailable, code: "UNAVAILABLE", message: "payload storage is not run by this process"}
+
 func (s *Server) getStorageStatus(w http.ResponseWriter, r *http.Request) {
 	if s.storage == nil {
-		s.fail(w, r, &apiError{status: http.StatusServiceUnavailable, code: "UNAVAILABLE", message: "payload storage is not run by this process"})
+		s.fail(w, r, errNoStorage)
 		return
 	}
 	st, err := s.storage.StorageStatus(r.Context())
@@ -34,7 +37,7 @@ func (s *Server) getStorageStatus(w http.ResponseWriter, r *http.Request) {
 // request itself succeeded, and the body names the step that failed.
 func (s *Server) testStorage(w http.ResponseWriter, r *http.Request) {
 	if s.storage == nil {
-		s.fail(w, r, &apiError{status: http.StatusServiceUnavailable, code: "UNAVAILABLE", message: "payload storage is not run by this process"})
+		s.fail(w, r, errNoStorage)
 		return
 	}
 	res, err := s.storage.TestStorage(r.Context())

@@ -1,4 +1,4 @@
-package storage_test
+package storage
 
 import (
 	"bytes"
@@ -8,54 +8,34 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"wharf/internal/persistence"
-	"wharf/internal/storage"
 	"wharf/internal/storage/s3test"
 )
 
 // backends are the stores the contract runs against: the local disk and a real S3 server.
-func backends(t *testing.T) map[string]func(t *testing.T) storage.Store {
-	return map[string]func(t *testing.T) storage.Store{
-		"local": func(t *testing.T) storage.Store {
-			l, err := storage.NewLocal(filepath.Join(t.TempDir(), "payloads"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return l
+func backends(t *testing.T) map[string]func(t *testing.T) Store {
+	return map[string]func(t *testing.T) Store{
+		"local": func(t *testing.T) Store {
+			return newStore(t)
 		},
-		"s3": func(t *testing.T) storage.Store { return newS3(t, "wharf/") },
+		"s3": func(t *testing.T) Store { return newS3(t, "wharf/") },
 	}
 }
 
-func newS3(t *testing.T, prefix string) *storage.S3 {
+func newS3(t *testing.T, prefix string) *S3 {
 	t.Helper()
 	srv := s3test.Start(t)
-	s, err := storage.NewS3(context.Background(), storage.S3Config{Bucket: srv.Bucket,
+	s, err := NewS3(context.Background(), S3Config{Bucket: srv.Bucket,
 		Endpoint: srv.Endpoint, PathStyle: true, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
-}
-
-func read(t *testing.T, s storage.Store, key string) []byte {
-	t.Helper()
-	rc, err := s.Open(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func sum(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:]) }
@@ -69,7 +49,7 @@ func TestStoreContract(t *testing.T) {
 			for i, n := range sizes {
 				body := bytes.Repeat([]byte{byte('a' + i)}, n)
 				id := int64(1000 + i)
-				b, err := s.Put(ctx, id, persistence.PayloadUnpacked, bytes.NewReader(body), storage.DeferSync())
+				b, err := s.Put(ctx, id, persistence.PayloadUnpacked, bytes.NewReader(body), DeferSync())
 				if err != nil {
 					t.Fatalf("put %d bytes: %v", n, err)
 				}
@@ -82,23 +62,23 @@ func TestStoreContract(t *testing.T) {
 				if err := s.Sync(ctx, []string{b.Key}); err != nil {
 					t.Fatal(err)
 				}
-				if got := read(t, s, b.Key); !bytes.Equal(got, body) {
+				if got := readAll(t, s, b.Key); !bytes.Equal(got, body) {
 					t.Fatalf("read back %d bytes, want %d", len(got), n)
 				}
 				// A second Put replaces; NoReplace refuses to.
 				if _, err := s.Put(ctx, id, persistence.PayloadUnpacked, strings.NewReader("new")); err != nil {
 					t.Fatal(err)
 				}
-				if got := read(t, s, b.Key); string(got) != "new" {
+				if got := readAll(t, s, b.Key); string(got) != "new" {
 					t.Fatalf("after replace: %q", got)
 				}
-				if _, err := s.Put(ctx, id, persistence.PayloadUnpacked, strings.NewReader("other"), storage.NoReplace()); !errors.Is(err, fs.ErrExist) {
+				if _, err := s.Put(ctx, id, persistence.PayloadUnpacked, strings.NewReader("other"), NoReplace()); !errors.Is(err, fs.ErrExist) {
 					t.Fatalf("NoReplace over a blob: %v, want fs.ErrExist", err)
 				}
 				if err := s.Delete(ctx, b.Key); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := s.Open(ctx, b.Key); !errors.Is(err, storage.ErrNotFound) {
+				if _, err := s.Open(ctx, b.Key); !errors.Is(err, ErrNotFound) {
 					t.Fatalf("open after delete: %v, want ErrNotFound", err)
 				}
 				if err := s.Delete(ctx, b.Key); err != nil {
