@@ -80,13 +80,6 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	return &S3{client: client, cfg: cfg, partSize: DefaultPartSize}, nil
 }
 
-// SetPartSize changes the multipart part size (S3 requires at least 5 MiB but for the
-// last part); for tests.
-func (s *S3) SetPartSize(n int64) { s.partSize = n }
-
-// Config is the bucket and endpoint the store writes to.
-func (s *S3) Config() S3Config { return s.cfg }
-
 // Put uploads r as the given stage of a message: in one PutObject when it fits one part,
 // else as a multipart upload holding one part in memory at a time.
 func (s *S3) Put(ctx context.Context, messageID int64, stage persistence.PayloadStage, r io.Reader, opts ...PutOption) (Blob, error) {
