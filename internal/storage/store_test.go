@@ -78,3 +78,22 @@ func TestStoresRouteByKey(t *testing.T) {
 		t.Fatal("the S3 blob survived its delete")
 	}
 }
+
+// TestProbePasses: the storage test passes on a working store of each kind, with or
+// without a prefix; the local one leaves no file behind.
+func TestProbePasses(t *testing.T) {
+	ctx := context.Background()
+	local := newStore(t)
+	if res := local.Probe(ctx); !res.OK || res.Store != KindLocal {
+		t.Fatalf("local probe: %+v", res)
+	}
+	if left := tempFiles(t, local); len(left) != 0 {
+		t.Fatalf("the local probe left %v", left)
+	}
+	for _, prefix := range []string{"", "wharf/"} {
+		s3 := newS3(t, prefix)
+		if res := s3.Probe(ctx); !res.OK || res.Store != KindS3 || res.Location != "wharf-test" {
+			t.Fatalf("S3 probe with prefix %q: %+v", prefix, res)
+		}
+	}
+}
