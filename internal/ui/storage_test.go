@@ -2,13 +2,16 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 
+	"wharf/internal/persistence"
 	"wharf/internal/storage"
+	"wharf/internal/storage/s3test"
 )
 
 // fakeStorage answers the settings page's storage card.
@@ -62,5 +65,34 @@ func TestSettingsStorageCard(t *testing.T) {
 	r = ab.post(t, "/ui/settings/storage/test", url.Values{})
 	if r.status != http.StatusOK || !strings.Contains(r.body, "Storage test passed") || strings.Contains(r.body, "Pending restart") {
 		t.Fatalf("passed test = %d\n%s", r.status, r.body)
+	}
+}
+
+// TestMessagePayloadDownloadFromS3: a payload kept on S3 downloads from the message page
+// like one on the local disk.
+func TestMessagePayloadDownloadFromS3(t *testing.T) {
+	srv := s3test.Start(t)
+	local, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3, err := storage.NewS3(context.Background(), storage.S3Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint, PathStyle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stores, err := storage.NewStores(storage.KindS3, local, s3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := setupMessagesWith(t, stores)
+	c := b.signedIn(t)
+	m := b.insert(t, 1, acmeParty, writerInst)[0]
+	p, err := b.store.GetPayload(context.Background(), m.ID, persistence.PayloadUnpacked)
+	if err != nil || !strings.HasPrefix(p.Key, "s3:"+srv.Bucket+"/") {
+		t.Fatalf("payload %+v, %v: want it in the bucket", p, err)
+	}
+	r := c.get(t, fmt.Sprintf("/ui/messages/%d/payload?stage=unpacked", m.ID))
+	if r.status != http.StatusOK || r.body != fmt.Sprintf("document %d\x00\xff", m.ID) {
+		t.Fatalf("download = %d %q", r.status, r.body)
 	}
 }
