@@ -88,6 +88,8 @@ type Deps struct {
 	// Health answers /readyz and hears of requests the database failed; nil reports
 	// ready.
 	Health Health
+	// Storage reports and tests the payload storage; nil answers 503 on its routes.
+	Storage Storage
 }
 
 // Server serves the REST API.
@@ -104,6 +106,7 @@ type Server struct {
 	document []byte // the OpenAPI document with the modules' fragments
 	oidc     *oidc.Manager
 	ready    Health // Deps.Health
+	storage  Storage
 }
 
 // New builds the server. A nil Logger discards. A module fragment that does not merge
@@ -136,6 +139,7 @@ func New(d Deps) *Server {
 		started:  time.Now(),
 		oidc:     d.OIDC,
 		ready:    d.Health,
+		storage:  d.Storage,
 	}
 }
 

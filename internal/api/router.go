@@ -98,6 +98,8 @@ func (s *Server) routes() []route {
 
 		{method: "GET", path: "/api/v1/settings", handle: s.getSettings},
 		{method: "PUT", path: "/api/v1/settings", body: bodyJSON, handle: s.putSettings},
+		{method: "GET", path: "/api/v1/settings/storage", handle: s.getStorageStatus},
+		{method: "POST", path: "/api/v1/settings/storage/test", handle: s.testStorage},
 
 		{method: "GET", path: "/api/v1/identity-providers", handle: s.listProviders},
 		{method: "POST", path: "/api/v1/identity-providers", body: bodyJSON, handle: s.createProvider},

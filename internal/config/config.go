@@ -157,6 +157,7 @@ const (
 var ignoredEnv = map[string]bool{
 	"WHARF_TEST_POSTGRES_URL": true,
 	"WHARF_TEST_CHROMIUM":     true,
+	"WHARF_TEST_S3_VERSITYGW": true,
 }
 
 // FromEnv builds a Config from defaults and the WHARF_* entries of environ (as from

@@ -43,7 +43,7 @@ type Gateway struct {
 	cfg        config.Config
 	log        *slog.Logger
 	Store      *db.Store
-	Blobs      *storage.Local
+	Blobs      *storage.Stores
 	Bus        *bus.Bus
 	Box        *secret.Box
 	Dispatcher *dispatch.Dispatcher
@@ -80,6 +80,9 @@ type Gateway struct {
 	listener net.Listener
 	serveErr chan error
 	stopOnce sync.Once
+
+	// storageRunning is the payload storage settings the process started with.
+	storageRunning map[string]string
 
 	setMu    sync.Mutex
 	setCache settings.Values
@@ -170,7 +173,7 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 			log.Info("new database seeded", "organization", "local")
 		}
 	}
-	g.Blobs, err = storage.NewLocal(cfg.PayloadsDir())
+	g.Blobs, g.storageRunning, err = openPayloadStores(ctx, g.Store, cfg.PayloadsDir())
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +256,8 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 		Ingest: g.Dispatcher, SettingsChanged: ops{g}.SettingsChanged, PublicURL: baseURL,
 		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels(),
 		PartyPanels: g.partyPanels(), OIDC: g.OIDC,
-		Notifications: g.Notifications, NotificationEvents: busSignals{bus: g.Bus, log: log}})
+		Notifications: g.Notifications, NotificationEvents: busSignals{bus: g.Bus, log: log},
+		Storage: g})
 	if err != nil {
 		return nil, err
 	}
@@ -386,6 +390,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		Modules:  g.moduleAPIs(),
 		OIDC:     g.OIDC,
 		Health:   g.Health,
+		Storage:  g,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", g.UI.Handler())

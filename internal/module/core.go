@@ -58,6 +58,8 @@ type Blobs interface {
 	Put(ctx context.Context, messageID int64, stage persistence.PayloadStage, r io.Reader, opts ...storage.PutOption) (storage.Blob, error)
 	Open(ctx context.Context, key string) (io.ReadCloser, error)
 	Delete(ctx context.Context, key string) error
+	// KeyOf is the key a Put of the message's stage stores under.
+	KeyOf(messageID int64, stage persistence.PayloadStage) (string, error)
 }
 
 // Certificates opens stored certificates where they are used; private keys are unsealed

@@ -32,6 +32,7 @@ type Store interface {
 	ListRoutes(ctx context.Context) ([]persistence.Route, error)
 
 	PutSetting(ctx context.Context, key, value string) error
+	ListSettings(ctx context.Context) (map[string]string, error)
 
 	CreateScopedAPIToken(ctx context.Context, name, hash string, target persistence.InstanceName) (persistence.APIToken, error)
 }

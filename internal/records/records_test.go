@@ -234,3 +234,22 @@ func TestSendMessage(t *testing.T) {
 		}
 	})
 }
+
+func TestUpdateSettingsS3NeedsABucket(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		err := UpdateSettings(ctx, s, map[string]string{"payload_storage": "s3"})
+		if got := fmt.Sprint(fieldsOf(err)); got != "[s3_bucket]" {
+			t.Fatalf("S3 without a bucket: fields %s (%v)", got, err)
+		}
+		if v, err := s.ListSettings(ctx); err != nil || len(v) != 0 {
+			t.Fatalf("a refused update wrote %v (%v)", v, err)
+		}
+		if err := UpdateSettings(ctx, s, map[string]string{"payload_storage": "s3", "s3_bucket": "payloads"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := UpdateSettings(ctx, s, map[string]string{"s3_bucket": ""}); err == nil {
+			t.Fatal("emptying the bucket while S3 is chosen was accepted")
+		}
+	})
+}

@@ -44,10 +44,26 @@ func UpdateSettings(ctx context.Context, st Store, values map[string]string) err
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	if err := checkTogether(ctx, st, values); err != nil {
+		return err
+	}
 	for _, k := range keys {
 		if err := st.PutSetting(ctx, k, values[k]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// checkTogether checks the settings as they would be after the change, for rules that span
+// several keys (S3 chosen without a bucket).
+func checkTogether(ctx context.Context, st Store, values map[string]string) error {
+	merged, err := CurrentSettings(ctx, st)
+	if err != nil {
+		return err
+	}
+	for k, v := range values {
+		merged[k] = v
+	}
+	return settings.CheckTogether(merged)
 }

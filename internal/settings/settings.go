@@ -30,6 +30,14 @@ const (
 	RefusedBodyBudgetMiB = "refused_body_budget_mib"
 	HealthCheckInterval  = "health_check_interval"
 	HideVersion          = "hide_version"
+
+	// Payload storage (docs/storage.md); read at start only.
+	PayloadStorage = "payload_storage"
+	S3Bucket       = "s3_bucket"
+	S3Region       = "s3_region"
+	S3Endpoint     = "s3_endpoint"
+	S3PathStyle    = "s3_path_style"
+	S3Prefix       = "s3_prefix"
 )
 
 // MaxWakeupBackoff caps the doubling delay between unanswered wake-ups.
@@ -42,11 +50,14 @@ type Setting struct {
 	Label       string
 	Default     string
 	Description string
-	check       func(string) error
+	// Optional settings may be empty.
+	Optional bool
+	check    func(string) error
 }
 
-// catalogue lists every setting once, in the order they are shown.
-var catalogue = []Setting{
+// catalogue lists every setting once, in the order they are shown; the payload storage
+// settings (storage.go) come last.
+var catalogue = append([]Setting{
 	{
 		Key: MaxDispatches, Label: "Wake-ups before a delivery stalls", Default: "5",
 		Description: "Unanswered wake-ups before a delivery is stalled (1 to 100).",
@@ -107,7 +118,7 @@ var catalogue = []Setting{
 		Description: "true sends the product name alone (Wharf) in User-Agent, Server and an MDN's Reporting-UA; false adds the version (Wharf/1.4.0).",
 		check:       boolean,
 	},
-}
+}, storageCatalogue...)
 
 // Catalogue returns every setting in display order.
 func Catalogue() []Setting { return slices.Clone(catalogue) }
@@ -173,6 +184,8 @@ type Values struct {
 	HealthCheckInterval time.Duration
 	// HideVersion leaves the version out of the product string Wharf sends.
 	HideVersion bool
+	// Storage is where payloads are kept; a change applies at the next start.
+	Storage Storage
 }
 
 // Parse reads stored settings into Values; keys m lacks take their defaults. An unknown key
@@ -214,6 +227,7 @@ func Parse(m map[string]string) (Values, error) {
 	v.RefusedBodyBudgetMiB, _ = strconv.Atoi(get(RefusedBodyBudgetMiB))
 	v.HealthCheckInterval, _ = time.ParseDuration(get(HealthCheckInterval))
 	v.HideVersion = get(HideVersion) == "true"
+	v.Storage = parseStorage(get)
 	return v, nil
 }
 

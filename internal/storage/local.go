@@ -160,6 +160,11 @@ func Key(messageID int64, stage persistence.PayloadStage) (string, error) {
 	return messageDir(messageID) + "/" + strconv.FormatInt(messageID, 10) + "." + string(stage), nil
 }
 
+// KeyOf is Key: a local blob's key depends on nothing but its message and stage.
+func (l *Local) KeyOf(messageID int64, stage persistence.PayloadStage) (string, error) {
+	return Key(messageID, stage)
+}
+
 func messageDir(id int64) string {
 	return fmt.Sprintf("%d/%03d", id/1_000_000, id/1_000%1_000)
 }

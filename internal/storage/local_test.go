@@ -29,7 +29,7 @@ func newStore(t testing.TB) *Local {
 	return l
 }
 
-func readAll(t *testing.T, l *Local, key string) []byte {
+func readAll(t *testing.T, l Store, key string) []byte {
 	t.Helper()
 	rc, err := l.Open(context.Background(), key)
 	if err != nil {

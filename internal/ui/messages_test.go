@@ -39,17 +39,23 @@ var _ Actions = storeActions{}
 // message pages mounted as Handler mounts every page route.
 type messagesBundle struct {
 	*bundle
-	blobs *storage.Local
+	blobs storage.Store
 	ui    *Server
 }
 
 func setupMessages(t *testing.T) *messagesBundle {
 	t.Helper()
-	b := newBundle(t)
 	blobs, err := storage.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return setupMessagesWith(t, blobs)
+}
+
+// setupMessagesWith is setupMessages with the given payload store.
+func setupMessagesWith(t *testing.T, blobs storage.Store) *messagesBundle {
+	t.Helper()
+	b := newBundle(t)
 	s := newServer(t, b, func(d *Deps) { d.Actions, d.Payloads = storeActions{b.store}, blobs })
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", s.Handler())

@@ -5,13 +5,14 @@ import (
 
 	"wharf/internal/records"
 	"wharf/internal/settings"
+	"wharf/internal/storage"
 	"wharf/internal/ui/session"
 )
 
 var _ = registerPages([]string{"settings"}, (*Server).settingsRoutes)
 
 var _ = registerFlashes(map[string]flash{
-	"settings-saved": {Kind: "success", Text: "Settings saved; they apply at once."},
+	"settings-saved": {Kind: "success", Text: "Settings saved; they apply at once, payload storage at the next start."},
 })
 
 // settingsRoutes lists the settings page: everyone signed in reads it, administrators edit.
@@ -25,6 +26,7 @@ func (s *Server) settingsRoutes() []pageRoute {
 // settingRow is one setting of the catalogue with its value as shown (or as typed).
 type settingRow struct {
 	Key, Label, Description, Default, Value, Error string
+	Optional                                       bool
 }
 
 func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
@@ -37,10 +39,15 @@ func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, status int, values, errs map[string]string) {
+	s.renderSettingsWith(w, r, status, values, errs, nil)
+}
+
+// renderSettingsWith renders the page with the result of a storage test, if any.
+func (s *Server) renderSettingsWith(w http.ResponseWriter, r *http.Request, status int, values, errs map[string]string, probe *storage.ProbeResult) {
 	var rows []settingRow
 	for _, c := range settings.Catalogue() {
 		rows = append(rows, settingRow{Key: c.Key, Label: c.Label, Description: c.Description, Default: c.Default,
-			Value: values[c.Key], Error: errs[c.Key]})
+			Value: values[c.Key], Error: errs[c.Key], Optional: c.Optional})
 	}
 	summary := formSummary(errs, func(key string) (string, string) {
 		for _, row := range rows {
@@ -56,7 +63,8 @@ func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, status i
 		Admin     bool
 		CSRFField string
 		CSRFToken string
-	}{rows, summary, isAdmin(r), session.CSRFField, sessionCSRFToken(r)}})
+		Storage   *storageCard
+	}{rows, summary, isAdmin(r), session.CSRFField, sessionCSRFToken(r), s.storageCard(r, probe)}})
 }
 
 // saveSettingsPage writes the settings whose value differs from the current one, through

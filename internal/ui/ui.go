@@ -88,6 +88,9 @@ type Deps struct {
 	// NotificationEvents announces changed rows of the notification log for the live
 	// pages; nil leaves them static.
 	NotificationEvents NotificationEvents
+	// Storage reports and tests the payload storage on the settings page; nil leaves
+	// the page without its storage card.
+	Storage Storage
 }
 
 // Actions are the operator actions on messages the UI offers.
@@ -142,6 +145,8 @@ type Server struct {
 
 	// deadLetters is Deps.DeadLetters.
 	deadLetters DeadLetterActions
+
+	storage Storage
 }
 
 // New checks d and parses the templates.
@@ -167,6 +172,7 @@ func New(d Deps) (*Server, error) {
 	}
 	s.services = d.Services
 	s.processes = d.Processes
+	s.storage = d.Storage
 	s.ingest, s.settingsChanged, s.publicURL = d.Ingest, d.SettingsChanged, d.PublicURL
 	if s.sameOrigin, err = session.SameOrigin(d.PublicURL); err != nil {
 		return nil, fmt.Errorf("ui: %w", err)

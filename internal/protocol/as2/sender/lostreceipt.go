@@ -31,7 +31,7 @@ func (c *core) unrecordedReceipt(ctx context.Context, rec OutboundRecord) (*pers
 	if !errors.Is(err, persistence.ErrNotFound) {
 		return nil, fmt.Errorf("read the receipt of message %d: %w", rec.MessageID, err)
 	}
-	key, err := storage.Key(rec.MessageID, persistence.PayloadReceipt)
+	key, err := c.blobs.KeyOf(rec.MessageID, persistence.PayloadReceipt)
 	if err != nil {
 		return nil, err
 	}
