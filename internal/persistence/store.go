@@ -70,6 +70,13 @@ type MessageFilter struct {
 	Since  time.Time // created at or after
 	Until  time.Time // created before
 	Q      string    // substring of original file name, correlation id or origin event id
+	// Partner is the party at either end: messages from it and to it.
+	Partner PartyName
+	// Direction keeps messages whose sender (inbound) or recipient (outbound) is a partner.
+	Direction Direction
+	// IDs keeps only these messages (a module's lookup, e.g. by AS2 Message-ID); a non-nil
+	// empty list keeps none.
+	IDs []int64
 	ListOptions
 }
 

@@ -5,21 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"wharf/internal/download"
 	"wharf/internal/persistence"
 	"wharf/internal/ui/session"
-)
-
-const (
-	// messagesPageSize is the number of rows on one page of the message list.
-	messagesPageSize = 50
-	// maxMessageQuery bounds the q filter, in characters, as the REST list does.
-	maxMessageQuery = 200
 )
 
 var _ = registerPages([]string{"messages", "message"}, (*Server).messageRoutes)
@@ -35,108 +25,12 @@ var _ = registerFlashes(map[string]flash{
 func (s *Server) messageRoutes() []pageRoute {
 	return []pageRoute{
 		{"GET /ui/messages", http.HandlerFunc(s.messagesPage)},
+		{"GET /ui/messages.csv", http.HandlerFunc(s.messagesCSV)},
 		{"GET /ui/messages/{id}", http.HandlerFunc(s.messagePage)},
 		{"GET /ui/messages/{id}/payload", http.HandlerFunc(s.messagePayload)},
 		{"POST /ui/messages/{id}/redispatch", http.HandlerFunc(s.redispatchMessage)},
 		{"POST /ui/messages/{id}/deliveries/{delivery_id}/redeliver", http.HandlerFunc(s.redeliverMessage)},
 	}
-}
-
-// messageFilterForm is the list's filter form as typed, and why a field was refused.
-type messageFilterForm struct {
-	Status, From, To, Source, Q string
-	Offset                      int
-	Errors                      map[string]string
-}
-
-// parseMessageFilter reads the list's filters with the domain parsers, so the page admits
-// exactly what the REST list admits; unknown parameters are ignored, as a browser adds none.
-func parseMessageFilter(q url.Values) (messageFilterForm, persistence.MessageFilter) {
-	form := messageFilterForm{Status: q.Get("status"), From: q.Get("from"), To: q.Get("to"),
-		Source: q.Get("source"), Q: q.Get("q"), Errors: map[string]string{}}
-	f := persistence.MessageFilter{Q: form.Q, ListOptions: persistence.ListOptions{Limit: messagesPageSize}}
-	var err error
-	if form.Status != "" {
-		if f.Status, err = persistence.ParseMessageStatus(form.Status); err != nil {
-			form.Errors["status"] = "Choose a status from the list."
-		}
-	}
-	if form.From != "" {
-		if f.From, err = persistence.ParsePartyName(form.From); err != nil {
-			form.Errors["from"] = "A party name is lower case letters, digits, - and _."
-		}
-	}
-	if form.To != "" {
-		if f.To, err = persistence.ParsePartyName(form.To); err != nil {
-			form.Errors["to"] = "A party name is lower case letters, digits, - and _."
-		}
-	}
-	if form.Source != "" {
-		if f.Source, err = persistence.ParseInstanceName(form.Source); err != nil {
-			form.Errors["source"] = "An instance name is lower case letters, digits, - and _."
-		}
-	}
-	if !utf8.ValidString(form.Q) || utf8.RuneCountInString(form.Q) > maxMessageQuery {
-		form.Errors["q"] = fmt.Sprintf("Search text is at most %d characters.", maxMessageQuery)
-	}
-	if v := q.Get("offset"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			form.Errors["offset"] = "The page offset is a whole number, 0 or more."
-		} else {
-			form.Offset, f.Offset = n, n
-		}
-	}
-	return form, f
-}
-
-// url is the list page with these filters at offset; empty filters are left out so the
-// links stay short.
-func (form messageFilterForm) url(offset int) string {
-	v := url.Values{}
-	for _, p := range []struct{ name, value string }{{"status", form.Status}, {"from", form.From},
-		{"to", form.To}, {"source", form.Source}, {"q", form.Q}} {
-		if p.value != "" {
-			v.Set(p.name, p.value)
-		}
-	}
-	if offset > 0 {
-		v.Set("offset", strconv.Itoa(offset))
-	}
-	if len(v) == 0 {
-		return "/ui/messages"
-	}
-	return "/ui/messages?" + v.Encode()
-}
-
-type messagesData struct {
-	Filter   messageFilterForm
-	Statuses []persistence.MessageStatus
-	Messages []persistence.Message
-	Pager
-	// LiveURL streams this page's rows again as messages change, with the same filters.
-	LiveURL string
-}
-
-// messagesPage lists messages newest first. Refused filters answer 400 with the form and
-// its errors and no rows, rather than a list that silently ignores what was asked.
-func (s *Server) messagesPage(w http.ResponseWriter, r *http.Request) {
-	form, f := parseMessageFilter(r.URL.Query())
-	d := messagesData{Filter: form, Statuses: persistence.AllMessageStatuses}
-	s.renderList(w, r, "messages", "Messages", &d, len(form.Errors) > 0, func() error { return s.listMessages(r.Context(), &d, f) })
-}
-
-// listMessages fills d's rows and page links for the filter f of d.Filter.
-func (s *Server) listMessages(ctx context.Context, d *messagesData, f persistence.MessageFilter) error {
-	form := d.Filter
-	msgs, total, err := s.store.ListMessages(ctx, f)
-	if err != nil {
-		return err
-	}
-	d.Messages = msgs
-	d.Pager = newPager(form.Offset, len(msgs), total, messagesPageSize, form.url)
-	d.LiveURL = "/ui/live" + strings.TrimPrefix(form.url(form.Offset), "/ui")
-	return nil
 }
 
 // deliveryRow is a delivery as the detail page shows it.

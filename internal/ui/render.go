@@ -44,6 +44,8 @@ var funcs = template.FuncMap{
 	"filterInput": newFilterInput,
 	"textField":   newTextField,
 	"sendParties": newPartySelect,
+	"displayTime": displayTime,
+	"machineTime": machineTime,
 }
 
 // filterInput is one text field of a list page's filter form, drawn by the

@@ -73,6 +73,9 @@ type Deps struct {
 	Panels map[string]module.MessagePanels
 	// PartyPanels are the modules with a part of an organization's or partner's page.
 	PartyPanels []module.PartyPanels
+	// Indexes are the modules whose messages carry a protocol identity (the AS2
+	// Message-ID): the message list shows it with the receipt and searches by it.
+	Indexes []module.MessageIndex
 	// OIDC signs users in through identity providers; nil offers no single sign-on.
 	OIDC *oidc.Manager
 	// Notifications is the notifier module's log and alerts; nil (a build without the
@@ -127,6 +130,7 @@ type Server struct {
 	logs            *logging.Ring
 	panels          map[string]module.MessagePanels
 	partyPanels     []module.PartyPanels
+	indexes         []module.MessageIndex
 	oidc            *oidc.Manager
 	notifications   alert.Log
 	noteHub         *hub // fans notification log changes out to the live streams
@@ -164,7 +168,7 @@ func New(d Deps) (*Server, error) {
 		}
 		s.live.cancel = cancel
 	}
-	s.partyPanels = d.PartyPanels
+	s.partyPanels, s.indexes = d.PartyPanels, d.Indexes
 	s.oidc = d.OIDC
 	s.notifications, s.noteHub = d.Notifications, newHub()
 	if d.NotificationEvents != nil {
