@@ -223,7 +223,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (g *Gateway,
 		Actions: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(), Services: g.Services,
 		Ingest: g.Dispatcher, SettingsChanged: ops{g}.SettingsChanged, PublicURL: baseURL,
 		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels(),
-		PartyPanels: g.partyPanels(), Indexes: g.messageIndexes(), OIDC: g.OIDC,
+		PartyPanels: g.partyPanels(), Indexes: g.messageIndexes(), Facters: g.messageFacters(), OIDC: g.OIDC,
 		Notifications: g.Notifications, NotificationEvents: busSignals{bus: g.Bus, log: log}})
 	if err != nil {
 		return nil, err

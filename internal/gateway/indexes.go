@@ -13,3 +13,14 @@ func (g *Gateway) messageIndexes() []module.MessageIndex {
 	}
 	return out
 }
+
+// messageFacters are the module runtimes that read a message for its verdict.
+func (g *Gateway) messageFacters() []module.MessageFacter {
+	var out []module.MessageFacter
+	for _, name := range g.runtimeNames() {
+		if p, ok := g.Runtimes[name].(module.MessageFacter); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -64,7 +64,13 @@ func redeliverable(st persistence.DeliveryState) bool {
 }
 
 type messageData struct {
-	Message    persistence.Message
+	Message persistence.Message
+	// Direction and Partner (its name, PartnerName its display name) head the page with
+	// the verdict; both empty between organizations.
+	Direction   persistence.Direction
+	Partner     persistence.PartyName
+	PartnerName string
+	Verdict     verdict
 	Deliveries []deliveryRow
 	History    []persistence.HistoryEntry
 	Payloads   []persistence.Payload
@@ -117,6 +123,18 @@ func (s *Server) messageDetail(ctx context.Context, id int64) (messageData, erro
 	if d.Protocols, err = s.messagePanels(ctx, id); err != nil {
 		return d, err
 	}
+	if d.Direction, d.Partner, d.PartnerName, err = s.messageEnds(ctx, m); err != nil {
+		return d, err
+	}
+	in := verdictInput{Message: m, Direction: d.Direction, Partner: d.PartnerName, Deliveries: ds}
+	facts, ok, err := s.messageFacts(ctx, id)
+	if err != nil {
+		return d, err
+	}
+	if ok {
+		in.Facts = &facts
+	}
+	d.Verdict = verdictOf(in)
 	return d, nil
 }
 

@@ -76,6 +76,8 @@ type Deps struct {
 	// Indexes are the modules whose messages carry a protocol identity (the AS2
 	// Message-ID): the message list shows it with the receipt and searches by it.
 	Indexes []module.MessageIndex
+	// Facters read a message's protocol records for the verdict at the top of its page.
+	Facters []module.MessageFacter
 	// OIDC signs users in through identity providers; nil offers no single sign-on.
 	OIDC *oidc.Manager
 	// Notifications is the notifier module's log and alerts; nil (a build without the
@@ -131,6 +133,7 @@ type Server struct {
 	panels          map[string]module.MessagePanels
 	partyPanels     []module.PartyPanels
 	indexes         []module.MessageIndex
+	facters         []module.MessageFacter
 	oidc            *oidc.Manager
 	notifications   alert.Log
 	noteHub         *hub // fans notification log changes out to the live streams
@@ -168,7 +171,7 @@ func New(d Deps) (*Server, error) {
 		}
 		s.live.cancel = cancel
 	}
-	s.partyPanels, s.indexes = d.PartyPanels, d.Indexes
+	s.partyPanels, s.indexes, s.facters = d.PartyPanels, d.Indexes, d.Facters
 	s.oidc = d.OIDC
 	s.notifications, s.noteHub = d.Notifications, newHub()
 	if d.NotificationEvents != nil {
