@@ -71,9 +71,9 @@ type messageData struct {
 	Partner     persistence.PartyName
 	PartnerName string
 	Verdict     verdict
-	Deliveries []deliveryRow
-	History    []persistence.HistoryEntry
-	Payloads   []persistence.Payload
+	Deliveries  []deliveryRow
+	History     []persistence.HistoryEntry
+	Payloads    []persistence.Payload
 	// Protocols are the modules' panels, the AS2 section among them.
 	Protocols []protocolPanel
 	// Actions is false when the gateway offers no operator actions; the buttons are hidden.
