@@ -74,6 +74,8 @@ type MessageFilter struct {
 	Partner PartyName
 	// Direction keeps messages whose sender (inbound) or recipient (outbound) is a partner.
 	Direction Direction
+	// Statuses keeps messages in any of these statuses (besides Status, when set).
+	Statuses []MessageStatus
 	// IDs keeps only these messages (a module's lookup, e.g. by AS2 Message-ID); a non-nil
 	// empty list keeps none.
 	IDs []int64
@@ -194,6 +196,11 @@ type Store interface {
 	// delivery; a record of a document the source refused is not one.
 	FindMessageByOrigin(ctx context.Context, source InstanceName, originEventID string) (Message, error)
 	ListMessages(ctx context.Context, f MessageFilter) ([]Message, int, error)
+	// PartnerActivity reads a partner's traffic at a glance as of now.
+	PartnerActivity(ctx context.Context, partner PartyName, now time.Time) (PartnerActivity, error)
+	// PartnerCertificates lists the certificates the partner's records (its protocol
+	// profiles) use, soonest expiry first.
+	PartnerCertificates(ctx context.Context, partner PartyName) ([]Certificate, error)
 	// CountMessagesByStatus counts messages by status in one query: all of them, and those
 	// created at or after each time of since. Statuses without messages are left out.
 	CountMessagesByStatus(ctx context.Context, since ...time.Time) ([]StatusCount, error)

@@ -344,6 +344,13 @@ func (s *Store) ListMessages(ctx context.Context, f persistence.MessageFilter) (
 	case persistence.DirectionOutbound:
 		add(`to_party IN (SELECT name FROM parties WHERE kind = ?)`, string(persistence.PartyPartner))
 	}
+	if len(f.Statuses) > 0 {
+		marks := strings.TrimSuffix(strings.Repeat("?, ", len(f.Statuses)), ", ")
+		for _, st := range f.Statuses {
+			args = append(args, string(st))
+		}
+		where = append(where, `status IN (`+marks+`)`)
+	}
 	if f.IDs != nil {
 		if len(f.IDs) == 0 {
 			add(`1 = 0`)
