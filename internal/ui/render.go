@@ -46,6 +46,7 @@ var funcs = template.FuncMap{
 	"sendParties": newPartySelect,
 	"displayTime": displayTime,
 	"machineTime": machineTime,
+	"displayDay":  displayDay,
 }
 
 // filterInput is one text field of a list page's filter form, drawn by the

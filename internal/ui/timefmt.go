@@ -13,3 +13,6 @@ func displayTime(t time.Time) string {
 
 // machineTime is a moment for a <time datetime> attribute.
 func machineTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// displayDay is the day of a moment, for expiries.
+func displayDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
