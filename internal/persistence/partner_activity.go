@@ -24,3 +24,23 @@ type PartnerActivity struct {
 
 // ProblemStatuses are the message statuses that count as an open problem.
 var ProblemStatuses = []MessageStatus{StatusError, StatusStalled, StatusRetrying, StatusHeld, StatusRefused}
+
+// PartnerCount is a number of messages of one partner.
+type PartnerCount struct {
+	Partner PartyName
+	Count   int
+}
+
+// SetupProgress is how far a new installation got towards its first exchange, read from
+// the database for the dashboard's first-run checklist.
+type SetupProgress struct {
+	// Identity: an organization's record (its protocol profile) uses a certificate of
+	// ours, one with its private key. Organization is the first organization, if any.
+	Identity     bool
+	Organization PartyName
+	// Partner: a partner exists; Partner names the first.
+	HasPartner bool
+	Partner    PartyName
+	// Sent: a message went to a partner.
+	Sent bool
+}

@@ -201,6 +201,11 @@ type Store interface {
 	// PartnerCertificates lists the certificates the partner's records (its protocol
 	// profiles) use, soonest expiry first.
 	PartnerCertificates(ctx context.Context, partner PartyName) ([]Certificate, error)
+	// CountProblemsByPartner counts each partner's open problems (as PartnerActivity
+	// does, refusals since refusedSince), most first, at most limit partners.
+	CountProblemsByPartner(ctx context.Context, refusedSince time.Time, limit int) ([]PartnerCount, error)
+	// SetupProgress reads how far the installation got towards its first exchange.
+	SetupProgress(ctx context.Context) (SetupProgress, error)
 	// CountMessagesByStatus counts messages by status in one query: all of them, and those
 	// created at or after each time of since. Statuses without messages are left out.
 	CountMessagesByStatus(ctx context.Context, since ...time.Time) ([]StatusCount, error)

@@ -7,6 +7,7 @@ import (
 
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
+	"wharf/internal/persistence/db/dbtest"
 )
 
 // partnerTraffic inserts messages between local and acme: each row its age, direction
@@ -121,5 +122,50 @@ func TestPartnerCertificates(t *testing.T) {
 		if !a.CertificateExpiry.Equal(soonest.NotAfter) {
 			t.Errorf("expiry = %v, want %v", a.CertificateExpiry, soonest.NotAfter)
 		}
+	})
+}
+
+func TestCountProblemsByPartner(t *testing.T) {
+	forEach(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+		partnerTraffic(t, s, now)
+		got := must1[[]persistence.PartnerCount](t)(s.CountProblemsByPartner(ctx, now.Add(-7*24*time.Hour), 10))
+		if len(got) != 1 || got[0] != (persistence.PartnerCount{Partner: acme, Count: 4}) {
+			t.Errorf("counts = %+v", got)
+		}
+		if got := must1[[]persistence.PartnerCount](t)(s.CountProblemsByPartner(ctx, now, 10)); len(got) != 1 || got[0].Count != 3 {
+			t.Errorf("without refusals = %+v", got)
+		}
+	})
+}
+
+func TestSetupProgress(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		step := func(want persistence.SetupProgress) {
+			t.Helper()
+			if got := must1[persistence.SetupProgress](t)(s.SetupProgress(ctx)); got != want {
+				t.Errorf("progress = %+v, want %+v", got, want)
+			}
+		}
+		step(persistence.SetupProgress{})
+		must1[persistence.Party](t)(s.CreateParty(ctx, persistence.Party{Kind: persistence.PartyOrganization, Name: local}))
+		step(persistence.SetupProgress{Organization: local})
+		f := newCertFixture(t)
+		created := must1[[]persistence.Certificate](t)(s.CreateCertificates(ctx, f.recs))
+		// A certificate without a key is no identity.
+		must(t, s.SetCertificateUses(ctx, "as2_local_profile", string(local), []int64{created[1].ID}))
+		step(persistence.SetupProgress{Organization: local})
+		must(t, s.SetCertificateUses(ctx, "as2_local_profile", string(local), []int64{created[0].ID}))
+		step(persistence.SetupProgress{Organization: local, Identity: true})
+		must1[persistence.Party](t)(s.CreateParty(ctx, persistence.Party{Kind: persistence.PartyPartner, Name: acme}))
+		step(persistence.SetupProgress{Organization: local, Identity: true, HasPartner: true, Partner: acme})
+		must1[persistence.PluginConfig](t)(s.CreatePluginConfig(ctx, persistence.PluginConfig{Name: poller, Type: persistence.PluginFilePoller, Enabled: true}))
+		id := must1[int64](t)(s.AllocateMessageIDs(ctx, 1))
+		nm := newMessage(id, false)
+		nm.Message.From, nm.Message.To = local, acme
+		must1[[]persistence.Message](t)(s.InsertMessages(ctx, []persistence.NewMessage{nm}))
+		step(persistence.SetupProgress{Organization: local, Identity: true, HasPartner: true, Partner: acme, Sent: true})
 	})
 }
