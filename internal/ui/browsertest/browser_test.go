@@ -265,6 +265,7 @@ func TestBrowserFlows(t *testing.T) {
 		{"create a partner with its AS2 profile", stepCreatePartner},
 		{"create a route", stepCreateRoute},
 		{"screenshots", stepScreenshots},
+		{"key columns in view", stepKeyColumns},
 		{"send a message by hand", stepSendByHand},
 		{"redeliver a failed delivery", stepRedeliver},
 		{"configure single sign-on", stepConfigureSSO},
