@@ -24,6 +24,8 @@ const keyColumnBox = `(function (sel) {
 func stepKeyColumns(t *testing.T, b *browser) {
 	id := b.h.sendMessage("local", "b", "file_writer_default", "order-listed.xml", "<order>listed</order>")
 	b.h.waitStatus(id, "delivered")
+	// A certificate, so the certificate list has a row.
+	b.h.mustJSON("POST", "/api/v1/certificates/generate", map[string]any{"subject": map[string]any{"common_name": "listed.example"}}, nil)
 	pages := []struct {
 		name, path, key string
 	}{
