@@ -36,20 +36,14 @@ func stepKeyColumns(t *testing.T, b *browser) {
 		{"list-certificates", "/ui/certificates", "#certificate-table tbody td.col-key"},
 		{"list-routes", "/ui/routes", "#route-table tbody td.col-key"},
 	}
-	defer b.do(t, "restore the window", chromedp.EmulateViewport(1280, 900))
-	for _, theme := range []string{"light", "dark"} {
-		b.open(t, "/ui/")
-		b.setTheme(t, theme)
-		for _, width := range []int64{1280, 375} {
-			b.do(t, "resize", chromedp.EmulateViewport(width, 900))
-			for _, p := range pages {
-				b.open(t, p.path)
-				if problem := run(t, b, "find the key column", chromedp.Evaluate[string](fmt.Sprintf(keyColumnBox, p.key))); problem != "" {
-					t.Errorf("%s at %d px (%s theme): %s", p.path, width, theme, problem)
-				}
-				b.shoot(t, p.name, int(width))
-				b.checkClean(t, fmt.Sprintf("%s at %d px, %s theme", p.path, width, theme))
+	b.eachLook(t, func(theme string, width int64) {
+		for _, p := range pages {
+			b.open(t, p.path)
+			if problem := run(t, b, "find the key column", chromedp.Evaluate[string](fmt.Sprintf(keyColumnBox, p.key))); problem != "" {
+				t.Errorf("%s at %d px (%s theme): %s", p.path, width, theme, problem)
 			}
+			b.shoot(t, p.name, int(width))
+			b.checkClean(t, fmt.Sprintf("%s at %d px, %s theme", p.path, width, theme))
 		}
-	}
+	})
 }
