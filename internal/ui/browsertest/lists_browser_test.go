@@ -32,6 +32,7 @@ func stepKeyColumns(t *testing.T, b *browser) {
 		{"list-messages", "/ui/messages", "#message-table tbody td.col-key"},
 		{"list-partners", "/ui/partners", "#party-table tbody td.col-key"},
 		{"list-partner", "/ui/partners/b", "#partner-traffic tbody td.col-key"},
+		{"list-partner-routes", "/ui/partners/b", "#party-routes tbody td.col-key"},
 		{"list-message", fmt.Sprintf("/ui/messages/%d", id), "#message-verdict .verdict-text"},
 		{"list-certificates", "/ui/certificates", "#certificate-table tbody td.col-key"},
 		{"list-routes", "/ui/routes", "#route-table tbody td.col-key"},
