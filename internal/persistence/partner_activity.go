@@ -22,6 +22,10 @@ type PartnerActivity struct {
 	Ever bool
 }
 
+// PluginCertificateUse is the kind of certificate use a plugin instance records; every
+// other kind is a party's record (a protocol profile) named after its party.
+const PluginCertificateUse = "plugin_instance"
+
 // ProblemStatuses are the message statuses that count as an open problem.
 var ProblemStatuses = []MessageStatus{StatusError, StatusStalled, StatusRetrying, StatusHeld, StatusRefused}
 

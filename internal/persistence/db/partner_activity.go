@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"wharf/internal/persistence"
-	"wharf/internal/records"
 )
 
 // PartnerActivity reads a partner's traffic. Every query reads one party's messages
@@ -74,7 +73,7 @@ func (s *Store) PartnerActivity(ctx context.Context, partner persistence.PartyNa
 		a.Ever = any > 0
 		var expiry *time.Time
 		if err := t.queryRow(ctx, `SELECT MIN(c.not_after) FROM certificate_uses u JOIN certificates c ON c.id = u.certificate_id
-			WHERE u.name = ? AND u.kind <> ?`, string(partner), records.PluginCertificateUse).Scan(nullTimeCol{&expiry}); err != nil {
+			WHERE u.name = ? AND u.kind <> ?`, string(partner), persistence.PluginCertificateUse).Scan(nullTimeCol{&expiry}); err != nil {
 			return err
 		}
 		if expiry != nil {
@@ -95,7 +94,7 @@ func (s *Store) PartnerCertificates(ctx context.Context, partner persistence.Par
 	err := s.read(ctx, func(t *txn) error {
 		rows, err := t.query(ctx, `SELECT `+prefixCols("c.", certificateCols)+` FROM certificates c
 			WHERE c.id IN (SELECT certificate_id FROM certificate_uses WHERE name = ? AND kind <> ?)
-			ORDER BY c.not_after, c.id`, string(partner), records.PluginCertificateUse)
+			ORDER BY c.not_after, c.id`, string(partner), persistence.PluginCertificateUse)
 		out, err = collect(rows, err, scanCertificate)
 		return err
 	})

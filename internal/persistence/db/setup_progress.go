@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"wharf/internal/persistence"
-	"wharf/internal/records"
 )
 
 // CountProblemsByPartner reads the problem messages through the (status, created_at)
@@ -64,7 +63,7 @@ func (s *Store) SetupProgress(ctx context.Context) (persistence.SetupProgress, e
 		if p.Identity, err = first(`SELECT u.name FROM certificate_uses u
 				JOIN parties o ON o.kind = ? AND o.name = u.name
 				JOIN certificates c ON c.id = u.certificate_id AND LENGTH(c.sealed_key) > 0
-				WHERE u.kind <> ? LIMIT 1`, &org, string(persistence.PartyOrganization), records.PluginCertificateUse); err != nil {
+				WHERE u.kind <> ? LIMIT 1`, &org, string(persistence.PartyOrganization), persistence.PluginCertificateUse); err != nil {
 			return err
 		}
 		if p.Identity {
