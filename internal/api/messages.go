@@ -24,7 +24,7 @@ func parseMessageFilter(r *http.Request) (persistence.MessageFilter, page, error
 	q := r.URL.Query()
 	for name := range q {
 		switch name {
-		case "status", "from", "to", "source", "since", "until", "q", "limit", "offset":
+		case "status", "from", "to", "source", "since", "until", "q", "limit", "offset", "partner", "direction", "format":
 		default:
 			return f, p, invalid(name, "unknown parameter")
 		}
@@ -46,6 +46,19 @@ func parseMessageFilter(r *http.Request) (persistence.MessageFilter, page, error
 		if f.To, err = persistence.ParsePartyName(v); err != nil {
 			return f, p, invalid("to", err.Error())
 		}
+	}
+	if v := q.Get("partner"); v != "" {
+		if f.Partner, err = persistence.ParsePartyName(v); err != nil {
+			return f, p, invalid("partner", err.Error())
+		}
+	}
+	if v := q.Get("direction"); v != "" {
+		if f.Direction, err = persistence.ParseDirection(v); err != nil {
+			return f, p, invalid("direction", err.Error())
+		}
+	}
+	if v := q.Get("format"); v != "" && v != "json" && v != "csv" {
+		return f, p, invalid("format", "must be json or csv")
 	}
 	if v := q.Get("source"); v != "" {
 		if f.Source, err = persistence.ParseInstanceName(v); err != nil {
@@ -76,6 +89,10 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
 	f, p, err := parseMessageFilter(r)
 	if err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if wantsCSV(r) {
+		s.exportMessages(w, r, f)
 		return
 	}
 	msgs, total, err := s.store.ListMessages(r.Context(), f)

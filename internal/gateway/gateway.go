@@ -255,7 +255,7 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 		Actions: ops{g}, DeadLetters: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(), Services: g.serviceControl(), Processes: g.Store,
 		Ingest: g.Dispatcher, SettingsChanged: ops{g}.SettingsChanged, PublicURL: baseURL,
 		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels(),
-		PartyPanels: g.partyPanels(), OIDC: g.OIDC,
+		PartyPanels: g.partyPanels(), Indexes: g.messageIndexes(), Facters: g.messageFacters(), OIDC: g.OIDC,
 		Notifications: g.Notifications, NotificationEvents: busSignals{bus: g.Bus, log: log},
 		Storage: g})
 	if err != nil {

@@ -71,6 +71,15 @@ type MessageFilter struct {
 	Since  time.Time // created at or after
 	Until  time.Time // created before
 	Q      string    // substring of original file name, correlation id or origin event id
+	// Partner is the party at either end: messages from it and to it.
+	Partner PartyName
+	// Direction keeps messages whose sender (inbound) or recipient (outbound) is a partner.
+	Direction Direction
+	// Statuses keeps messages in any of these statuses (besides Status, when set).
+	Statuses []MessageStatus
+	// IDs keeps only these messages (a module's lookup, e.g. by AS2 Message-ID); a non-nil
+	// empty list keeps none.
+	IDs []int64
 	ListOptions
 }
 
@@ -200,6 +209,16 @@ type Store interface {
 	// delivery; a record of a document the source refused is not one.
 	FindMessageByOrigin(ctx context.Context, source InstanceName, originEventID string) (Message, error)
 	ListMessages(ctx context.Context, f MessageFilter) ([]Message, int, error)
+	// PartnerActivity reads a partner's traffic at a glance as of now.
+	PartnerActivity(ctx context.Context, partner PartyName, now time.Time) (PartnerActivity, error)
+	// PartnerCertificates lists the certificates the partner's records (its protocol
+	// profiles) use, soonest expiry first.
+	PartnerCertificates(ctx context.Context, partner PartyName) ([]Certificate, error)
+	// CountProblemsByPartner counts each partner's open problems (as PartnerActivity
+	// does, refusals since refusedSince), most first, at most limit partners.
+	CountProblemsByPartner(ctx context.Context, refusedSince time.Time, limit int) ([]PartnerCount, error)
+	// SetupProgress reads how far the installation got towards its first exchange.
+	SetupProgress(ctx context.Context) (SetupProgress, error)
 	// CountMessagesByStatus counts messages by status in one query: all of them, and those
 	// created at or after each time of since. Statuses without messages are left out.
 	CountMessagesByStatus(ctx context.Context, since ...time.Time) ([]StatusCount, error)

@@ -60,7 +60,7 @@ func SavePluginConfig(ctx context.Context, st Store, s module.Sealer, typ persis
 }
 
 // PluginCertificateUse is the kind of certificate use a plugin instance records.
-const PluginCertificateUse = "plugin_instance"
+const PluginCertificateUse = persistence.PluginCertificateUse
 
 // withCertificateUses runs write with the certificates cfg names marked as used by the
 // instance: before the write (the old and the new ones, so neither can be deleted in

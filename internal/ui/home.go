@@ -61,6 +61,10 @@ type dashboardView struct {
 	// hides the card.
 	Alerts      []alert.Alert
 	AlertsShown bool
+	// ByPartner are the partners with open problems, most first.
+	ByPartner []partnerProblems
+	// Setup is the first-run checklist; empty once every step is done.
+	Setup []setupStep
 }
 
 func statusLabel(st persistence.MessageStatus) string {
@@ -129,6 +133,12 @@ func (s *Server) dashboard(ctx context.Context) (dashboardView, error) {
 	}
 	if v.Alerts, v.AlertsShown, err = s.criticalAlerts(ctx); err != nil {
 		return dashboardView{}, fmt.Errorf("recent critical alerts: %w", err)
+	}
+	if v.ByPartner, err = s.problemsByPartner(ctx, now); err != nil {
+		return dashboardView{}, err
+	}
+	if v.Setup, err = s.setupChecklist(ctx); err != nil {
+		return dashboardView{}, err
 	}
 	return v, nil
 }

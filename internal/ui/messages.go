@@ -5,21 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"wharf/internal/download"
 	"wharf/internal/persistence"
 	"wharf/internal/ui/session"
-)
-
-const (
-	// messagesPageSize is the number of rows on one page of the message list.
-	messagesPageSize = 50
-	// maxMessageQuery bounds the q filter, in characters, as the REST list does.
-	maxMessageQuery = 200
 )
 
 var _ = registerPages([]string{"messages", "message"}, (*Server).messageRoutes)
@@ -35,102 +25,12 @@ var _ = registerFlashes(map[string]flash{
 func (s *Server) messageRoutes() []pageRoute {
 	return []pageRoute{
 		{"GET /ui/messages", http.HandlerFunc(s.messagesPage)},
+		{"GET /ui/messages.csv", http.HandlerFunc(s.messagesCSV)},
 		{"GET /ui/messages/{id}", http.HandlerFunc(s.messagePage)},
 		{"GET /ui/messages/{id}/payload", http.HandlerFunc(s.messagePayload)},
 		{"POST /ui/messages/{id}/redispatch", http.HandlerFunc(s.redispatchMessage)},
 		{"POST /ui/messages/{id}/deliveries/{delivery_id}/redeliver", http.HandlerFunc(s.redeliverMessage)},
 	}
-}
-
-// messageFilterForm is the list's filter form as typed, and why a field was refused.
-type messageFilterForm struct {
-	Status, From, To, Source, Q string
-	Offset                      int
-	Errors                      map[string]string
-}
-
-// parseMessageFilter reads the list's filters with the domain parsers, so the page admits
-// exactly what the REST list admits; unknown parameters are ignored, as a browser adds none.
-func parseMessageFilter(q url.Values) (messageFilterForm, persistence.MessageFilter) {
-	form := messageFilterForm{Status: q.Get("status"), From: q.Get("from"), To: q.Get("to"),
-		Source: q.Get("source"), Q: q.Get("q"), Errors: map[string]string{}}
-	f := persistence.MessageFilter{Q: form.Q, ListOptions: persistence.ListOptions{Limit: messagesPageSize}}
-	var err error
-	if form.Status != "" {
-		if f.Status, err = persistence.ParseMessageStatus(form.Status); err != nil {
-			form.Errors["status"] = "Choose a status from the list."
-		}
-	}
-	if form.From != "" {
-		if f.From, err = persistence.ParsePartyName(form.From); err != nil {
-			form.Errors["from"] = "A party name is lower case letters, digits, - and _."
-		}
-	}
-	if form.To != "" {
-		if f.To, err = persistence.ParsePartyName(form.To); err != nil {
-			form.Errors["to"] = "A party name is lower case letters, digits, - and _."
-		}
-	}
-	if form.Source != "" {
-		if f.Source, err = persistence.ParseInstanceName(form.Source); err != nil {
-			form.Errors["source"] = "An instance name is lower case letters, digits, - and _."
-		}
-	}
-	if !utf8.ValidString(form.Q) || utf8.RuneCountInString(form.Q) > maxMessageQuery {
-		form.Errors["q"] = fmt.Sprintf("Search text is at most %d characters.", maxMessageQuery)
-	}
-	form.Offset = pageOffset(q, form.Errors)
-	f.Offset = form.Offset
-	return form, f
-}
-
-// url is the list page with these filters at offset; empty filters are left out so the
-// links stay short.
-func (form messageFilterForm) url(offset int) string {
-	v := url.Values{}
-	for _, p := range []struct{ name, value string }{{"status", form.Status}, {"from", form.From},
-		{"to", form.To}, {"source", form.Source}, {"q", form.Q}} {
-		if p.value != "" {
-			v.Set(p.name, p.value)
-		}
-	}
-	if offset > 0 {
-		v.Set("offset", strconv.Itoa(offset))
-	}
-	if len(v) == 0 {
-		return "/ui/messages"
-	}
-	return "/ui/messages?" + v.Encode()
-}
-
-type messagesData struct {
-	Filter   messageFilterForm
-	Statuses []persistence.MessageStatus
-	Messages []persistence.Message
-	Pager
-	// LiveURL streams this page's rows again as messages change, with the same filters.
-	LiveURL string
-}
-
-// messagesPage lists messages newest first. Refused filters answer 400 with the form and
-// its errors and no rows, rather than a list that silently ignores what was asked.
-func (s *Server) messagesPage(w http.ResponseWriter, r *http.Request) {
-	form, f := parseMessageFilter(r.URL.Query())
-	d := messagesData{Filter: form, Statuses: persistence.AllMessageStatuses}
-	s.renderList(w, r, "messages", "Messages", &d, len(form.Errors) > 0, func() error { return s.listMessages(r.Context(), &d, f) })
-}
-
-// listMessages fills d's rows and page links for the filter f of d.Filter.
-func (s *Server) listMessages(ctx context.Context, d *messagesData, f persistence.MessageFilter) error {
-	form := d.Filter
-	msgs, total, err := s.store.ListMessages(ctx, f)
-	if err != nil {
-		return err
-	}
-	d.Messages = msgs
-	d.Pager = newPager(form.Offset, len(msgs), total, messagesPageSize, form.url)
-	d.LiveURL = "/ui/live" + strings.TrimPrefix(form.url(form.Offset), "/ui")
-	return nil
 }
 
 // deliveryRow is a delivery as the detail page shows it.
@@ -166,10 +66,16 @@ func redeliverable(st persistence.DeliveryState) bool {
 }
 
 type messageData struct {
-	Message    persistence.Message
-	Deliveries []deliveryRow
-	History    []persistence.HistoryEntry
-	Payloads   []persistence.Payload
+	Message persistence.Message
+	// Direction and Partner (its name, PartnerName its display name) head the page with
+	// the verdict; both empty between organizations.
+	Direction   persistence.Direction
+	Partner     persistence.PartyName
+	PartnerName string
+	Verdict     verdict
+	Deliveries  []deliveryRow
+	History     []persistence.HistoryEntry
+	Payloads    []persistence.Payload
 	// Protocols are the modules' panels, the AS2 section among them.
 	Protocols []protocolPanel
 	// Actions is false when the gateway offers no operator actions; the buttons are hidden.
@@ -219,6 +125,18 @@ func (s *Server) messageDetail(ctx context.Context, id int64) (messageData, erro
 	if d.Protocols, err = s.messagePanels(ctx, id); err != nil {
 		return d, err
 	}
+	if d.Direction, d.Partner, d.PartnerName, err = s.messageEnds(ctx, m); err != nil {
+		return d, err
+	}
+	in := verdictInput{Message: m, Direction: d.Direction, Partner: d.PartnerName, Deliveries: ds}
+	facts, ok, err := s.messageFacts(ctx, id)
+	if err != nil {
+		return d, err
+	}
+	if ok {
+		in.Facts = &facts
+	}
+	d.Verdict = verdictOf(in)
 	return d, nil
 }
 

@@ -13,7 +13,20 @@ type Pager struct {
 	// First and Last number the rows shown, from 1; both 0 when none is shown.
 	First, Last      int
 	PrevURL, NextURL string
+	// Pages link the first and last pages and those around the current one; a zero
+	// Number marks a gap. Empty for a list that fits one page.
+	Pages []PageLink
 }
+
+// PageLink is one numbered page of a list.
+type PageLink struct {
+	Number  int
+	URL     string
+	Current bool
+}
+
+// pageWindow is how many pages either side of the current one are linked.
+const pageWindow = 2
 
 // newPager pages a list of total rows that shows shown rows from offset, size to a page;
 // url gives the link of the page at an offset.
@@ -28,6 +41,7 @@ func newPager(offset, shown, total, size int, url func(offset int) string) Pager
 	if offset+shown < total {
 		p.NextURL = url(offset + size)
 	}
+	p.Pages = pageLinks(offset, total, size, url)
 	return p
 }
 
@@ -43,4 +57,25 @@ func pageOffset(q url.Values, errs map[string]string) int {
 		return 0
 	}
 	return n
+}
+
+// pageLinks numbers the pages of total rows, size to a page, with the current one (the
+// page holding offset) among them.
+func pageLinks(offset, total, size int, url func(offset int) string) []PageLink {
+	if size <= 0 || total <= size {
+		return nil
+	}
+	last := (total + size - 1) / size
+	current := offset/size + 1
+	var out []PageLink
+	for n := 1; n <= last; n++ {
+		if n != 1 && n != last && (n < current-pageWindow || n > current+pageWindow) {
+			if out[len(out)-1].Number != 0 {
+				out = append(out, PageLink{})
+			}
+			continue
+		}
+		out = append(out, PageLink{Number: n, URL: url((n - 1) * size), Current: n == current})
+	}
+	return out
 }

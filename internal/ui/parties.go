@@ -79,11 +79,17 @@ func (s *Server) listPartiesPage(p partyPages) http.Handler {
 			s.fail(w, r, err)
 			return
 		}
+		health, err := s.partyHealth(r.Context(), p, list)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		s.render(w, r, http.StatusOK, "parties", pageData{Title: p.Plural, Data: struct {
 			Pages   partyPages
 			Parties []persistence.Party
 			Total   int
-		}{p, list, total}})
+			Health  map[persistence.PartyName]partnerHealth
+		}{p, list, total, health}})
 	})
 }
 
@@ -179,6 +185,15 @@ func (s *Server) renderParty(w http.ResponseWriter, r *http.Request, status int,
 		s.fail(w, r, err)
 		return
 	}
+	var overview *partnerOverview
+	if p.Kind == persistence.PartyPartner {
+		o, err := s.partnerOverviewOf(r.Context(), party.Name, s.now())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		overview = &o
+	}
 	s.render(w, r, status, "party", pageData{Title: string(party.Name), Data: struct {
 		Pages     partyPages
 		Party     persistence.Party
@@ -188,8 +203,9 @@ func (s *Server) renderParty(w http.ResponseWriter, r *http.Request, status int,
 		Panels    []panelView
 		CSRFField string
 		CSRFToken string
+		Overview  *partnerOverview
 	}{p, party, party.CreatedAt.UTC().Format(time.RFC3339), party.UpdatedAt.UTC().Format(time.RFC3339),
-		routes, panels, session.CSRFField, sessionCSRFToken(r)}})
+		routes, panels, session.CSRFField, sessionCSRFToken(r), overview}})
 }
 
 func (s *Server) editPartyPage(p partyPages) http.Handler {

@@ -72,7 +72,7 @@ func TestRouteCreateDelete(t *testing.T) {
 	}
 
 	// The party detail lists the route, and the party cannot go while the route names it.
-	if body := pb.get(t, "/ui/partners/acme", http.StatusOK); !strings.Contains(body, `<td class="mono">inbox</td>`) {
+	if body := pb.get(t, "/ui/partners/acme", http.StatusOK); !strings.Contains(body, `<td class="mono col-key">inbox</td>`) {
 		t.Errorf("partner detail does not list its route:\n%s", body)
 	}
 	wantRedirect(t, pb.post(t, "/ui/partners/acme/delete", nil), "/ui/partners/acme")

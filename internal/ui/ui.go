@@ -79,6 +79,11 @@ type Deps struct {
 	Panels map[string]module.MessagePanels
 	// PartyPanels are the modules with a part of an organization's or partner's page.
 	PartyPanels []module.PartyPanels
+	// Indexes are the modules whose messages carry a protocol identity (the AS2
+	// Message-ID): the message list shows it with the receipt and searches by it.
+	Indexes []module.MessageIndex
+	// Facters read a message's protocol records for the verdict at the top of its page.
+	Facters []module.MessageFacter
 	// OIDC signs users in through identity providers; nil offers no single sign-on.
 	OIDC *oidc.Manager
 	// Notifications is the notifier module's log and alerts; nil (a build without the
@@ -137,6 +142,8 @@ type Server struct {
 	logs            *logging.Ring
 	panels          map[string]module.MessagePanels
 	partyPanels     []module.PartyPanels
+	indexes         []module.MessageIndex
+	facters         []module.MessageFacter
 	oidc            *oidc.Manager
 	notifications   alert.Log
 	noteHub         *hub // fans notification log changes out to the live streams
@@ -185,7 +192,7 @@ func New(d Deps) (*Server, error) {
 		}
 		s.live.cancel = cancel
 	}
-	s.partyPanels = d.PartyPanels
+	s.partyPanels, s.indexes, s.facters = d.PartyPanels, d.Indexes, d.Facters
 	s.deadLetters = d.DeadLetters
 	s.oidc = d.OIDC
 	s.notifications, s.noteHub = d.Notifications, newHub()

@@ -121,11 +121,4 @@ func (s *Store) ListDeadLetters(ctx context.Context, f persistence.DeadLetterFil
 	return out, total, nil
 }
 
-// prefixCols qualifies each column of a comma-separated list with prefix.
-func prefixCols(prefix, cols string) string {
-	parts := strings.Split(cols, ", ")
-	for i, c := range parts {
-		parts[i] = prefix + c
-	}
-	return strings.Join(parts, ", ")
-}
+

@@ -375,6 +375,33 @@ func (s *Store) ListMessages(ctx context.Context, f persistence.MessageFilter) (
 	if !f.Until.IsZero() {
 		add(`created_at < ?`, s.tv(f.Until))
 	}
+	if f.Partner != "" {
+		add(`(from_party = ? OR to_party = ?)`, string(f.Partner), string(f.Partner))
+	}
+	switch f.Direction {
+	case persistence.DirectionInbound:
+		add(`from_party IN (SELECT name FROM parties WHERE kind = ?)`, string(persistence.PartyPartner))
+	case persistence.DirectionOutbound:
+		add(`to_party IN (SELECT name FROM parties WHERE kind = ?)`, string(persistence.PartyPartner))
+	}
+	if len(f.Statuses) > 0 {
+		marks := strings.TrimSuffix(strings.Repeat("?, ", len(f.Statuses)), ", ")
+		for _, st := range f.Statuses {
+			args = append(args, string(st))
+		}
+		where = append(where, `status IN (`+marks+`)`)
+	}
+	if f.IDs != nil {
+		if len(f.IDs) == 0 {
+			add(`1 = 0`)
+		} else {
+			marks := strings.TrimSuffix(strings.Repeat("?, ", len(f.IDs)), ", ")
+			for _, id := range f.IDs {
+				args = append(args, id)
+			}
+			where = append(where, `id IN (`+marks+`)`)
+		}
+	}
 	if f.Q != "" {
 		p := likePattern(f.Q)
 		add(`(LOWER(original_file_name) LIKE ? ESCAPE '\' OR LOWER(correlation_id) LIKE ? ESCAPE '\' OR LOWER(origin_event_id) LIKE ? ESCAPE '\')`, p, p, p)

@@ -185,6 +185,12 @@ func TestListMessages(t *testing.T) {
 			{"q underscore is literal", persistence.MessageFilter{Q: "order_"}, nil},
 			{"q in correlation id", persistence.MessageFilter{Q: "po-47"}, []int64{id(3)}},
 			{"q in origin event id", persistence.MessageFilter{Q: "event-" + itoa(id(0))}, []int64{id(0)}},
+			{"partner at either end", persistence.MessageFilter{Partner: beta}, []int64{id(1)}},
+			{"partner as sender", persistence.MessageFilter{Partner: acme}, []int64{id(4), id(3), id(2), id(0)}},
+			{"inbound", persistence.MessageFilter{Direction: persistence.DirectionInbound}, []int64{id(4), id(3), id(2), id(0)}},
+			{"outbound", persistence.MessageFilter{Direction: persistence.DirectionOutbound}, []int64{id(1)}},
+			{"ids", persistence.MessageFilter{IDs: []int64{id(1), id(3)}}, []int64{id(3), id(1)}},
+			{"no ids", persistence.MessageFilter{IDs: []int64{}}, nil},
 			{"page", persistence.MessageFilter{ListOptions: persistence.ListOptions{Limit: 2, Offset: 1}}, []int64{id(3), id(2)}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {

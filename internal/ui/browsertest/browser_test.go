@@ -265,6 +265,7 @@ func TestBrowserFlows(t *testing.T) {
 		{"create a partner with its AS2 profile", stepCreatePartner},
 		{"create a route", stepCreateRoute},
 		{"screenshots", stepScreenshots},
+		{"key columns in view", stepKeyColumns},
 		{"send a message by hand", stepSendByHand},
 		{"redeliver a failed delivery", stepRedeliver},
 		{"skip a dead letter", stepDeadLetters},
@@ -489,23 +490,31 @@ func stepScreenshots(t *testing.T, b *browser) {
 		"routes": "/ui/routes", "partner-form": "/ui/partners/new", "message": fmt.Sprintf("/ui/messages/%d", id),
 		"notifications": "/ui/notifications", "audit": "/ui/audit",
 	}
+	b.eachLook(t, func(theme string, width int64) {
+		for name, path := range pages {
+			b.open(t, path)
+			if width == 375 {
+				if w := run(t, b, "measure", chromedp.Evaluate[int](`document.scrollingElement.scrollWidth`)); w > 375 {
+					t.Errorf("%s is %d px wide at 375 px (%s theme); too wide: %v", path, w, theme,
+						run(t, b, "find the overflow", chromedp.Evaluate[[]string](overflowing)))
+				}
+			}
+			b.shoot(t, name, int(width))
+			b.checkClean(t, fmt.Sprintf("%s at %d px, %s theme", path, width, theme))
+		}
+	})
+}
+
+// eachLook runs fn in both themes at 1280 and 375 px, and leaves the window at 1280 px.
+func (b *browser) eachLook(t *testing.T, fn func(theme string, width int64)) {
+	t.Helper()
 	defer b.do(t, "restore the window", chromedp.EmulateViewport(1280, 900))
 	for _, theme := range []string{"light", "dark"} {
 		b.open(t, "/ui/")
 		b.setTheme(t, theme)
 		for _, width := range []int64{1280, 375} {
 			b.do(t, "resize", chromedp.EmulateViewport(width, 900))
-			for name, path := range pages {
-				b.open(t, path)
-				if width == 375 {
-					if w := run(t, b, "measure", chromedp.Evaluate[int](`document.scrollingElement.scrollWidth`)); w > 375 {
-						t.Errorf("%s is %d px wide at 375 px (%s theme); too wide: %v", path, w, theme,
-							run(t, b, "find the overflow", chromedp.Evaluate[[]string](overflowing)))
-					}
-				}
-				b.shoot(t, name, int(width))
-				b.checkClean(t, fmt.Sprintf("%s at %d px, %s theme", path, width, theme))
-			}
+			fn(theme, width)
 		}
 	}
 }

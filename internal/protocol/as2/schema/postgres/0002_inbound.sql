@@ -129,3 +129,8 @@ CREATE INDEX as2_refusals_message ON as2_refusals (message_id);
 -- it was); the index serves the sum of a partner's kept bodies over the last 24 hours.
 ALTER TABLE as2_refusals ADD COLUMN body_withheld TEXT NOT NULL DEFAULT '';
 CREATE INDEX as2_refusals_partner_recent ON as2_refusals (partner, first_at);
+
+-- The message list's search by AS2 Message-ID (issue 15): the unique keys above lead with
+-- as2_from, which the search does not know.
+CREATE INDEX as2_inbound_as2_message_id ON as2_inbound (as2_message_id);
+CREATE INDEX as2_refusals_as2_message_id ON as2_refusals (as2_message_id);
