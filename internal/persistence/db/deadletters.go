@@ -120,5 +120,3 @@ func (s *Store) ListDeadLetters(ctx context.Context, f persistence.DeadLetterFil
 	}
 	return out, total, nil
 }
-
-
