@@ -238,6 +238,7 @@ var actionRoutes = map[string]string{
 	"POST /ui/plugins/{type}/{name}/delete":                          "a confirmed button",
 	"POST /ui/routes/{id}/delete":                                    "a confirmed button",
 	"POST /ui/dead-letters/{action}":                                 "a confirmed bulk action on the deliveries chosen in the list",
+	"POST /ui/settings/storage/test":                                 "a button that tests the saved storage settings",
 	"POST /ui/sessions/deliveries/{id}/{action}":                     "a confirmed button",
 	"POST /ui/partners/new":                                          "the module's guided flow; browsertest.TestPartnerWizardRefusals submits it with every field wrong",
 	"POST /ui/partners/{name}/setup/security":                        "a choice among fixed presets",

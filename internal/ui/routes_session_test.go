@@ -25,7 +25,7 @@ func TestRouteFormSessionBy(t *testing.T) {
 	if err != nil || len(routes) != 1 || routes[0].SessionBy != "x-order-id" || !routes[0].Ordered {
 		t.Fatalf("routes = %+v, %v", routes, err)
 	}
-	if page := pb.get(t, "/ui/routes", http.StatusOK); !strings.Contains(page, `<td class="mono">x-order-id</td>`) {
+	if page := pb.get(t, "/ui/routes", http.StatusOK); !strings.Contains(page, `<td class="mono col-minor">x-order-id</td>`) {
 		t.Fatalf("list does not show session_by:\n%s", page)
 	}
 }
