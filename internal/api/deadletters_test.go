@@ -118,6 +118,7 @@ func TestDeadLettersList(t *testing.T) {
 			"?color=red":                           "color",
 			"?target=a&target=b":                   "target",
 			"?session=" + strings.Repeat("x", 401): "session",
+			"?error_class=http_6xx":                "error_class",
 		} {
 			if e := b.must(400, "GET", "/api/v1/dead-letters"+query, "").errorOf(t); e.Details[field] == nil {
 				t.Errorf("%q: error %+v does not name %s", query, e, field)

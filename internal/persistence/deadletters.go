@@ -22,10 +22,12 @@ var DeadLetterStates = []DeliveryState{DeliveryFailed, DeliveryParked}
 // DeadLetterFilter selects dead letters; zero fields do not filter. Party matches either
 // side; the times bound when the delivery was dispatched.
 type DeadLetterFilter struct {
-	State         DeliveryState // failed or parked
-	Target        InstanceName
-	Party         PartyName
-	Session       string
+	State   DeliveryState // failed or parked
+	Target  InstanceName
+	Party   PartyName
+	Session string
+	// ErrorClass keeps the deliveries whose last failure is of this class (retry.Class).
+	ErrorClass    string
 	CreatedBefore time.Time // older than
 	CreatedAfter  time.Time // newer than (at or after)
 	// IDs, when not empty, keeps only these deliveries (at most MaxBulkDeliveries).

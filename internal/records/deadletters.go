@@ -7,11 +7,12 @@ import (
 	"unicode/utf8"
 
 	"wharf/internal/persistence"
+	"wharf/internal/retry"
 )
 
 // DeadLetterParams are the names of the dead letters' filters, as REST query parameters,
 // REST bulk-action filter fields and the UI's form fields alike.
-var DeadLetterParams = []string{"state", "target", "partner", "session", "older_than", "newer_than"}
+var DeadLetterParams = []string{"state", "target", "partner", "session", "error_class", "older_than", "newer_than"}
 
 // maxSessionFilter bounds the session filter, in bytes (a session key's bound).
 const maxSessionFilter = 400
@@ -39,6 +40,13 @@ func ParseDeadLetterFilter(v url.Values, now time.Time) (persistence.DeadLetterF
 	f.Session = v.Get("session")
 	if len(f.Session) > maxSessionFilter || !utf8.ValidString(f.Session) {
 		return f, &persistence.FieldError{Field: "session", Message: fmt.Sprintf("must be UTF-8 text of at most %d bytes", maxSessionFilter)}
+	}
+	if s := v.Get("error_class"); s != "" {
+		c, err := retry.ParseClass(s)
+		if err != nil {
+			return f, &persistence.FieldError{Field: "error_class", Message: err.Error()}
+		}
+		f.ErrorClass = string(c)
 	}
 	for _, a := range []struct {
 		name string

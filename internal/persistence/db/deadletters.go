@@ -79,6 +79,7 @@ func (s *Store) deadLetterWhere(f persistence.DeadLetterFilter) (string, []any) 
 	add(f.Target != "", "d.target = ?", string(f.Target))
 	add(f.Party != "", "(m.from_party = ? OR m.to_party = ?)", string(f.Party), string(f.Party))
 	add(f.Session != "", "d.session_key = ?", f.Session)
+	add(f.ErrorClass != "", "d.error_class = ?", f.ErrorClass)
 	add(!f.CreatedBefore.IsZero(), "d.created_at < ?", s.tv(f.CreatedBefore))
 	add(!f.CreatedAfter.IsZero(), "d.created_at >= ?", s.tv(f.CreatedAfter))
 	if len(f.IDs) > 0 {

@@ -25,14 +25,14 @@ func deadLetterFixture(t *testing.T, s *db.Store) (session []persistence.Deliver
 	must1[[]persistence.Message](t)(s.InsertMessages(ctx, []persistence.NewMessage{fromBeta, newMessage(first+1, true, spare)}))
 	lone, done = deliveriesOf(t, s, first)[0], deliveriesOf(t, s, first+1)[0]
 	c := claimWant(t, s, now, session[0].ID)
-	complete(t, s, persistence.Completion{DeliveryID: c[0].Delivery.ID, Token: c[0].Delivery.ClaimToken, Kind: persistence.OutcomeFailed, Reason: "HTTP 400"})
+	complete(t, s, persistence.Completion{DeliveryID: c[0].Delivery.ID, Token: c[0].Delivery.ClaimToken, Kind: persistence.OutcomeFailed, Reason: "HTTP 400", ErrorClass: "http_4xx"})
 	for _, tg := range []persistence.InstanceName{poster, spare} {
 		c := claimAll(t, s, tg, now)
 		kind := persistence.OutcomeFailed
 		if tg == spare {
 			kind = persistence.OutcomeDelivered
 		}
-		complete(t, s, persistence.Completion{DeliveryID: c[0].Delivery.ID, Token: c[0].Delivery.ClaimToken, Kind: kind, Reason: "refused"})
+		complete(t, s, persistence.Completion{DeliveryID: c[0].Delivery.ID, Token: c[0].Delivery.ClaimToken, Kind: kind, Reason: "refused", ErrorClass: "partner_refusal"})
 	}
 	return session, lone, done
 }
@@ -64,6 +64,8 @@ func TestListDeadLetters(t *testing.T) {
 			{"party as sender", persistence.DeadLetterFilter{Party: beta}, []int64{lone.ID}},
 			{"party on either side", persistence.DeadLetterFilter{Party: local}, all},
 			{"session", persistence.DeadLetterFilter{Session: "writer|a"}, []int64{a[0].ID, a[1].ID, a[2].ID}},
+			{"error class", persistence.DeadLetterFilter{ErrorClass: "http_4xx"}, []int64{a[0].ID}},
+			{"another error class", persistence.DeadLetterFilter{ErrorClass: "partner_refusal"}, []int64{lone.ID}},
 			{"older than", persistence.DeadLetterFilter{CreatedBefore: future}, all},
 			{"newer than", persistence.DeadLetterFilter{CreatedAfter: future}, nil},
 			{"ids", persistence.DeadLetterFilter{IDs: []int64{lone.ID, a[2].ID, 999999}}, []int64{a[2].ID, lone.ID}},
