@@ -10,7 +10,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -31,12 +30,7 @@ import (
 // receiver, none twice beyond the attempts the killed process had in flight (whose
 // outcome it never recorded), and the standby sweeper takes over.
 func TestDistributedRoles(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts six processes and sends 5,000 messages")
-	}
-	if os.Getenv(dbtest.PostgresURLEnv) == "" {
-		t.Skip("needs PostgreSQL: set " + dbtest.PostgresURLEnv)
-	}
+	dbtest.PostgresBaseURL(t) // the processes share one PostgreSQL database, or the test is skipped
 	const messages = 5000
 	const perProcess = 4 // max_concurrent of the target, in each plugin process
 	ctx := context.Background()

@@ -65,8 +65,8 @@ func TestServeRefusals(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if tc.postgres && pg == "" {
-				t.Skip("needs PostgreSQL: set WHARF_TEST_POSTGRES_URL")
+			if tc.postgres {
+				dbtest.PostgresBaseURL(t)
 			}
 			dir := t.TempDir()
 			writeKeys(t, dir)

@@ -92,9 +92,6 @@ func TestStoreContract(t *testing.T) {
 // TestLargeBodyInBoundedMemory streams 64 MiB through each store and checks the heap
 // never grows by anything near the body's size.
 func TestLargeBodyInBoundedMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("64 MiB upload")
-	}
 	const size = 64 << 20
 	ctx := context.Background()
 	for name, open := range backends(t) {
