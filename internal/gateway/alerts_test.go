@@ -17,6 +17,7 @@ import (
 	"wharf/internal/alert"
 	"wharf/internal/gateway/gatewaytest"
 	"wharf/internal/notification"
+	"wharf/internal/stdwebhook"
 )
 
 // hook is a webhook receiver that keeps what it was sent.
@@ -134,7 +135,7 @@ func TestFailedDeliveryNotifies(t *testing.T) {
 			if got = receiver.byCode(t, "message_failed"); len(got) != 1 {
 				t.Fatalf("the receiver got %d message_failed webhooks, want 1", len(got))
 			}
-			if err := notification.Verify(got[0].header, secret, got[0].body, time.Now(), 5*time.Minute); err != nil {
+			if err := stdwebhook.Verify(got[0].header, []string{secret}, got[0].body, time.Now()); err != nil {
 				t.Fatalf("signature: %v", err)
 			}
 			var body struct {

@@ -11,6 +11,7 @@ import (
 	"wharf/internal/delivery"
 	"wharf/internal/httptarget"
 	"wharf/internal/persistence"
+	"wharf/internal/stdwebhook"
 )
 
 // Format is the body a notifier sends, chosen for what the receiver understands.
@@ -140,7 +141,7 @@ func (c *Config) Validate() error {
 		errs.Add("signing_secret", fmt.Sprintf("longer than %d bytes", maxSecretLength))
 	}
 	if c.SigningSecret != "" {
-		if _, err := secretKey(c.SigningSecret); err != nil {
+		if _, err := stdwebhook.Key(c.SigningSecret); err != nil {
 			errs.Add("signing_secret", err.Error())
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"wharf/internal/delivery"
 	"wharf/internal/httptarget"
 	"wharf/internal/module"
+	"wharf/internal/stdwebhook"
 )
 
 // Notifier is a running notification-webhook instance: the delivery engine's worker
@@ -42,7 +43,7 @@ func newNotifier(rt *Runtime, name string, cfg *Config) (*Notifier, error) {
 	}
 	n := &Notifier{rt: rt, name: name, cfg: cfg, now: time.Now}
 	if cfg.SigningSecret != "" {
-		key, err := secretKey(cfg.SigningSecret)
+		key, err := stdwebhook.Key(cfg.SigningSecret)
 		if err != nil {
 			return nil, fmt.Errorf("notification-webhook %s: signing_secret: %w", name, err)
 		}
@@ -84,7 +85,7 @@ func (n *Notifier) Deliver(ctx context.Context, at delivery.Attempt) delivery.Re
 	req.Header.Set("User-Agent", n.rt.core.ProductName())
 	if n.key != nil && n.cfg.Format.Signed() {
 		// The id is the same on every attempt of a row, so a receiver can drop a repeat.
-		Sign(req.Header, n.key, "wharf-notification-"+strconv.FormatInt(at.Delivery.ID, 10), n.now(), r.Body)
+		stdwebhook.Sign(req.Header, n.key, "wharf-notification-"+strconv.FormatInt(at.Delivery.ID, 10), n.now(), r.Body)
 	}
 	resp, err := n.client.Do(req)
 	if err != nil {
