@@ -126,4 +126,3 @@ func TestRenderEscapes(t *testing.T) {
 		t.Errorf("ntfy title header not safe: %q", r.Header.Get("Title"))
 	}
 }
-
