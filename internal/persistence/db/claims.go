@@ -68,6 +68,9 @@ func (s *Store) ClaimDeliveries(ctx context.Context, target persistence.Instance
 	var claims []persistence.Claim
 	err := s.write(ctx, func(t *txn) error {
 		claims = nil
+		if err := t.holdForPauses(ctx, target); err != nil {
+			return err
+		}
 		// The queued and the due retrying deliveries are picked apart, each read in
 		// index order up to the limit, so a long backlog does not make each claim sort
 		// it; the two sets are merged oldest first. This is claimable, split in two.
@@ -305,6 +308,11 @@ func (s *Store) CompleteDeliveries(ctx context.Context, cs []persistence.Complet
 						reason = string(cs[i].Kind)
 					}
 					t.changed(tr, reason, "", at[i])
+					if cs[i].Pause != "" {
+						if err := t.pauseRefused(ctx, tr.d, cs[i].Pause); err != nil {
+							return fmt.Errorf("complete deliveries: %w", err)
+						}
+					}
 				}
 			}
 		}

@@ -92,8 +92,9 @@ type Store struct {
 	log     *slog.Logger
 	now     func() time.Time
 
-	onAlert        atomic.Pointer[func(MessageAlert)]
-	onSessionAlert atomic.Pointer[func(SessionAlert)] // see OnSessionAlert
+	onAlert         atomic.Pointer[func(MessageAlert)]
+	onSessionAlert  atomic.Pointer[func(SessionAlert)]             // see OnSessionAlert
+	onPartnerPaused atomic.Pointer[func(persistence.PartnerPause)] // see OnPartnerPaused
 
 	// Dialect fragments, fixed at Open.
 	lockRows   string // appended to a SELECT that locks the rows it returns
