@@ -44,14 +44,22 @@ func scanPause(r rowScanner) (persistence.PartnerPause, error) {
 	return p, err
 }
 
-// OnPartnerPaused sets fn to be called after each commit for every partner it paused.
-// fn runs on the committing goroutine and must not block; nil removes it.
-func (s *Store) OnPartnerPaused(fn func(persistence.PartnerPause)) {
+// PauseEvent is a partner a commit paused, or resumed (then At is the resumption's
+// time).
+type PauseEvent struct {
+	persistence.PartnerPause
+	Resumed bool
+	At      time.Time
+}
+
+// OnPartnerPause sets fn to be called after each commit for every partner it paused or
+// resumed. fn runs on the committing goroutine and must not block; nil removes it.
+func (s *Store) OnPartnerPause(fn func(PauseEvent)) {
 	if fn == nil {
-		s.onPartnerPaused.Store(nil)
+		s.onPartnerPause.Store(nil)
 		return
 	}
-	s.onPartnerPaused.Store(&fn)
+	s.onPartnerPause.Store(&fn)
 }
 
 // pausedReason is the history reason of a delivery a pause holds.
@@ -83,7 +91,7 @@ func (t *txn) pausePartner(ctx context.Context, p persistence.PartnerPause) (boo
 		return false, err
 	}
 	p.Waiting = len(held)
-	t.pauses = append(t.pauses, p)
+	t.pauses = append(t.pauses, PauseEvent{PartnerPause: p, At: t.now})
 	changes := []audit.Change{{Path: "reason", New: jsonString(p.Reason)}}
 	if p.DeliveryID != 0 {
 		changes = append(changes, audit.Change{Path: "delivery_id", New: jsonInt(p.DeliveryID)})
@@ -211,6 +219,7 @@ func (s *Store) ResumePartner(ctx context.Context, partner persistence.PartyName
 			t.changed(tr, reason, t.actor, time.Time{})
 		}
 		out = deliveriesOf(trs)
+		t.pauses = append(t.pauses, PauseEvent{PartnerPause: gone[0], Resumed: true, At: t.now})
 		return t.audit(operatorCtx(ctx, t.actor), "resume", string(persistence.PartyPartner), string(partner), string(partner),
 			[]audit.Change{{Path: "reason", Old: jsonString(gone[0].Reason)}, {Path: "queued", New: jsonInt(int64(len(trs)))}})
 	})

@@ -43,15 +43,15 @@ func deliveryTo(t testing.TB, s *db.Store, m persistence.Message, target persist
 	return persistence.Delivery{}
 }
 
-func pausesHeard(s *db.Store) func() []persistence.PartnerPause {
+func pausesHeard(s *db.Store) func() []db.PauseEvent {
 	var mu sync.Mutex
-	var heard []persistence.PartnerPause
-	s.OnPartnerPaused(func(p persistence.PartnerPause) {
+	var heard []db.PauseEvent
+	s.OnPartnerPause(func(p db.PauseEvent) {
 		mu.Lock()
 		defer mu.Unlock()
 		heard = append(heard, p)
 	})
-	return func() []persistence.PartnerPause {
+	return func() []db.PauseEvent {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(heard)
@@ -94,7 +94,7 @@ func TestRefusalPausesPartner(t *testing.T) {
 		if p.Reason != reason || p.Actor != "system" || p.DeliveryID != claims[0].Delivery.ID || p.MessageID != first.ID || p.Waiting != 3 {
 			t.Fatalf("pause = %+v", p)
 		}
-		if h := heard(); len(h) != 1 || h[0].Partner != acme || h[0].Waiting != 3 {
+		if h := heard(); len(h) != 1 || h[0].Partner != acme || h[0].Waiting != 3 || h[0].Resumed {
 			t.Fatalf("heard pauses %+v, want acme's with 3 waiting", h)
 		}
 		_, err := s.GetPartnerPause(ctx, beta)
@@ -148,6 +148,9 @@ func TestRefusalPausesPartner(t *testing.T) {
 		}
 		_, err = s.GetPartnerPause(ctx, acme)
 		wantErr(t, err, persistence.ErrNotFound)
+		if h := heard(); len(h) != 2 || h[1].Partner != acme || !h[1].Resumed {
+			t.Fatalf("heard pauses %+v, want acme's pause and resumption", h)
+		}
 		_, err = s.ResumePartner(ctx, acme, "user:alice")
 		wantErr(t, err, persistence.ErrConflict)
 		if claims = claimAll(t, s, sender, now.Add(time.Second)); len(claims) != 4 {

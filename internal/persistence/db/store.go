@@ -92,9 +92,9 @@ type Store struct {
 	log     *slog.Logger
 	now     func() time.Time
 
-	onAlert         atomic.Pointer[func(MessageAlert)]
-	onSessionAlert  atomic.Pointer[func(SessionAlert)]             // see OnSessionAlert
-	onPartnerPaused atomic.Pointer[func(persistence.PartnerPause)] // see OnPartnerPaused
+	onAlert        atomic.Pointer[func(MessageAlert)]
+	onSessionAlert atomic.Pointer[func(SessionAlert)] // see OnSessionAlert
+	onPartnerPause atomic.Pointer[func(PauseEvent)]   // see OnPartnerPause
 
 	// Dialect fragments, fixed at Open.
 	lockRows   string // appended to a SELECT that locks the rows it returns

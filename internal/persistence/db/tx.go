@@ -46,8 +46,8 @@ type txn struct {
 	unprepared []string
 	// changes are the transitions OnChanges reports after the commit.
 	changes Changes
-	// pauses are the partners this transaction paused, for OnPartnerPaused (pause.go).
-	pauses []persistence.PartnerPause
+	// pauses are the partners this transaction paused or resumed, for OnPartnerPause.
+	pauses []PauseEvent
 }
 
 // maxTxAttempts bounds how often a PostgreSQL transaction is run again after a deadlock
@@ -141,7 +141,7 @@ func (s *Store) afterCommit(t *txn) {
 			(*fn)(a)
 		}
 	}
-	if fn := s.onPartnerPaused.Load(); fn != nil {
+	if fn := s.onPartnerPause.Load(); fn != nil {
 		for _, p := range t.pauses {
 			(*fn)(p)
 		}
