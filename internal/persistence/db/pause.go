@@ -274,6 +274,19 @@ func (t *txn) partnerPause(ctx context.Context, partner persistence.PartyName) (
 	return p, err
 }
 
+// readPause sets a partner's activity's pause while it is paused.
+func (t *txn) readPause(ctx context.Context, a *persistence.PartnerActivity) error {
+	p, err := t.partnerPause(ctx, a.Partner)
+	switch {
+	case errors.Is(err, persistence.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	a.Pause = &p
+	return nil
+}
+
 // countPaused counts the paused deliveries to partner.
 func (t *txn) countPaused(ctx context.Context, partner persistence.PartyName) (int, error) {
 	var n int

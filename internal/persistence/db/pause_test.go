@@ -193,7 +193,15 @@ func TestPausePartnerByHand(t *testing.T) {
 		if len(list) != 1 || list[0].Partner != beta || list[0].Waiting != 2 {
 			t.Fatalf("pauses %+v", list)
 		}
+		// The partner's activity carries the pause, and its held messages are problems.
+		a := must1[persistence.PartnerActivity](t)(s.PartnerActivity(ctx, beta, time.Now()))
+		if a.Pause == nil || a.Pause.Waiting != 2 || a.Pause.Reason != "certificate rollover on their side" || a.Problems != 2 {
+			t.Fatalf("activity %+v (pause %+v), want the pause with 2 waiting and 2 problems", a, a.Pause)
+		}
 		must1[[]persistence.Delivery](t)(s.ResumePartner(ctx, beta, "user:bob"))
+		if a := must1[persistence.PartnerActivity](t)(s.PartnerActivity(ctx, beta, time.Now())); a.Pause != nil {
+			t.Fatalf("activity after resume still paused: %+v", a.Pause)
+		}
 		var actions []string
 		for _, e := range auditEvents(t, s) {
 			if e.RecordID == string(beta) && e.Action != "create" {
