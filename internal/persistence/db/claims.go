@@ -68,7 +68,8 @@ func (s *Store) ClaimDeliveries(ctx context.Context, target persistence.Instance
 	var claims []persistence.Claim
 	err := s.write(ctx, func(t *txn) error {
 		claims = nil
-		if err := t.holdForPauses(ctx, target); err != nil {
+		unpaused, err := t.holdForPauses(ctx, target)
+		if err != nil {
 			return err
 		}
 		// The queued and the due retrying deliveries are picked apart, each read in
@@ -77,13 +78,13 @@ func (s *Store) ClaimDeliveries(ctx context.Context, target persistence.Instance
 		rows, err := t.query(ctx, `WITH picked AS MATERIALIZED (
 				SELECT id FROM (
 					SELECT d.id FROM deliveries d
-					WHERE d.target = ? AND d.state = 'queued' AND `+sessionFree+`
+					WHERE d.target = ? AND d.state = 'queued' AND `+sessionFree+unpaused+`
 					ORDER BY d.id LIMIT `+claimLimit+s.skipLocked+`
 				) q
 				UNION ALL
 				SELECT id FROM (
 					SELECT d.id FROM deliveries d
-					WHERE d.target = ? AND d.state = 'retrying' AND d.next_attempt_at <= ? AND `+sessionFree+`
+					WHERE d.target = ? AND d.state = 'retrying' AND d.next_attempt_at <= ? AND `+sessionFree+unpaused+`
 					ORDER BY d.id LIMIT `+claimLimit+s.skipLocked+`
 				) r
 				ORDER BY id LIMIT `+claimLimit+`

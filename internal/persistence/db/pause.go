@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -132,23 +133,42 @@ func (t *txn) pauseRefused(ctx context.Context, d persistence.Delivery, reason s
 	return err
 }
 
+// pauseFree is the condition of a claim's picks, while a partner is paused, that the
+// delivery d does not go to a paused partner. holdForPauses has paused those it saw, but
+// on PostgreSQL a delivery committed between its statement and the picks would be seen
+// by the picks alone.
+const pauseFree = ` AND NOT EXISTS (SELECT 1 FROM messages pm JOIN partner_pauses pp ON pp.partner = pm.to_party
+		WHERE pm.id = d.message_id)`
+
 // holdForPauses pauses the due deliveries of target to paused partners, before a claim
-// picks among them: those that became due after their partner was paused. Without a
-// pause it costs one read of the (empty) pause table.
-func (t *txn) holdForPauses(ctx context.Context, target persistence.InstanceName) error {
+// picks among them: those that became due after their partner was paused. It returns the
+// condition the claim's picks add (pauseFree, or nothing when no partner is paused or the
+// target sends to none). Without a pause it costs one read of the (empty) pause table.
+func (t *txn) holdForPauses(ctx context.Context, target persistence.InstanceName) (string, error) {
 	rows, err := t.query(ctx, `SELECT partner FROM partner_pauses`)
 	partners, err := collect(rows, err, func(r rowScanner) (p persistence.PartyName, err error) { return p, r.Scan(&p) })
 	if err != nil {
-		return fmt.Errorf("read partner pauses: %w", err)
+		return "", fmt.Errorf("read partner pauses: %w", err)
+	}
+	if len(partners) == 0 {
+		return "", nil
+	}
+	var typ persistence.PluginType
+	err = t.queryRow(ctx, `SELECT type FROM plugin_configs WHERE name = ?`, target).Scan(&typ)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && !slices.Contains(persistence.PartnerProtocols, typ)) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the type of %s: %w", target, err)
 	}
 	for _, p := range partners {
 		if _, err := t.holdPaused(ctx, `target = ? AND state IN ('queued', 'retrying')
 			AND message_id IN (SELECT id FROM messages WHERE to_party = ?)`,
 			[]any{target, string(p)}, pausedReason(p)); err != nil {
-			return err
+			return "", err
 		}
 	}
-	return nil
+	return pauseFree, nil
 }
 
 // PausePartner pauses sending to a partner by hand, with the operator's reason, holding
