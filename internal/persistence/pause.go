@@ -2,7 +2,6 @@ package persistence
 
 import (
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -45,6 +44,3 @@ func CheckPauseReason(reason string) error {
 	}
 	return nil
 }
-
-// HeldByPause reports whether a target of type typ is held while its partner is paused.
-func HeldByPause(typ PluginType) bool { return slices.Contains(PartnerProtocols, typ) }

@@ -35,6 +35,11 @@ var heldTargets = func() string {
 	return `target IN (SELECT name FROM plugin_configs WHERE type IN (` + strings.Join(types, ", ") + `))`
 }()
 
+// sessionBlocked is the condition that a deliveries row belongs to a blocked ordered
+// session.
+const sessionBlocked = `(session_key <> '' AND EXISTS (SELECT 1 FROM sessions s
+	WHERE s.key = deliveries.session_key AND s.blocked_by IS NOT NULL))`
+
 // maxPauseReason bounds the stored reason of a pause (a refusal's reason is longer than
 // an operator's may be).
 const maxPauseReason = 1000
@@ -204,7 +209,8 @@ func (s *Store) PausePartner(ctx context.Context, partner persistence.PartyName,
 }
 
 // ResumePartner ends a partner's pause: the pause row goes and its paused deliveries are
-// queued, due now, with history naming actor; it returns them for their wake-ups. A
+// queued, due now (parked, those of a blocked ordered session), with history naming
+// actor; it returns the queued ones for their wake-ups. A
 // partner that is not paused is ErrConflict; an unknown one ErrNotFound.
 func (s *Store) ResumePartner(ctx context.Context, partner persistence.PartyName, actor string) ([]persistence.Delivery, error) {
 	if err := check("partner", partner, persistence.ParsePartyName); err != nil {
@@ -224,24 +230,39 @@ func (s *Store) ResumePartner(ctx context.Context, partner persistence.PartyName
 		if len(gone) == 0 {
 			return fmt.Errorf("partner %s is not paused: %w", partner, persistence.ErrConflict)
 		}
+		// A delivery of an ordered session that a failure blocked meanwhile goes behind the
+		// blocking one, parked, as a dispatch into a blocked session does; the others are
+		// queued, due now.
 		now := t.s.tv(t.now)
+		ofPartner := `state = 'paused' AND message_id IN (SELECT id FROM messages WHERE to_party = ?)`
+		rows, err = t.query(ctx, `UPDATE deliveries SET previous_state = state, state = 'parked',
+				next_attempt_at = NULL, next_wakeup_at = NULL, wakeups = 0, updated_at = ?
+			WHERE `+ofPartner+` AND `+sessionBlocked+`
+			RETURNING `+transitionCols, now, string(partner))
+		parked, err := collect(rows, err, scanTransition)
+		if err != nil {
+			return fmt.Errorf("park paused deliveries: %w", err)
+		}
 		rows, err = t.query(ctx, `UPDATE deliveries SET previous_state = state, state = 'queued',
 				next_attempt_at = ?, next_wakeup_at = ?, wakeups = 0, updated_at = ?
-			WHERE state = 'paused' AND message_id IN (SELECT id FROM messages WHERE to_party = ?)
+			WHERE `+ofPartner+`
 			RETURNING `+transitionCols, now, t.s.tv(t.now.Add(WakeupGrace)), now, string(partner))
-		trs, err := collect(rows, err, scanTransition)
+		queued, err := collect(rows, err, scanTransition)
 		if err != nil {
 			return fmt.Errorf("queue paused deliveries: %w", err)
 		}
+		sortTransitions(queued)
+		trs := append(slices.Clone(parked), queued...)
 		sortTransitions(trs)
 		reason := fmt.Sprintf("resumed: sending to partner %s resumed by %s", partner, t.actor)
 		for _, tr := range trs {
 			t.changed(tr, reason, t.actor, time.Time{})
 		}
-		out = deliveriesOf(trs)
+		out = deliveriesOf(queued)
 		t.pauses = append(t.pauses, PauseEvent{PartnerPause: gone[0], Resumed: true, At: t.now})
 		return t.audit(operatorCtx(ctx, t.actor), "resume", string(persistence.PartyPartner), string(partner), string(partner),
-			[]audit.Change{{Path: "reason", Old: jsonString(gone[0].Reason)}, {Path: "queued", New: jsonInt(int64(len(trs)))}})
+			[]audit.Change{{Path: "reason", Old: jsonString(gone[0].Reason)}, {Path: "queued", New: jsonInt(int64(len(queued)))},
+				{Path: "parked", New: jsonInt(int64(len(parked)))}})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("resume partner %s: %w", partner, err)

@@ -247,3 +247,43 @@ func TestRefusedReceiptPausesPartner(t *testing.T) {
 		checkInvariants(t, s)
 	})
 }
+
+// TestResumeIntoBlockedSession: the refusal that pauses a partner also blocks the ordered
+// session it failed in; on resume the session's waiting deliveries go behind the blocking
+// one, parked, and are released when it is skipped.
+func TestResumeIntoBlockedSession(t *testing.T) {
+	forEach(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		must1[persistence.PluginConfig](t)(s.CreatePluginConfig(ctx, persistence.PluginConfig{Name: sender, Type: persistence.PluginAS2Sender, Enabled: true}))
+		first := must1[int64](t)(s.AllocateMessageIDs(ctx, 3))
+		var batch []persistence.NewMessage
+		for i := range 3 {
+			nm := newMessage(first+int64(i), true, sender)
+			nm.Message.From, nm.Message.To = local, acme
+			nm.Sessions = map[persistence.InstanceName]persistence.DeliverySession{sender: {Key: "sender|local→acme"}}
+			batch = append(batch, nm)
+		}
+		msgs := must1[[]persistence.Message](t)(s.InsertMessages(ctx, batch))
+		c := claimAll(t, s, sender, time.Now())
+		if len(c) != 1 {
+			t.Fatalf("claimed %d of the session, want its head", len(c))
+		}
+		must(t, complete(t, s, persistence.Completion{DeliveryID: c[0].Delivery.ID, Token: c[0].Delivery.ClaimToken,
+			Kind: persistence.OutcomeFailed, Reason: "refused", Pause: "authentication-failed"})[0])
+		for _, m := range msgs[1:] {
+			wantState(t, s, deliveryTo(t, s, m, sender).ID, persistence.DeliveryPaused)
+		}
+		due := must1[[]persistence.Delivery](t)(s.ResumePartner(ctx, acme, "user:alice"))
+		if len(due) != 0 {
+			t.Fatalf("resume made %d due behind a blocked session", len(due))
+		}
+		for _, m := range msgs[1:] {
+			wantState(t, s, deliveryTo(t, s, m, sender).ID, persistence.DeliveryParked)
+		}
+		must1[[]persistence.DeliveryActionResult](t)(s.SkipDeliveries(ctx, []int64{c[0].Delivery.ID}, "user:alice"))
+		for _, m := range msgs[1:] {
+			wantState(t, s, deliveryTo(t, s, m, sender).ID, persistence.DeliveryQueued)
+		}
+		checkInvariants(t, s)
+	})
+}
