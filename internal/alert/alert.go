@@ -71,6 +71,9 @@ const (
 	// SessionBlocked is an ordered session stopped by a failed delivery; it resolves when
 	// the session unblocks.
 	SessionBlocked Code = "session_blocked"
+	// PartnerPaused is a partner that sending to stopped, after a refusal it would repeat
+	// for every message or by an operator's hand; it resolves when the partner resumes.
+	PartnerPaused Code = "partner_paused"
 )
 
 // CodeInfo is one row of the code table.
@@ -96,6 +99,7 @@ var Codes = []CodeInfo{
 	{MDNUndeliverable, "Asynchronous MDN undeliverable", SeverityCritical},
 	{AlertsHeld, "Alerts held by the rate limit", SeverityWarning},
 	{SessionBlocked, "Ordered session blocked", SeverityCritical},
+	{PartnerPaused, "Sending to a partner paused", SeverityCritical},
 }
 
 // ParseCode parses an alert code.

@@ -103,3 +103,28 @@ func TestForSession(t *testing.T) {
 		t.Fatalf("resolution = %+v", r)
 	}
 }
+
+func TestForPartnerPause(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := ForPartnerPause(persistence.PartnerPause{Partner: "acme", Reason: "negative MDN: authentication-failed from https://x.example/?token=s3cret",
+		Actor: "system", PausedAt: at, MessageID: 5, DeliveryID: 7, Waiting: 10})
+	if err := a.Normalize(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if a.Code != PartnerPaused || a.Severity != SeverityCritical || a.DedupeKey != "partner_paused:partner:acme" ||
+		a.Link != "/ui/partners/acme" || !a.Time.Equal(at) || !strings.Contains(a.Summary, "10 deliveries wait") {
+		t.Fatalf("alert = %+v", a)
+	}
+	for _, d := range a.Details {
+		if strings.Contains(d.Value, "s3cret") || strings.Contains(d.Value, "x.example") {
+			t.Fatalf("detail %q leaks the URL", d.Value)
+		}
+	}
+	r := PauseResolution("acme", at.Add(time.Hour))
+	if err := r.Normalize(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Resolves || r.DedupeKey != a.DedupeKey {
+		t.Fatalf("resolution = %+v", r)
+	}
+}

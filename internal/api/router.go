@@ -51,6 +51,9 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/api/v1/partners/{name}", handle: s.getParty(partners)},
 		{method: "PUT", path: "/api/v1/partners/{name}", body: bodyJSON, handle: s.updateParty(partners)},
 		{method: "DELETE", path: "/api/v1/partners/{name}", handle: s.deleteParty(partners)},
+		{method: "GET", path: "/api/v1/partners/{name}/pause", handle: s.getPartnerPause},
+		{method: "POST", path: "/api/v1/partners/{name}/pause", body: bodyJSON, handle: s.pausePartner},
+		{method: "POST", path: "/api/v1/partners/{name}/resume", body: bodyJSON, handle: s.resumePartner},
 
 		{method: "GET", path: "/api/v1/routes", handle: s.listRoutes},
 		{method: "POST", path: "/api/v1/routes", body: bodyJSON, handle: s.createRoute},

@@ -68,6 +68,10 @@ type Result struct {
 	// storage.DeferSync: the engine makes them durable and records them with the outcome,
 	// one flush and one commit for a whole batch.
 	Payloads []persistence.Payload
+	// Pause, when not empty, says the failure will repeat for every message to the
+	// partner: the store pauses the partner with this reason in the outcome's
+	// transaction (persistence.PartnerPause). Build it with Pausing.
+	Pause string
 }
 
 // Delivered says the target has the message.
@@ -106,6 +110,15 @@ func RetryAt(at time.Time, class ErrorClass, err error) Result {
 // for its class decides.
 func Permanent(class ErrorClass, err error) Result {
 	return Result{Kind: persistence.OutcomeFailed, Class: class, Err: err}
+}
+
+// Pausing is a failure the partner will repeat for every message (it cannot verify our
+// signature, cannot decrypt, demands other security): the delivery fails and sending to
+// the partner pauses, with pause as the reason, until an operator resumes it.
+func Pausing(class ErrorClass, err error, pause string) Result {
+	r := Permanent(class, err)
+	r.Pause = pause
+	return r
 }
 
 // TargetOptions are the settings every target instance has. Target config types embed it,

@@ -34,7 +34,7 @@ const DefaultJitter = retry.DefaultJitter
 // judged by the rule for its class (see retry.Resolve: the route's override, then the
 // target's policy), and the history line of a retry or a failure names that rule.
 func decide(r Result, target RetryPolicy, route *RetryPolicy, attempt int, now time.Time, rnd *rand.Rand) persistence.Completion {
-	c := persistence.Completion{Kind: r.Kind, At: now}
+	c := persistence.Completion{Kind: r.Kind, At: now, Pause: r.Pause}
 	if r.Err != nil {
 		c.Reason = r.Err.Error()
 	}

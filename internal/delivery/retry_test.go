@@ -20,6 +20,18 @@ func TestDecideKeepsNote(t *testing.T) {
 	}
 }
 
+// TestDecideKeepsPause: a failure that pauses its partner says so in the completion the
+// store applies.
+func TestDecideKeepsPause(t *testing.T) {
+	c := decide(Pausing(ClassRefused, errors.New("negative MDN"), "authentication-failed"), RetryPolicy{}, nil, 1, time.Now(), nil)
+	if c.Kind != persistence.OutcomeFailed || c.Pause != "authentication-failed" || c.Reason != "negative MDN" {
+		t.Fatalf("decide = %+v", c)
+	}
+	if c := decide(Permanent(ClassRefused, errors.New("negative MDN")), RetryPolicy{}, nil, 1, time.Now(), nil); c.Pause != "" {
+		t.Fatalf("a plain failure pauses: %+v", c)
+	}
+}
+
 func TestDecide(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	p := RetryPolicy{Strategy: RetryFixed, Base: Duration(time.Minute), MaxRetries: intp(2)}

@@ -35,6 +35,7 @@ type Store interface {
 	ResubmitDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error)
 	SkipDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error)
 	ActOnDeliveries(ctx context.Context, action persistence.DeliveryAction, ids []int64, actor string) ([]persistence.DeliveryActionResult, error)
+	ResumePartner(ctx context.Context, partner persistence.PartyName, actor string) ([]persistence.Delivery, error)
 }
 
 // Blobs stores payloads.

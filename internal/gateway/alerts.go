@@ -56,6 +56,13 @@ func (g *Gateway) newAlerts(log *slog.Logger) *alert.Queue {
 		q.Raise(alert.ForSession(alert.BlockedSession{Key: x.Key, Target: x.Target, From: x.From, To: x.To,
 			DeliveryID: x.DeliveryID, MessageID: x.MessageID, Reason: x.Reason, At: x.At}))
 	})
+	g.Store.OnPartnerPause(func(x db.PauseEvent) {
+		if x.Resumed {
+			q.Raise(alert.PauseResolution(x.Partner, x.At))
+			return
+		}
+		q.Raise(alert.ForPartnerPause(x.PartnerPause))
+	})
 	g.Certs.RaiseAlerts(q)
 	g.Certs.Warning = func() time.Duration { return g.settings(context.Background()).CertificateWarning }
 	return q

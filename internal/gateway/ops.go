@@ -12,8 +12,9 @@ import (
 type ops struct{ g *Gateway }
 
 var (
-	_ api.Ops           = ops{}
-	_ ui.SessionActions = ops{}
+	_ api.Ops            = ops{}
+	_ ui.SessionActions  = ops{}
+	_ api.PartnerResumer = ops{}
 )
 
 func (o ops) Redispatch(ctx context.Context, id int64, actor string) ([]persistence.Delivery, error) {
@@ -30,6 +31,10 @@ func (o ops) ResubmitDeliveries(ctx context.Context, ids []int64, actor string) 
 
 func (o ops) SkipDeliveries(ctx context.Context, ids []int64, actor string) ([]persistence.DeliveryActionResult, error) {
 	return o.g.Dispatcher.SkipDeliveries(ctx, ids, actor)
+}
+
+func (o ops) ResumePartner(ctx context.Context, partner persistence.PartyName, actor string) ([]persistence.Delivery, error) {
+	return o.g.Dispatcher.ResumePartner(ctx, partner, actor)
 }
 
 func (o ops) RoutesChanged(ctx context.Context) { o.g.Dispatcher.RoutesChanged(ctx) }

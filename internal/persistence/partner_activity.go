@@ -20,6 +20,8 @@ type PartnerActivity struct {
 	CertificateExpiry time.Time
 	// Ever is true once any message went either way.
 	Ever bool
+	// Pause is the partner's pause while sending to it is paused; nil otherwise.
+	Pause *PartnerPause
 }
 
 // PluginCertificateUse is the kind of certificate use a plugin instance records; every

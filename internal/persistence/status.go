@@ -26,7 +26,8 @@ func DeriveStatus(stage MessageStage, refusal Refusal, states []DeliveryState) M
 		return StatusError
 	case has[DeliveryStalled]:
 		return StatusStalled
-	case has[DeliveryParked]:
+	case has[DeliveryParked] || has[DeliveryPaused]:
+		// Both wait for an operator: a blocked session, a paused partner.
 		return StatusHeld
 	case has[DeliveryRetrying]:
 		return StatusRetrying

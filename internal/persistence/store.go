@@ -143,6 +143,10 @@ type Completion struct {
 	// are recorded even when the claim is lost: the blobs are durable and a receipt stays
 	// a receipt. A stage the message already has is left as it is.
 	Payloads []Payload
+	// Pause, when not empty, pauses the message's partner with this reason in the
+	// outcome's transaction: the refusal will repeat for every message (PartnerPause).
+	// It applies only while the claim holds.
+	Pause string
 }
 
 // Release hands back a claim that was interrupted (at shutdown) without counting it as a
@@ -290,6 +294,22 @@ type Store interface {
 	// already delivered or failed is returned unchanged (a receipt never downgrades, the
 	// first failure's reason stands); queued, stalled and other states are ErrConflict.
 	SettleDelivery(ctx context.Context, deliveryID int64, delivered bool, reason, actor string) (Delivery, error)
+	// RefuseDeliveryPausing is SettleDelivery of a refusal that will repeat for every
+	// message: when it fails the delivery, it also pauses the message's partner with
+	// pause as the reason, in the same transaction.
+	RefuseDeliveryPausing(ctx context.Context, deliveryID int64, reason, pause, actor string) (Delivery, error)
+
+	// PausePartner pauses sending to a partner by hand (see PartnerPause): its waiting
+	// deliveries through the partner protocols' targets become paused. A partner paused
+	// already is ErrConflict, an unknown one ErrNotFound.
+	PausePartner(ctx context.Context, partner PartyName, reason, actor string) (PartnerPause, error)
+	// ResumePartner ends a partner's pause and queues its paused deliveries, due now,
+	// with history naming actor; it returns them. A partner not paused is ErrConflict.
+	ResumePartner(ctx context.Context, partner PartyName, actor string) ([]Delivery, error)
+	// GetPartnerPause reads a partner's pause; ErrNotFound when it is not paused.
+	GetPartnerPause(ctx context.Context, partner PartyName) (PartnerPause, error)
+	// ListPartnerPauses lists the paused partners, longest paused first.
+	ListPartnerPauses(ctx context.Context) ([]PartnerPause, error)
 	// SettleHandoff applies an in-house system's report to an awaiting_ack delivery:
 	// delivered, or failed with the report's reason, with a history line naming the
 	// actor. A delivery already final is ErrDeliverySettled, any other state

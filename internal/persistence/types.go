@@ -126,9 +126,11 @@ const (
 	DeliveryStalled     DeliveryState = "stalled"
 	DeliveryParked      DeliveryState = "parked"
 	DeliverySkipped     DeliveryState = "skipped"
+	// DeliveryPaused waits, unattempted, while its partner is paused (PartnerPause).
+	DeliveryPaused DeliveryState = "paused"
 )
 
-var AllDeliveryStates = []DeliveryState{DeliveryQueued, DeliveryDelivering, DeliveryRetrying, DeliveryAwaitingAck, DeliveryDelivered, DeliveryFailed, DeliveryStalled, DeliveryParked, DeliverySkipped}
+var AllDeliveryStates = []DeliveryState{DeliveryQueued, DeliveryDelivering, DeliveryRetrying, DeliveryAwaitingAck, DeliveryDelivered, DeliveryFailed, DeliveryStalled, DeliveryParked, DeliverySkipped, DeliveryPaused}
 
 func ParseDeliveryState(s string) (DeliveryState, error) {
 	return parseEnum("delivery state", s, AllDeliveryStates)

@@ -129,6 +129,12 @@ func formCases() map[string][]formCase {
 			form: url.Values{"display_name": {long}},
 			bad:  []badField{{id: "display_name", value: long}},
 		}},
+		"POST /ui/partners/{name}/pause": {{
+			// The form has one field.
+			path: "/ui/partners/acme/pause",
+			form: url.Values{"reason": {strings.Repeat("x", 501)}},
+			bad:  []badField{{id: "reason", value: strings.Repeat("x", 501)}},
+		}},
 		"POST /ui/partners/{name}/panels/{module}": {{
 			// The fake module's panel refuses code and a field it does not show.
 			path: "/ui/partners/acme/panels/fake",
@@ -233,6 +239,7 @@ var actionRoutes = map[string]string{
 	"POST /ui/notifications/{instance}/test":                         "a button",
 	"POST /ui/organizations/{name}/delete":                           "a confirmed button",
 	"POST /ui/partners/{name}/delete":                                "a confirmed button",
+	"POST /ui/partners/{name}/resume":                                "a button",
 	"POST /ui/partners/{name}/panels/{module}/actions/{action}":      "a module's action button",
 	"POST /ui/organizations/{name}/panels/{module}/actions/{action}": "a module's action button",
 	"POST /ui/plugins/{type}/{name}/delete":                          "a confirmed button",

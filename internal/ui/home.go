@@ -49,6 +49,8 @@ type dashboardCounts struct {
 	// Parked counts the deliveries waiting behind blocked ordered sessions, and
 	// BlockedSessions those sessions (the Sessions page).
 	Parked, BlockedSessions int
+	// Paused are the paused partners (partner_pause.go).
+	Paused []persistence.PartnerPause
 }
 
 // dashboardView is the live part of the dashboard, rendered whole on each change.
@@ -65,6 +67,8 @@ type dashboardView struct {
 	ByPartner []partnerProblems
 	// Setup is the first-run checklist; empty once every step is done.
 	Setup []setupStep
+	// CSRFField and CSRFToken are for the Resume buttons of paused partners.
+	CSRFField, CSRFToken string
 }
 
 func statusLabel(st persistence.MessageStatus) string {
@@ -81,6 +85,7 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	v.CSRFField, v.CSRFToken = session.CSRFField, sessionCSRFToken(r)
 	s.render(w, r, http.StatusOK, "home", pageData{Title: "Dashboard", Session: sess,
 		Data: struct {
 			Name persistence.UserName
@@ -121,6 +126,9 @@ func (s *Server) dashboard(ctx context.Context) (dashboardView, error) {
 	if err := s.countParked(ctx, &v.Counts); err != nil {
 		return dashboardView{}, err
 	}
+	if err := s.pausedPartners(ctx, &v.Counts); err != nil {
+		return dashboardView{}, err
+	}
 	first := now.Truncate(time.Hour).Add(-(chartHours - 1) * time.Hour)
 	hours, err := s.store.CountMessagesPerHour(ctx, first)
 	if err != nil {
@@ -155,6 +163,7 @@ func (s *Server) dashboardLive(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, err
 			}
+			v.CSRFField, v.CSRFToken = session.CSRFField, sessionCSRFToken(r)
 			html, err := s.fragment("home", "dashboard-live", v)
 			if err != nil {
 				return nil, err

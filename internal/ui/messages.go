@@ -49,7 +49,7 @@ func deliveryBadge(st persistence.DeliveryState) string {
 		return "success"
 	case persistence.DeliveryFailed, persistence.DeliveryStalled:
 		return "danger"
-	case persistence.DeliveryRetrying, persistence.DeliveryParked:
+	case persistence.DeliveryRetrying, persistence.DeliveryParked, persistence.DeliveryPaused:
 		return "warning"
 	case persistence.DeliverySkipped:
 		return "neutral"

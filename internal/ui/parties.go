@@ -168,6 +168,12 @@ func (s *Server) partyPage(p partyPages) http.Handler {
 // action found.
 func (s *Server) renderParty(w http.ResponseWriter, r *http.Request, status int, p partyPages, party persistence.Party,
 	resultModule string, result *module.ActionResult) {
+	s.renderPartyWith(w, r, status, p, party, resultModule, result, nil)
+}
+
+// renderPartyWith is renderParty with a refused pause form (partner_pause.go).
+func (s *Server) renderPartyWith(w http.ResponseWriter, r *http.Request, status int, p partyPages, party persistence.Party,
+	resultModule string, result *module.ActionResult, refusedPause *pauseCard) {
 	all, err := s.store.ListRoutes(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
@@ -192,6 +198,7 @@ func (s *Server) renderParty(w http.ResponseWriter, r *http.Request, status int,
 			s.fail(w, r, err)
 			return
 		}
+		o.Pause = pauseCardOf(r, o.Health.PartnerActivity, refusedPause)
 		overview = &o
 	}
 	s.render(w, r, status, "party", pageData{Title: string(party.Name), Data: struct {

@@ -24,6 +24,8 @@ type partnerHealth struct {
 func healthOf(a persistence.PartnerActivity, now time.Time) partnerHealth {
 	h := partnerHealth{PartnerActivity: a, Tone: "success", Label: "ok"}
 	switch {
+	case a.Pause != nil:
+		h.Tone, h.Label = "danger", "paused, "+plural(a.Pause.Waiting, "delivery waits", "deliveries wait")
 	case a.Problems > 0:
 		h.Tone, h.Label = "danger", plural(a.Problems, "problem", "problems")
 	case !a.CertificateExpiry.IsZero() && !a.CertificateExpiry.After(now):
@@ -62,6 +64,8 @@ type partnerOverview struct {
 	ProblemTotal int
 	Certificates []persistence.Certificate
 	Now          time.Time
+	// Pause is the pause card (partner_pause.go).
+	Pause *pauseCard
 }
 
 // recentTraffic is how many messages a partner's page lists each way.

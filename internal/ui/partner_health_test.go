@@ -23,6 +23,7 @@ func TestHealthOf(t *testing.T) {
 		{"no traffic yet", persistence.PartnerActivity{}, "neutral", "no traffic yet"},
 		{"ok", persistence.PartnerActivity{Ever: true, CertificateExpiry: now.AddDate(1, 0, 0)}, "success", "ok"},
 		{"one problem", persistence.PartnerActivity{Ever: true, Problems: 1}, "danger", "1 problem"},
+		{"paused before problems", persistence.PartnerActivity{Ever: true, Problems: 3, Pause: &persistence.PartnerPause{Waiting: 1}}, "danger", "paused, 1 delivery waits"},
 		{"problems before the certificate", persistence.PartnerActivity{Ever: true, Problems: 3, CertificateExpiry: now}, "danger", "3 problems"},
 		{"certificate expiring", persistence.PartnerActivity{Ever: true, CertificateExpiry: now.AddDate(0, 0, 10)}, "warning", "certificate expiring 2026-03-11"},
 		{"certificate expired", persistence.PartnerActivity{CertificateExpiry: now.AddDate(0, 0, -1)}, "danger", "certificate expired 2026-02-28"},

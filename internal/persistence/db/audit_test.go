@@ -183,7 +183,7 @@ func dropAuditGuards(t *testing.T, s *db.Store) {
 // configTables are the tables holding configuration; every Store method that writes one
 // must write an audit event.
 var configTables = []string{"parties", "routes", "plugin_configs", "certificates", "settings", "api_tokens", "users",
-	"identity_providers"}
+	"identity_providers", "partner_pauses"}
 
 // notAudited are the exported methods that write a configuration table without an audit
 // event, each with the reason.

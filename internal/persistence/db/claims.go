@@ -68,19 +68,23 @@ func (s *Store) ClaimDeliveries(ctx context.Context, target persistence.Instance
 	var claims []persistence.Claim
 	err := s.write(ctx, func(t *txn) error {
 		claims = nil
+		unpaused, err := t.holdForPauses(ctx, target)
+		if err != nil {
+			return err
+		}
 		// The queued and the due retrying deliveries are picked apart, each read in
 		// index order up to the limit, so a long backlog does not make each claim sort
 		// it; the two sets are merged oldest first. This is claimable, split in two.
 		rows, err := t.query(ctx, `WITH picked AS MATERIALIZED (
 				SELECT id FROM (
 					SELECT d.id FROM deliveries d
-					WHERE d.target = ? AND d.state = 'queued' AND `+sessionFree+`
+					WHERE d.target = ? AND d.state = 'queued' AND `+sessionFree+unpaused+`
 					ORDER BY d.id LIMIT `+claimLimit+s.skipLocked+`
 				) q
 				UNION ALL
 				SELECT id FROM (
 					SELECT d.id FROM deliveries d
-					WHERE d.target = ? AND d.state = 'retrying' AND d.next_attempt_at <= ? AND `+sessionFree+`
+					WHERE d.target = ? AND d.state = 'retrying' AND d.next_attempt_at <= ? AND `+sessionFree+unpaused+`
 					ORDER BY d.id LIMIT `+claimLimit+s.skipLocked+`
 				) r
 				ORDER BY id LIMIT `+claimLimit+`
@@ -305,6 +309,11 @@ func (s *Store) CompleteDeliveries(ctx context.Context, cs []persistence.Complet
 						reason = string(cs[i].Kind)
 					}
 					t.changed(tr, reason, "", at[i])
+					if cs[i].Pause != "" {
+						if err := t.pauseRefused(ctx, tr.d, cs[i].Pause); err != nil {
+							return fmt.Errorf("complete deliveries: %w", err)
+						}
+					}
 				}
 			}
 		}

@@ -79,7 +79,7 @@ func (s *Store) PartnerActivity(ctx context.Context, partner persistence.PartyNa
 		if expiry != nil {
 			a.CertificateExpiry = *expiry
 		}
-		return nil
+		return t.readPause(ctx, &a)
 	})
 	if err != nil {
 		return a, fmt.Errorf("activity of partner %s: %w", partner, err)

@@ -13,6 +13,17 @@ import (
 // retrying. A delivery already delivered, failed or skipped is returned as it is: a
 // receipt never downgrades or reopens, and the first failure's reason stands.
 func (s *Store) SettleDelivery(ctx context.Context, deliveryID int64, delivered bool, reason, actor string) (persistence.Delivery, error) {
+	return s.settleDelivery(ctx, deliveryID, delivered, reason, "", actor)
+}
+
+// RefuseDeliveryPausing is SettleDelivery of a refusal that pauses the partner: when the
+// receipt fails the delivery, the partner is paused with pause as the reason in the same
+// transaction (pause.go).
+func (s *Store) RefuseDeliveryPausing(ctx context.Context, deliveryID int64, reason, pause, actor string) (persistence.Delivery, error) {
+	return s.settleDelivery(ctx, deliveryID, false, reason, pause, actor)
+}
+
+func (s *Store) settleDelivery(ctx context.Context, deliveryID int64, delivered bool, reason, pause, actor string) (persistence.Delivery, error) {
 	var out persistence.Delivery
 	err := s.write(ctx, func(t *txn) error {
 		t.actor = actorOr(actor)
@@ -40,6 +51,9 @@ func (s *Store) SettleDelivery(ctx context.Context, deliveryID int64, delivered 
 			from: string(cur.State), to: string(tr.d.State), reason: persistence.SanitizeReason(reason), actor: t.actor})
 		t.changed(tr, reason, t.actor, time.Time{})
 		out = tr.d
+		if pause != "" && tr.d.State == persistence.DeliveryFailed {
+			return t.pauseRefused(ctx, tr.d, pause)
+		}
 		return nil
 	})
 	if err != nil {

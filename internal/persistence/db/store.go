@@ -94,6 +94,7 @@ type Store struct {
 
 	onAlert        atomic.Pointer[func(MessageAlert)]
 	onSessionAlert atomic.Pointer[func(SessionAlert)] // see OnSessionAlert
+	onPartnerPause atomic.Pointer[func(PauseEvent)]   // see OnPartnerPause
 
 	// Dialect fragments, fixed at Open.
 	lockRows   string // appended to a SELECT that locks the rows it returns

@@ -46,6 +46,8 @@ type txn struct {
 	unprepared []string
 	// changes are the transitions OnChanges reports after the commit.
 	changes Changes
+	// pauses are the partners this transaction paused or resumed, for OnPartnerPause.
+	pauses []PauseEvent
 }
 
 // maxTxAttempts bounds how often a PostgreSQL transaction is run again after a deadlock
@@ -137,6 +139,11 @@ func (s *Store) afterCommit(t *txn) {
 	if fn := s.onSessionAlert.Load(); fn != nil {
 		for _, a := range t.sessions.alerts {
 			(*fn)(a)
+		}
+	}
+	if fn := s.onPartnerPause.Load(); fn != nil {
+		for _, p := range t.pauses {
+			(*fn)(p)
 		}
 	}
 }

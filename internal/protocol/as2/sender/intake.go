@@ -94,13 +94,13 @@ func (in *Intake) AcceptMDN(ctx context.Context, contentType string, header http
 	if err != nil {
 		return err
 	}
-	accepted, reason := v.Accepted, v.Reason
+	accepted, reason, pause := v.Accepted, v.Reason, pauseFor(v.MDN.Disposition)
 	if accepted {
 		reason = v.Note
 	}
 	if !recorded && rec.MDN != nil {
 		// A repeated MDN: the first one's verdict stands.
-		accepted, reason = rec.MDN.Verdict == VerdictAccepted, rec.Reason
+		accepted, reason, pause = rec.MDN.Verdict == VerdictAccepted, rec.Reason, ""
 		if accepted {
 			reason = rec.MDN.Note
 		}
@@ -111,7 +111,12 @@ func (in *Intake) AcceptMDN(ctx context.Context, contentType string, header http
 			"as2_message_id", rec.AS2MessageID)
 		return nil
 	}
-	d, err := in.store.SettleDelivery(ctx, rec.DeliveryID, accepted, reason, SettleActor)
+	var d persistence.Delivery
+	if pause != "" {
+		d, err = in.store.RefuseDeliveryPausing(ctx, rec.DeliveryID, reason, pause, SettleActor)
+	} else {
+		d, err = in.store.SettleDelivery(ctx, rec.DeliveryID, accepted, reason, SettleActor)
+	}
 	if errors.Is(err, persistence.ErrConflict) {
 		in.log.WarnContext(ctx, "async MDN for a delivery that awaits no receipt", "as2_message_id", rec.AS2MessageID, "error", err)
 		return nil

@@ -324,7 +324,12 @@ func knownOutcome(rec OutboundRecord) (delivery.Result, bool) {
 		if rec.MDN.Verdict == VerdictAccepted {
 			return delivery.Delivered(), true
 		}
-		return delivery.Permanent(delivery.ClassRefused, errors.New(rec.Reason)), true
+		// An outcome the engine lost pauses the partner as the first one would have.
+		pause := ""
+		if d, err := mime.ParseDisposition(rec.MDN.Disposition); err == nil {
+			pause = pauseFor(d)
+		}
+		return delivery.Pausing(delivery.ClassRefused, errors.New(rec.Reason), pause), true
 	}
 	switch rec.Outcome {
 	case OutcomeDelivered:
@@ -658,7 +663,7 @@ func (s *Sender) syncReceipt(ctx context.Context, rec *OutboundRecord, out profi
 	result := delivery.DeliveredNote(v.Note)
 	if !v.Accepted {
 		s.log.WarnContext(ctx, "partner's MDN refuses the message", "as2_message_id", rec.AS2MessageID, "reason", v.Reason)
-		result = delivery.Permanent(delivery.ClassRefused, errors.New(v.Reason))
+		result = delivery.Pausing(delivery.ClassRefused, errors.New(v.Reason), pauseFor(v.MDN.Disposition))
 	} else {
 		s.log.InfoContext(ctx, "AS2 message delivered", "as2_message_id", rec.AS2MessageID, "disposition", m.Disposition)
 	}

@@ -345,3 +345,18 @@ CREATE TABLE processes (
     started_at   TEXT NOT NULL,
     heartbeat_at TEXT NOT NULL
 );
+
+-- Partner pause: a partner whose refusal will repeat for every message (or an operator)
+-- stops sending to it. One row per paused partner; the deliveries to it through the
+-- partner protocols' targets wait as 'paused' until it is resumed, which deletes the row.
+-- delivery_id and message_id name the refused delivery that paused it (0 when by hand).
+CREATE TABLE partner_pauses (
+    partner     TEXT PRIMARY KEY,
+    reason      TEXT NOT NULL,
+    actor       TEXT NOT NULL,
+    delivery_id INTEGER NOT NULL,
+    message_id  INTEGER NOT NULL,
+    paused_at   TEXT NOT NULL
+) STRICT;
+
+CREATE INDEX deliveries_paused ON deliveries (target, id) WHERE state = 'paused';
