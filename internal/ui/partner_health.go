@@ -21,15 +21,15 @@ type partnerHealth struct {
 
 // healthOf judges a partner's activity as of now: open problems first, then a certificate
 // near or past its expiry, then a partner nothing went to or came from yet.
-func healthOf(a persistence.PartnerActivity, now time.Time) partnerHealth {
+func healthOf(a persistence.PartnerActivity, now time.Time, zone *time.Location) partnerHealth {
 	h := partnerHealth{PartnerActivity: a, Tone: "success", Label: "ok"}
 	switch {
 	case a.Problems > 0:
 		h.Tone, h.Label = "danger", plural(a.Problems, "problem", "problems")
 	case !a.CertificateExpiry.IsZero() && !a.CertificateExpiry.After(now):
-		h.Tone, h.Label = "danger", "certificate expired "+displayDay(a.CertificateExpiry)
+		h.Tone, h.Label = "danger", "certificate expired "+displayDay(a.CertificateExpiry, zone)
 	case !a.CertificateExpiry.IsZero() && a.CertificateExpiry.Sub(now) < certificateWarning:
-		h.Tone, h.Label = "warning", "certificate expiring "+displayDay(a.CertificateExpiry)
+		h.Tone, h.Label = "warning", "certificate expiring "+displayDay(a.CertificateExpiry, zone)
 	case !a.Ever:
 		h.Tone, h.Label = "neutral", "no traffic yet"
 	}
@@ -73,7 +73,7 @@ func (s *Server) partnerOverviewOf(ctx context.Context, partner persistence.Part
 	if err != nil {
 		return partnerOverview{}, err
 	}
-	o := partnerOverview{Health: healthOf(a, now), Rate24h: rate(a.Failed24h, a.Messages24h), Rate7d: rate(a.Failed7d, a.Messages7d),
+	o := partnerOverview{Health: healthOf(a, now, s.zone.location()), Rate24h: rate(a.Failed24h, a.Messages24h), Rate7d: rate(a.Failed7d, a.Messages7d),
 		RecentURL: "/ui/messages?" + url.Values{"partner": {string(partner)}}.Encode(), Now: now}
 	msgs, _, err := s.store.ListMessages(ctx, persistence.MessageFilter{Partner: partner, ListOptions: persistence.ListOptions{Limit: recentTraffic}})
 	if err != nil {
@@ -108,7 +108,7 @@ func (s *Server) partyHealth(ctx context.Context, p partyPages, list []persisten
 		if err != nil {
 			return nil, err
 		}
-		out[party.Name] = healthOf(a, now)
+		out[party.Name] = healthOf(a, now, s.zone.location())
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"wharf/internal/module"
 	"wharf/internal/persistence"
@@ -27,6 +28,8 @@ type verdictInput struct {
 	// Facts is the protocol module's reading (the AS2 receipt, a refusal); nil when no
 	// module had a part in the message.
 	Facts *module.MessageFacts
+	// Zone is the display_timezone setting's zone the verdict's times are shown in.
+	Zone *time.Location
 }
 
 // verdictOf builds the verdict from the message, its deliveries and its protocol facts.
@@ -61,11 +64,11 @@ func verdictOf(in verdictInput) verdict {
 		return verdict{Tone: "success", Text: text}
 	case persistence.StatusAwaitingReceipt:
 		if !f.AwaitingUntil.IsZero() {
-			return verdict{Tone: "info", Text: "Waiting for " + partner + "'s receipt until " + displayTime(f.AwaitingUntil)}
+			return verdict{Tone: "info", Text: "Waiting for " + partner + "'s receipt until " + displayTime(f.AwaitingUntil, in.Zone)}
 		}
 		for _, d := range in.Deliveries {
 			if d.State == persistence.DeliveryAwaitingAck && d.AckDeadline != nil {
-				return verdict{Tone: "info", Text: fmt.Sprintf("Waiting for %s to report completion until %s", d.Target, displayTime(*d.AckDeadline))}
+				return verdict{Tone: "info", Text: fmt.Sprintf("Waiting for %s to report completion until %s", d.Target, displayTime(*d.AckDeadline, in.Zone))}
 			}
 		}
 		return verdict{Tone: "info", Text: "Waiting for a receipt"}
@@ -78,7 +81,7 @@ func verdictOf(in verdictInput) verdict {
 			if d.State == persistence.DeliveryRetrying {
 				text += ": " + orText(f.Problem, d.LastError)
 				if d.NextAttemptAt != nil {
-					text += "; next attempt " + displayTime(*d.NextAttemptAt)
+					text += "; next attempt " + displayTime(*d.NextAttemptAt, in.Zone)
 				}
 				break
 			}

@@ -40,8 +40,7 @@ func offerNewKey(fields []module.PanelField, choices []certs.Choice, creating bo
 			ours = append(ours, c)
 		}
 	}
-	req := newKeyRequest("", "")
-	label := fmt.Sprintf("A new key pair (%s, self-signed, valid %d days), made on saving", req.Algorithm.Label(), req.ValidityDays)
+	label := fmt.Sprintf("A new key pair, made on saving (self-signed, %d days)", certs.DefaultValidityDays)
 	for i, f := range fields {
 		if !slices.Contains(ownKeyFields, f.Name) {
 			continue
