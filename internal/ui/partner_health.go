@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"wharf/internal/alert"
 	"wharf/internal/persistence"
 )
 
@@ -61,7 +62,11 @@ type partnerOverview struct {
 	Problems     []persistence.Message
 	ProblemTotal int
 	Certificates []persistence.Certificate
-	Now          time.Time
+	// Alerts are the open alerts about the partner; AlertsShown is false in a build
+	// without the notifier module.
+	Alerts      []alert.Alert
+	AlertsShown bool
+	Now         time.Time
 }
 
 // recentTraffic is how many messages a partner's page lists each way.
@@ -91,6 +96,9 @@ func (s *Server) partnerOverviewOf(ctx context.Context, partner persistence.Part
 		return o, err
 	}
 	if o.Certificates, err = s.store.PartnerCertificates(ctx, partner); err != nil {
+		return o, err
+	}
+	if o.Alerts, o.AlertsShown, err = s.partnerAlerts(ctx, partner, o.Certificates); err != nil {
 		return o, err
 	}
 	return o, nil
