@@ -251,6 +251,8 @@ func TestPartnerWizardRefusals(t *testing.T) {
 		{"a private key as certificate", map[string]string{"as2_id": "ACME", "endpoint_url": "https://acme.example/as2",
 			"certificate_pem": "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"}, nil,
 			[]string{"f-certificate-error"}, []string{`value="ACME"`}},
+		{"a preset not offered", map[string]string{"as2_id": "ACME", "endpoint_url": "https://acme.example/as2", "preset": "bogus"}, nil,
+			[]string{"f-preset-error"}, []string{`value="ACME"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
