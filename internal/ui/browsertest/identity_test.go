@@ -29,7 +29,7 @@ func chosen(t *testing.T, page, id string) string {
 }
 
 type certificateList struct {
-	Total int `json:"total"`
+	Total        int `json:"total"`
 	Certificates []struct {
 		ID      int64  `json:"id"`
 		Subject string `json:"subject"`
