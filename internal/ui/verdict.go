@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -32,8 +33,30 @@ type verdictInput struct {
 	Zone *time.Location
 }
 
-// verdictOf builds the verdict from the message, its deliveries and its protocol facts.
+// verdictOf builds the verdict from the message, its deliveries and its protocol facts,
+// every moment in it in the display zone.
 func verdictOf(in verdictInput) verdict {
+	v := verdictText(in)
+	v.Text, v.Fix = zonedMoments(v.Text, in.Zone), zonedMoments(v.Fix, in.Zone)
+	return v
+}
+
+// rfc3339Moment is a moment a module wrote into a sentence.
+var rfc3339Moment = regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
+
+// zonedMoments shows each RFC 3339 moment of a module's sentence in the display zone.
+func zonedMoments(text string, zone *time.Location) string {
+	return rfc3339Moment.ReplaceAllStringFunc(text, func(m string) string {
+		t, err := time.Parse(time.RFC3339Nano, m)
+		if err != nil {
+			return m
+		}
+		return displayTime(t, zone)
+	})
+}
+
+// verdictText is the verdict as the message, its deliveries and its facts tell it.
+func verdictText(in verdictInput) verdict {
 	var f module.MessageFacts
 	if in.Facts != nil {
 		f = *in.Facts
