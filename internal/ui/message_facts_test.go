@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"wharf/internal/module"
+	"wharf/internal/persistence"
 	"wharf/internal/settings"
 	"wharf/internal/storage"
 )
@@ -35,6 +36,28 @@ func (g groupsFake) MessageFactGroups(_ context.Context, id int64) ([]module.Pan
 	}, true, nil
 }
 
+// serveWithPanels serves the UI over n messages from acme with the AS2 module's panels
+// panelsOf makes for them, and signs a user in.
+func serveWithPanels(t *testing.T, n int, panelsOf func([]persistence.Message) module.MessagePanels) ([]persistence.Message, *Server, *client) {
+	t.Helper()
+	b := newBundle(t)
+	blobs, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb := &messagesBundle{bundle: b, blobs: blobs}
+	messageFixture(t, b.store)
+	ms := mb.insert(t, n, acmeParty, writerInst)
+	s := newServer(t, b, func(d *Deps) {
+		d.Panels = map[string]module.MessagePanels{"as2": panelsOf(ms)}
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/ui/", s.Handler())
+	b.srv = httptest.NewServer(mux)
+	t.Cleanup(b.srv.Close)
+	return ms, s, mb.signedIn(t)
+}
+
 // utcShown finds a time shown in UTC in a page's text: a zone name or an RFC 3339 instant
 // outside a datetime attribute.
 var (
@@ -46,24 +69,10 @@ var (
 // groups, in place of its record with internal ids, and with display_timezone set no time
 // on the message's page is shown in UTC.
 func TestMessagePageFactsInGroupsAndZone(t *testing.T) {
-	b := newBundle(t)
-	blobs, err := storage.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mb := &messagesBundle{bundle: b, blobs: blobs}
-	messageFixture(t, b.store)
-	m := mb.insert(t, 1, acmeParty, writerInst)[0]
 	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	s := newServer(t, b, func(d *Deps) {
-		d.Panels = map[string]module.MessagePanels{"as2": groupsFake{m.ID, at}}
-	})
-	mux := http.NewServeMux()
-	mux.Handle("/ui/", s.Handler())
-	b.srv = httptest.NewServer(mux)
-	t.Cleanup(b.srv.Close)
-	c := mb.signedIn(t)
-	if err := b.store.PutSetting(context.Background(), settings.DisplayTimezone, "Asia/Kolkata"); err != nil {
+	ms, s, c := serveWithPanels(t, 1, func(ms []persistence.Message) module.MessagePanels { return groupsFake{ms[0].ID, at} })
+	m := ms[0]
+	if err := s.store.PutSetting(context.Background(), settings.DisplayTimezone, "Asia/Kolkata"); err != nil {
 		t.Fatal(err)
 	}
 	s.zone.changed() // as the settings page does on a change

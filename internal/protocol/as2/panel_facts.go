@@ -55,10 +55,11 @@ func (f *facts) at(label string, t time.Time) {
 	}
 }
 
-// groups keeps the groups that have lines.
-func groups(gs ...module.PanelCard) []module.PanelCard {
+// groups titles the four groups' lines, leaving out those without any.
+func groups(id, sec, rcpt, tr facts) []module.PanelCard {
 	var out []module.PanelCard
-	for _, g := range gs {
+	for _, g := range []module.PanelCard{{Title: groupIdentity, Details: id}, {Title: groupSecurity, Details: sec},
+		{Title: groupReceipt, Details: rcpt}, {Title: groupTransport, Details: tr}} {
 		if len(g.Details) > 0 {
 			out = append(out, g)
 		}
@@ -125,8 +126,7 @@ func outboundGroups(records []sender.OutboundRecord) []module.PanelCard {
 		}
 		tr.add("Sent before as", strings.Join(earlier, ", "))
 	}
-	return groups(module.PanelCard{Title: groupIdentity, Details: id}, module.PanelCard{Title: groupSecurity, Details: sec},
-		module.PanelCard{Title: groupReceipt, Details: rcpt}, module.PanelCard{Title: groupTransport, Details: tr})
+	return groups(id, sec, rcpt, tr)
 }
 
 func inboundGroups(in receiver.InboundRecord) []module.PanelCard {
@@ -164,8 +164,7 @@ func inboundGroups(in receiver.InboundRecord) []module.PanelCard {
 	tr.add("AS2 features", in.EDIINTFeatures)
 	tr.add("Same document as before", in.DuplicateContent)
 	tr.add("Sent again as", strings.Join(in.RepeatsNotDelivered, ", "))
-	return groups(module.PanelCard{Title: groupIdentity, Details: id}, module.PanelCard{Title: groupSecurity, Details: sec},
-		module.PanelCard{Title: groupReceipt, Details: rcpt}, module.PanelCard{Title: groupTransport, Details: tr})
+	return groups(id, sec, rcpt, tr)
 }
 
 func refusalGroups(r receiver.RefusalRecord) []module.PanelCard {
@@ -188,8 +187,7 @@ func refusalGroups(r receiver.RefusalRecord) []module.PanelCard {
 		}
 		tr.add("Body", kept)
 	}
-	return groups(module.PanelCard{Title: groupIdentity, Details: id}, module.PanelCard{Title: groupReceipt, Details: rcpt},
-		module.PanelCard{Title: groupTransport, Details: tr})
+	return groups(id, nil, rcpt, tr)
 }
 
 // algorithmOrNo is an algorithm, or "no" for none.

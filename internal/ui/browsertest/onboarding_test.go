@@ -155,24 +155,7 @@ func TestBrowserOnboardTwoInstances(t *testing.T) {
 	if id == nil {
 		t.Fatalf("the test message's page is at %s", a.location(t))
 	}
-	var msg struct {
-		Status    string `json:"status"`
-		Protocols struct {
-			AS2 struct {
-				Outbound []struct {
-					MDN *struct {
-						Signed     bool `json:"signed"`
-						MICMatched bool `json:"mic_matched"`
-					} `json:"mdn"`
-				} `json:"outbound"`
-			} `json:"as2"`
-		} `json:"protocols"`
-	}
-	ha.mustJSON("GET", "/api/v1/messages/"+id[1], nil, &msg)
-	out := msg.Protocols.AS2.Outbound
-	if msg.Status != "delivered" || len(out) != 1 || out[0].MDN == nil || !out[0].MDN.Signed || !out[0].MDN.MICMatched {
-		t.Errorf("the test message: %+v", msg)
-	}
+	ha.wantSignedReceipt(t, id[1])
 
 	t.Logf("two instances made partners: %d form submissions, %d typed fields; screenshots in %s",
 		count.submissions, count.typed, a.shots)
