@@ -158,6 +158,7 @@ var ignoredEnv = map[string]bool{
 	"WHARF_TEST_POSTGRES_URL": true,
 	"WHARF_TEST_CHROMIUM":     true,
 	"WHARF_TEST_S3_VERSITYGW": true,
+	"WHARF_TEST_SCREENSHOTS":  true,
 }
 
 // FromEnv builds a Config from defaults and the WHARF_* entries of environ (as from

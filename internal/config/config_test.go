@@ -71,7 +71,7 @@ func TestFromEnv(t *testing.T) {
 		},
 		{
 			name: "test switches are allowed and ignored",
-			env:  []string{"WHARF_TEST_POSTGRES_URL=postgres://localhost/test", "WHARF_TEST_CHROMIUM=1", "WHARF_TEST_S3_VERSITYGW=/usr/local/bin/versitygw"},
+			env:  []string{"WHARF_TEST_POSTGRES_URL=postgres://localhost/test", "WHARF_TEST_CHROMIUM=1", "WHARF_TEST_S3_VERSITYGW=/usr/local/bin/versitygw", "WHARF_TEST_SCREENSHOTS=/tmp/shots"},
 			want: Default(),
 		},
 		{name: "unknown variable", env: []string{"WHARF_DATADIR=/x"}, wantErr: []string{"WHARF_DATADIR: unknown variable", "WHARF_DATA_DIR"}},

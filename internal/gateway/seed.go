@@ -36,7 +36,7 @@ func seedData(cfg config.Config, sealer module.Sealer) (persistence.SeedData, er
 	}
 	now := time.Now().UTC()
 	data := persistence.SeedData{
-		Organizations: []persistence.Party{{Kind: persistence.PartyOrganization, Name: "local", DisplayName: "Local organization", CreatedAt: now, UpdatedAt: now}},
+		Organizations: []persistence.Party{{Kind: persistence.PartyOrganization, Name: "local", DisplayName: persistence.SeedOrganizationDisplayName, CreatedAt: now, UpdatedAt: now}},
 		Settings:      settings.Defaults(),
 	}
 	defaults := []defaultInstance{

@@ -14,7 +14,8 @@ type MessageFacter interface {
 	MessageFacts(ctx context.Context, messageID int64) (facts MessageFacts, ok bool, err error)
 }
 
-// MessageFacts is a module's reading of one message.
+// MessageFacts is a module's reading of one message. A moment inside its sentences is
+// written in RFC 3339 (2026-03-01T09:00:00Z); the page shows it in its display zone.
 type MessageFacts struct {
 	// Receipt is what the partner's receipt of a message we sent proved ("signed receipt
 	// verified, MIC matched"), or the receipt we answered a partner's message with;

@@ -204,6 +204,10 @@ func (v PartyName) Value() (driver.Value, error)  { return valueOf(v, ParseParty
 // AnyParty is the wildcard of a route's from or to.
 const AnyParty = "*"
 
+// SeedOrganizationDisplayName is the display name of the organization a new installation
+// starts with: the same everywhere, so it names nobody to a partner.
+const SeedOrganizationDisplayName = "Local organization"
+
 // PartyPattern is a party name or AnyParty, as a route's from and to.
 type PartyPattern string
 

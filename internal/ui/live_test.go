@@ -425,22 +425,7 @@ func (p panelsFake) MessagePanel(_ context.Context, id int64) (any, bool, error)
 }
 
 func TestMessageDetailShowsModulePanels(t *testing.T) {
-	b := newBundle(t)
-	blobs, err := storage.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mb := &messagesBundle{bundle: b, blobs: blobs}
-	messageFixture(t, b.store)
-	ms := mb.insert(t, 2, acmeParty, writerInst)
-	s := newServer(t, b, func(d *Deps) {
-		d.Panels = map[string]module.MessagePanels{"as2": panelsFake{ms[0].ID}}
-	})
-	mux := http.NewServeMux()
-	mux.Handle("/ui/", s.Handler())
-	b.srv = httptest.NewServer(mux)
-	t.Cleanup(b.srv.Close)
-	c := mb.signedIn(t)
+	ms, _, c := serveWithPanels(t, 2, func(ms []persistence.Message) module.MessagePanels { return panelsFake{ms[0].ID} })
 
 	body := c.get(t, fmt.Sprintf("/ui/messages/%d", ms[0].ID)).body
 	for _, want := range []string{

@@ -128,7 +128,7 @@ func (s *Server) messageDetail(ctx context.Context, id int64) (messageData, erro
 	if d.Direction, d.Partner, d.PartnerName, err = s.messageEnds(ctx, m); err != nil {
 		return d, err
 	}
-	in := verdictInput{Message: m, Direction: d.Direction, Partner: d.PartnerName, Deliveries: ds}
+	in := verdictInput{Message: m, Direction: d.Direction, Partner: d.PartnerName, Deliveries: ds, Zone: s.zone.location()}
 	facts, ok, err := s.messageFacts(ctx, id)
 	if err != nil {
 		return d, err

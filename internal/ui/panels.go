@@ -10,6 +10,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"wharf/internal/module"
 )
 
 // protocolPanel is a module's part of a message's detail (the AS2 section), shown the
@@ -19,6 +21,15 @@ type protocolPanel struct {
 	Name  string // the module's name
 	Title string
 	Value panelValue
+	// Groups, when the module offers them, replace Value: the facts in labelled groups,
+	// without internal ids.
+	Groups []module.PanelCard
+}
+
+// messageFactGrouper is a module that lays its part of a message out in labelled groups
+// for the page (the AS2 module).
+type messageFactGrouper interface {
+	MessageFactGroups(ctx context.Context, messageID int64) ([]module.PanelCard, bool, error)
 }
 
 // panelValue is one JSON value: an object (Fields), an array (Items) or a scalar (Text).
@@ -41,6 +52,16 @@ type panelField struct {
 func (s *Server) messagePanels(ctx context.Context, id int64) ([]protocolPanel, error) {
 	var out []protocolPanel
 	for _, name := range slices.Sorted(maps.Keys(s.panels)) {
+		if g, isGrouper := s.panels[name].(messageFactGrouper); isGrouper {
+			groups, ok, err := g.MessageFactGroups(ctx, id)
+			if err != nil {
+				return nil, fmt.Errorf("%s facts of message %d: %w", name, id, err)
+			}
+			if ok {
+				out = append(out, protocolPanel{Name: name, Title: strings.ToUpper(name), Groups: groups})
+			}
+			continue
+		}
 		p, ok, err := s.panels[name].MessagePanel(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("%s panel of message %d: %w", name, id, err)

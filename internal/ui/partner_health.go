@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"wharf/internal/alert"
 	"wharf/internal/persistence"
 )
 
@@ -21,7 +22,7 @@ type partnerHealth struct {
 
 // healthOf judges a partner's activity as of now: open problems first, then a certificate
 // near or past its expiry, then a partner nothing went to or came from yet.
-func healthOf(a persistence.PartnerActivity, now time.Time) partnerHealth {
+func healthOf(a persistence.PartnerActivity, now time.Time, zone *time.Location) partnerHealth {
 	h := partnerHealth{PartnerActivity: a, Tone: "success", Label: "ok"}
 	switch {
 	case a.Pause != nil:
@@ -29,9 +30,9 @@ func healthOf(a persistence.PartnerActivity, now time.Time) partnerHealth {
 	case a.Problems > 0:
 		h.Tone, h.Label = "danger", plural(a.Problems, "problem", "problems")
 	case !a.CertificateExpiry.IsZero() && !a.CertificateExpiry.After(now):
-		h.Tone, h.Label = "danger", "certificate expired "+displayDay(a.CertificateExpiry)
+		h.Tone, h.Label = "danger", "certificate expired "+displayDay(a.CertificateExpiry, zone)
 	case !a.CertificateExpiry.IsZero() && a.CertificateExpiry.Sub(now) < certificateWarning:
-		h.Tone, h.Label = "warning", "certificate expiring "+displayDay(a.CertificateExpiry)
+		h.Tone, h.Label = "warning", "certificate expiring "+displayDay(a.CertificateExpiry, zone)
 	case !a.Ever:
 		h.Tone, h.Label = "neutral", "no traffic yet"
 	}
@@ -63,7 +64,11 @@ type partnerOverview struct {
 	Problems     []persistence.Message
 	ProblemTotal int
 	Certificates []persistence.Certificate
-	Now          time.Time
+	// Alerts are the open alerts about the partner; AlertsShown is false in a build
+	// without the notifier module.
+	Alerts      []alert.Alert
+	AlertsShown bool
+	Now         time.Time
 	// Pause is the pause card (partner_pause.go).
 	Pause *pauseCard
 }
@@ -77,7 +82,7 @@ func (s *Server) partnerOverviewOf(ctx context.Context, partner persistence.Part
 	if err != nil {
 		return partnerOverview{}, err
 	}
-	o := partnerOverview{Health: healthOf(a, now), Rate24h: rate(a.Failed24h, a.Messages24h), Rate7d: rate(a.Failed7d, a.Messages7d),
+	o := partnerOverview{Health: healthOf(a, now, s.zone.location()), Rate24h: rate(a.Failed24h, a.Messages24h), Rate7d: rate(a.Failed7d, a.Messages7d),
 		RecentURL: "/ui/messages?" + url.Values{"partner": {string(partner)}}.Encode(), Now: now}
 	msgs, _, err := s.store.ListMessages(ctx, persistence.MessageFilter{Partner: partner, ListOptions: persistence.ListOptions{Limit: recentTraffic}})
 	if err != nil {
@@ -97,6 +102,9 @@ func (s *Server) partnerOverviewOf(ctx context.Context, partner persistence.Part
 	if o.Certificates, err = s.store.PartnerCertificates(ctx, partner); err != nil {
 		return o, err
 	}
+	if o.Alerts, o.AlertsShown, err = s.partnerAlerts(ctx, partner, o.Certificates); err != nil {
+		return o, err
+	}
 	return o, nil
 }
 
@@ -112,7 +120,7 @@ func (s *Server) partyHealth(ctx context.Context, p partyPages, list []persisten
 		if err != nil {
 			return nil, err
 		}
-		out[party.Name] = healthOf(a, now)
+		out[party.Name] = healthOf(a, now, s.zone.location())
 	}
 	return out, nil
 }

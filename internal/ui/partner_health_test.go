@@ -29,7 +29,7 @@ func TestHealthOf(t *testing.T) {
 		{"certificate expired", persistence.PartnerActivity{CertificateExpiry: now.AddDate(0, 0, -1)}, "danger", "certificate expired 2026-02-28"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if h := healthOf(tc.a, now); h.Tone != tc.tone || h.Label != tc.label {
+			if h := healthOf(tc.a, now, time.UTC); h.Tone != tc.tone || h.Label != tc.label {
 				t.Errorf("health = %s %q, want %s %q", h.Tone, h.Label, tc.tone, tc.label)
 			}
 		})

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -109,7 +110,18 @@ func wizardSteps(wz module.PartnerWizard, partner, current string) []wizardStep 
 
 // wizardStartPage is the first step, the "new partner" page.
 func (s *Server) wizardStartPage(w http.ResponseWriter, r *http.Request, wz module.PartnerWizard) {
-	s.renderWizard(w, r, http.StatusOK, wz, wizardPage{Step: "partner", Fields: wz.WizardFields()})
+	presets := wz.WizardPresets()
+	s.renderWizard(w, r, http.StatusOK, wz, wizardPage{Step: "partner", Fields: wz.WizardFields(), Presets: presets, Chosen: presets[0].Name})
+}
+
+// knownPreset reports whether name is one of the presets offered.
+func knownPreset(presets []module.WizardPreset, name string) bool {
+	for _, p := range presets {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) wizardCreatePage(w http.ResponseWriter, r *http.Request) {
@@ -124,13 +136,11 @@ func (s *Server) wizardCreatePage(w http.ResponseWriter, r *http.Request) {
 		badForm(w, err)
 		return
 	}
-	name, err := wz.WizardCreate(r.Context(), form, files)
-	if err != nil {
-		errs, isField := fieldMessages(err)
-		if !isField {
-			s.fail(w, r, err)
-			return
-		}
+	// The first page offers the preset too, so a partner from a profile file takes one
+	// submission to its connection check; a form without one goes to the preset step.
+	presets := wz.WizardPresets()
+	preset := form.Get("preset")
+	refuse := func(errs map[string]string) {
 		// Typed values are shown again; a browser never refills a file input.
 		for i, f := range fields {
 			if f.Kind != module.FieldFile {
@@ -139,13 +149,44 @@ func (s *Server) wizardCreatePage(w http.ResponseWriter, r *http.Request) {
 				errs[f.Name] = "Choose the file again: a refused form cannot keep it."
 			}
 		}
-		shown := append([]module.PanelField{{Name: "name"}, {Name: "display_name"}}, fields...)
+		shown := append([]module.PanelField{{Name: "name"}, {Name: "display_name"}, {Name: "preset"}}, fields...)
 		s.renderWizard(w, r, http.StatusUnprocessableEntity, wz, wizardPage{Step: "partner", Fields: fields,
-			Name: form.Get("name"), DisplayName: form.Get("display_name"), Errors: unplacedErrors(errs, shown)})
+			Name: form.Get("name"), DisplayName: form.Get("display_name"), Presets: presets, Chosen: preset,
+			Errors: unplacedErrors(errs, shown)})
+	}
+	if preset != "" && !knownPreset(presets, preset) {
+		refuse(map[string]string{"preset": "Choose one of the security presets shown."})
+		return
+	}
+	name, err := wz.WizardCreate(r.Context(), form, files)
+	if err != nil {
+		errs, isField := fieldMessages(err)
+		if !isField {
+			s.fail(w, r, err)
+			return
+		}
+		refuse(errs)
 		return
 	}
 	s.routesChanged(r)
-	http.Redirect(w, r, partnerPages.Path+"/"+string(name)+"/setup/security", http.StatusSeeOther)
+	next := partnerPages.Path + "/" + string(name) + "/setup/security"
+	if preset != "" {
+		if err := wz.WizardApplyPreset(r.Context(), name, preset); err != nil {
+			s.fail(w, r, fmt.Errorf("apply preset %s to %s: %w", preset, name, err))
+			return
+		}
+		next = wizardAfterPreset(wz, name)
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// wizardAfterPreset is the page after the preset: the first tool, else the partner's page.
+func wizardAfterPreset(wz module.PartnerWizard, partner persistence.PartyName) string {
+	next := partnerPages.Path + "/" + string(partner)
+	if tools := wz.WizardTools(); len(tools) > 0 {
+		next += "/setup/" + tools[0].Name
+	}
+	return next
 }
 
 // readWizardForm reads the first step's multipart form: its text values, and each file
@@ -224,11 +265,7 @@ func (s *Server) wizardApplyPresetPage(w http.ResponseWriter, r *http.Request) {
 			Presets: presets, Chosen: preset, Errors: unplacedErrors(errs, []module.PanelField{{Name: "preset"}})})
 		return
 	}
-	next := partnerPages.Path + "/" + string(party.Name)
-	if tools := wz.WizardTools(); len(tools) > 0 {
-		next += "/setup/" + tools[0].Name
-	}
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	http.Redirect(w, r, wizardAfterPreset(wz, party.Name), http.StatusSeeOther)
 }
 
 // wizardTool finds the tool step the path names, and the page after it.

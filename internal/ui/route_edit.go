@@ -46,16 +46,15 @@ func (s *Server) updateRoutePage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) renderRouteEdit(w http.ResponseWriter, r *http.Request, status int, f routeForm) {
-	sources, targets, err := s.instancesByRole(r.Context())
+	choices, err := s.routeChoicesFor(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	s.render(w, r, status, "route_edit", pageData{Title: "Edit route " + strconv.FormatInt(f.ID, 10), Data: struct {
-		Sources   []persistence.InstanceName
-		Targets   []persistence.InstanceName
+	s.render(w, r, status, "route_edit", pageData{Title: "Edit a route", Data: struct {
+		routeChoices
 		Form      routeForm
 		CSRFField string
 		CSRFToken string
-	}{sources, targets, f, session.CSRFField, sessionCSRFToken(r)}})
+	}{choices, f, session.CSRFField, sessionCSRFToken(r)}})
 }

@@ -95,19 +95,18 @@ func (s *Server) renderRoutes(w http.ResponseWriter, r *http.Request, status int
 		return
 	}
 	// The selects offer only instances that can stand on each side; records still checks.
-	sources, targets, err := s.instancesByRole(r.Context())
+	choices, err := s.routeChoicesFor(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	s.render(w, r, status, "routes", pageData{Title: "Routes", Data: struct {
-		Routes    []persistence.Route
-		Sources   []persistence.InstanceName
-		Targets   []persistence.InstanceName
+		Routes []persistence.Route
+		routeChoices
 		Form      routeForm
 		CSRFField string
 		CSRFToken string
-	}{routes, sources, targets, f, session.CSRFField, sessionCSRFToken(r)}})
+	}{routes, choices, f, session.CSRFField, sessionCSRFToken(r)}})
 }
 
 func (s *Server) createRoutePage(w http.ResponseWriter, r *http.Request) {

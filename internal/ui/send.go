@@ -79,12 +79,7 @@ func (s *Server) sendPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) renderSend(w http.ResponseWriter, r *http.Request, status int, f sendForm) {
 	ctx := r.Context()
-	orgs, _, err := s.store.ListParties(ctx, persistence.PartyOrganization, persistence.ListOptions{Limit: 1000})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	partners, _, err := s.store.ListParties(ctx, persistence.PartyPartner, persistence.ListOptions{Limit: 1000})
+	orgs, partners, err := s.partiesByKind(ctx)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
+	"time"
 
 	"wharf/internal/module"
 	"wharf/internal/persistence"
@@ -27,10 +29,34 @@ type verdictInput struct {
 	// Facts is the protocol module's reading (the AS2 receipt, a refusal); nil when no
 	// module had a part in the message.
 	Facts *module.MessageFacts
+	// Zone is the display_timezone setting's zone the verdict's times are shown in.
+	Zone *time.Location
 }
 
-// verdictOf builds the verdict from the message, its deliveries and its protocol facts.
+// verdictOf builds the verdict from the message, its deliveries and its protocol facts,
+// every moment in it in the display zone.
 func verdictOf(in verdictInput) verdict {
+	v := verdictText(in)
+	v.Text, v.Fix = zonedMoments(v.Text, in.Zone), zonedMoments(v.Fix, in.Zone)
+	return v
+}
+
+// rfc3339Moment is a moment a module wrote into a sentence.
+var rfc3339Moment = regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
+
+// zonedMoments shows each RFC 3339 moment of a module's sentence in the display zone.
+func zonedMoments(text string, zone *time.Location) string {
+	return rfc3339Moment.ReplaceAllStringFunc(text, func(m string) string {
+		t, err := time.Parse(time.RFC3339Nano, m)
+		if err != nil {
+			return m
+		}
+		return displayTime(t, zone)
+	})
+}
+
+// verdictText is the verdict as the message, its deliveries and its facts tell it.
+func verdictText(in verdictInput) verdict {
 	var f module.MessageFacts
 	if in.Facts != nil {
 		f = *in.Facts
@@ -61,11 +87,11 @@ func verdictOf(in verdictInput) verdict {
 		return verdict{Tone: "success", Text: text}
 	case persistence.StatusAwaitingReceipt:
 		if !f.AwaitingUntil.IsZero() {
-			return verdict{Tone: "info", Text: "Waiting for " + partner + "'s receipt until " + displayTime(f.AwaitingUntil)}
+			return verdict{Tone: "info", Text: "Waiting for " + partner + "'s receipt until " + displayTime(f.AwaitingUntil, in.Zone)}
 		}
 		for _, d := range in.Deliveries {
 			if d.State == persistence.DeliveryAwaitingAck && d.AckDeadline != nil {
-				return verdict{Tone: "info", Text: fmt.Sprintf("Waiting for %s to report completion until %s", d.Target, displayTime(*d.AckDeadline))}
+				return verdict{Tone: "info", Text: fmt.Sprintf("Waiting for %s to report completion until %s", d.Target, displayTime(*d.AckDeadline, in.Zone))}
 			}
 		}
 		return verdict{Tone: "info", Text: "Waiting for a receipt"}
@@ -78,7 +104,7 @@ func verdictOf(in verdictInput) verdict {
 			if d.State == persistence.DeliveryRetrying {
 				text += ": " + orText(f.Problem, d.LastError)
 				if d.NextAttemptAt != nil {
-					text += "; next attempt " + displayTime(*d.NextAttemptAt)
+					text += "; next attempt " + displayTime(*d.NextAttemptAt, in.Zone)
 				}
 				break
 			}

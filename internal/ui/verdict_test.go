@@ -25,6 +25,10 @@ func TestVerdictOf(t *testing.T) {
 	awaitingAck := dl("erp", persistence.DeliveryAwaitingAck, "")
 	awaitingAck.AckDeadline = &at
 	out := persistence.DirectionOutbound
+	kolkata, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		in   verdictInput
@@ -55,6 +59,14 @@ func TestVerdictOf(t *testing.T) {
 		{"waiting for a completion report", verdictInput{Message: msg(persistence.StatusAwaitingReceipt),
 			Deliveries: []persistence.Delivery{awaitingAck}},
 			verdict{Tone: "info", Text: "Waiting for erp to report completion until 2026-03-01 10:30:00 UTC"}},
+		{"waiting, in the display zone", verdictInput{Message: msg(persistence.StatusAwaitingReceipt), Direction: out, Partner: "ACME",
+			Facts: &module.MessageFacts{AwaitingUntil: at}, Zone: kolkata},
+			verdict{Tone: "info", Text: "Waiting for ACME's receipt until 2026-03-01 16:00:00 IST"}},
+		{"a module's moment, in the display zone", verdictInput{Message: msg(persistence.StatusError), Direction: out, Partner: "ACME",
+			Facts: &module.MessageFacts{RefusedByPartner: true, Problem: "do they have our certificate CN=us, expiring 2027-01-01T00:00:00Z?",
+				Fix: "Send it before 2027-01-01T00:00:00Z."}, Zone: kolkata},
+			verdict{Tone: "danger", Text: "Refused by ACME: do they have our certificate CN=us, expiring 2027-01-01 05:30:00 IST?",
+				Fix: "Send it before 2027-01-01 05:30:00 IST."}},
 		{"held", verdictInput{Message: msg(persistence.StatusHeld)},
 			verdict{Tone: "warning", Text: "Held: an earlier message of its session failed",
 				Fix: "Redeliver or settle the earlier message of the session; this one goes out after it."}},

@@ -112,10 +112,16 @@ func (rt *Runtime) ourDetails(ctx context.Context, org persistence.PartyName) (o
 		return ourDetails{}, err
 	}
 	def := profile.NewRemote()
+	// The seeded display name is every fresh installation's; the partner's page would
+	// show all its partners alike by it, so the file leaves it out.
+	displayName := party.DisplayName
+	if displayName == persistence.SeedOrganizationDisplayName {
+		displayName = ""
+	}
 	d.File = profile.PartnerFile{
 		Format:      profile.PartnerFileFormat,
 		Name:        string(org),
-		DisplayName: party.DisplayName,
+		DisplayName: displayName,
 		AS2ID:       l.AS2ID,
 		EndpointURL: d.Addresses.Endpoint,
 		AsyncMDNURL: d.Addresses.MDN,

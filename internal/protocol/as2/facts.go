@@ -152,7 +152,8 @@ func (rt *Runtime) certificateFor(ctx context.Context, r sender.OutboundRecord) 
 	return out, nil
 }
 
-// certificateName is a certificate's subject and expiry; empty for none.
+// certificateName is a certificate's subject and expiry; empty for none. The expiry is
+// RFC 3339, which the message page shows in its display zone (module.MessageFacts).
 func (rt *Runtime) certificateName(ctx context.Context, id int64) (string, error) {
 	if id == 0 {
 		return "", nil
@@ -164,5 +165,5 @@ func (rt *Runtime) certificateName(ctx context.Context, id int64) (string, error
 	if err != nil {
 		return "", fmt.Errorf("certificate %d: %w", id, err)
 	}
-	return c.Subject + ", expiring " + c.NotAfter.UTC().Format(time.DateOnly), nil
+	return c.Subject + ", expiring " + c.NotAfter.UTC().Format(time.RFC3339), nil
 }

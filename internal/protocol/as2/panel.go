@@ -42,13 +42,13 @@ func (rt *Runtime) PartyPanel(ctx context.Context, kind persistence.PartyKind, n
 		l, err := rt.profiles.GetLocal(ctx, name)
 		switch {
 		case isNotFound(err):
-			p.Fields = profile.CertificateSelects(profile.LocalFields(profile.NewLocal()), choices)
+			p.Fields = offerNewKey(profile.CertificateSelects(profile.LocalFields(profile.NewLocal()), choices), choices, true)
 			return p, true, nil
 		case err != nil:
 			return module.PartyPanel{}, false, err
 		}
 		p.Exists = true
-		p.Fields = profile.CertificateSelects(profile.LocalFields(l), choices)
+		p.Fields = offerNewKey(profile.CertificateSelects(profile.LocalFields(l), choices), choices, false)
 		p.Details = []module.PanelDetail{
 			{Label: "AS2 id", Value: string(l.AS2ID)},
 			{Label: "Signing certificate", Value: names.name(l.SigningCertificateID)},
@@ -106,7 +106,7 @@ func (rt *Runtime) SavePartyPanel(ctx context.Context, kind persistence.PartyKin
 	var err error
 	switch kind {
 	case persistence.PartyOrganization:
-		_, err = rt.profiles.SaveLocalForm(ctx, name, form)
+		err = rt.saveLocalPanel(ctx, name, form)
 	case persistence.PartyPartner:
 		_, err = rt.profiles.SaveRemoteForm(ctx, name, form)
 	default:

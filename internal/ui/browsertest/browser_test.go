@@ -445,8 +445,8 @@ func stepCreateRoute(t *testing.T, b *browser) {
 	b.open(t, "/ui/routes")
 	b.do(t, "fill in the route",
 		chromedp.SetValue(chromedp.CSS("#source"), "file_poller_default"),
-		chromedp.Clear(chromedp.CSS("#from")), chromedp.SendKeys(chromedp.CSS("#from"), "local"),
-		chromedp.Clear(chromedp.CSS("#to")), chromedp.SendKeys(chromedp.CSS("#to"), "b"),
+		chromedp.SetValue(chromedp.CSS("#from"), "local"),
+		chromedp.SetValue(chromedp.CSS("#to"), "b"),
 		chromedp.SetValue(chromedp.CSS("#target"), "file_writer_default"),
 	)
 	b.submit(t, "form[action='/ui/routes'] button[type=submit]", ".flash-success")

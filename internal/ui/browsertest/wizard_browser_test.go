@@ -56,10 +56,14 @@ func TestBrowserPartnerWizard(t *testing.T) {
 	b.open(t, "/ui/partners/new")
 	b.shootBoth(t, "wizard-1-partner")
 	b.do(t, "choose the profile file", chromedp.SetUploadFiles(chromedp.CSS("#f-profile_file"), []string{profileFile}))
-	b.submit(t, "main form button[type=submit]", "#p-wharf")
-	if loc := b.location(t); loc != "/ui/partners/wharf-b/setup/security" {
+	b.submit(t, "main form button[type=submit]", ".wizard-next")
+	// The first page's preset (the default, kept) is applied: the wizard goes on to the
+	// connection check, and the preset step stays in the list for a change of mind.
+	if loc := b.location(t); loc != "/ui/partners/wharf-b/setup/check" {
 		t.Fatalf("after the first step the browser is at %s:\n%s", loc, b.mainText(t))
 	}
+	b.do(t, "back to the preset", chromedp.Click(chromedp.CSS(".wizard-steps a[href$='/setup/security']")),
+		chromedp.WaitVisible(chromedp.CSS("#p-openas2-sets summary")))
 	b.do(t, "open what OpenAS2 sets", chromedp.Click(chromedp.CSS("#p-openas2-sets summary")))
 	b.shootBoth(t, "wizard-2-security")
 	b.submit(t, "main form button[type=submit]", "main form button[type=submit]")

@@ -110,6 +110,30 @@ func download(t *testing.T, c *client, name, wantType string) []byte {
 	return []byte(r.body)
 }
 
+// wantSignedReceipt requires message id delivered over AS2 once, with a signed receipt
+// whose MIC matched, as REST tells it.
+func (h *harness) wantSignedReceipt(t *testing.T, id string) {
+	t.Helper()
+	var msg struct {
+		Status    string `json:"status"`
+		Protocols struct {
+			AS2 struct {
+				Outbound []struct {
+					MDN *struct {
+						Signed     bool `json:"signed"`
+						MICMatched bool `json:"mic_matched"`
+					} `json:"mdn"`
+				} `json:"outbound"`
+			} `json:"as2"`
+		} `json:"protocols"`
+	}
+	h.mustJSON("GET", "/api/v1/messages/"+id, nil, &msg)
+	out := msg.Protocols.AS2.Outbound
+	if msg.Status != "delivered" || len(out) != 1 || out[0].MDN == nil || !out[0].MDN.Signed || !out[0].MDN.MICMatched {
+		t.Errorf("test message %s: %+v", id, msg)
+	}
+}
+
 var progressRE = regexp.MustCompile(`/setup/test-message\?message=(\d+)`)
 
 // TestPartnerWizard makes two gateways partners of each other through the UI alone
@@ -194,24 +218,7 @@ func TestPartnerWizard(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			var msg struct {
-				Status    string `json:"status"`
-				Protocols struct {
-					AS2 struct {
-						Outbound []struct {
-							MDN *struct {
-								Signed     bool `json:"signed"`
-								MICMatched bool `json:"mic_matched"`
-							} `json:"mdn"`
-						} `json:"outbound"`
-					} `json:"as2"`
-				} `json:"protocols"`
-			}
-			a.mustJSON("GET", "/api/v1/messages/"+m[1], nil, &msg)
-			out := msg.Protocols.AS2.Outbound
-			if msg.Status != "delivered" || len(out) != 1 || out[0].MDN == nil || !out[0].MDN.Signed || !out[0].MDN.MICMatched {
-				t.Errorf("test message: %+v", msg)
-			}
+			a.wantSignedReceipt(t, m[1])
 
 			// The full profile form stays for later edits, in parts, the advanced one folded.
 			form := ca.get(t, "/ui/partners/wharf-b/panels/as2/edit").body
@@ -251,6 +258,8 @@ func TestPartnerWizardRefusals(t *testing.T) {
 		{"a private key as certificate", map[string]string{"as2_id": "ACME", "endpoint_url": "https://acme.example/as2",
 			"certificate_pem": "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"}, nil,
 			[]string{"f-certificate-error"}, []string{`value="ACME"`}},
+		{"a preset not offered", map[string]string{"as2_id": "ACME", "endpoint_url": "https://acme.example/as2", "preset": "bogus"}, nil,
+			[]string{"f-preset-error"}, []string{`value="ACME"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

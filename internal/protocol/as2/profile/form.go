@@ -244,23 +244,7 @@ func splitList(s string) []string {
 // SaveLocalForm creates or replaces org's local profile from the UI's form: the form's
 // fields onto the stored profile (the defaults for a new one), checked like REST.
 func (s *Store) SaveLocalForm(ctx context.Context, org persistence.PartyName, form url.Values) (Local, error) {
-	l, err := s.GetLocal(ctx, org)
-	creating := errors.Is(err, persistence.ErrNotFound)
-	switch {
-	case creating:
-		l = NewLocal()
-	case err != nil:
-		return Local{}, err
-	}
-	raw, formErr := formJSON(localForm, form)
-	if raw == nil {
-		return Local{}, formErr
-	}
-	_, err = decodeProfileJSON(raw, &l, "organization", nil)
-	l.Organization = org
-	if formErr != nil {
-		return Local{}, refuseForm(formErr, err, l.Validate)
-	}
+	l, creating, err := s.localFromForm(ctx, org, form)
 	if err != nil {
 		return Local{}, err
 	}
@@ -268,6 +252,44 @@ func (s *Store) SaveLocalForm(ctx context.Context, org persistence.PartyName, fo
 		return s.CreateLocal(ctx, l)
 	}
 	return s.UpdateLocal(ctx, l)
+}
+
+// CheckLocalForm refuses the form as SaveLocalForm would, writing nothing.
+func (s *Store) CheckLocalForm(ctx context.Context, org persistence.PartyName, form url.Values) error {
+	l, creating, err := s.localFromForm(ctx, org, form)
+	if err != nil {
+		return err
+	}
+	if err := s.prepareLocal(ctx, l); err != nil {
+		return err
+	}
+	return s.sql.Read(ctx, func(tx module.Tx) error { return checkLocalConflicts(ctx, tx, l, creating) })
+}
+
+// localFromForm is org's local profile as the form makes it, checked; creating tells
+// that none is stored yet.
+func (s *Store) localFromForm(ctx context.Context, org persistence.PartyName, form url.Values) (Local, bool, error) {
+	l, err := s.GetLocal(ctx, org)
+	creating := errors.Is(err, persistence.ErrNotFound)
+	switch {
+	case creating:
+		l = NewLocal()
+	case err != nil:
+		return Local{}, false, err
+	}
+	raw, formErr := formJSON(localForm, form)
+	if raw == nil {
+		return Local{}, false, formErr
+	}
+	_, err = decodeProfileJSON(raw, &l, "organization", nil)
+	l.Organization = org
+	if formErr != nil {
+		return Local{}, false, refuseForm(formErr, err, l.Validate)
+	}
+	if err != nil {
+		return Local{}, false, err
+	}
+	return l, creating, nil
 }
 
 // SaveRemoteForm creates or replaces partner's remote profile from the UI's form, as
