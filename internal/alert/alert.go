@@ -71,6 +71,9 @@ const (
 	// SessionBlocked is an ordered session stopped by a failed delivery; it resolves when
 	// the session unblocks.
 	SessionBlocked Code = "session_blocked"
+	// EventWebhookDisabled is an event-webhook subscription disabled after failing for its
+	// disable_after; it resolves when an operator enables it again.
+	EventWebhookDisabled Code = "event_webhook_disabled"
 )
 
 // CodeInfo is one row of the code table.
@@ -96,6 +99,7 @@ var Codes = []CodeInfo{
 	{MDNUndeliverable, "Asynchronous MDN undeliverable", SeverityCritical},
 	{AlertsHeld, "Alerts held by the rate limit", SeverityWarning},
 	{SessionBlocked, "Ordered session blocked", SeverityCritical},
+	{EventWebhookDisabled, "Event webhook disabled", SeverityWarning},
 }
 
 // ParseCode parses an alert code.
