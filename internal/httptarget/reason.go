@@ -29,4 +29,3 @@ func TransportReason(err error) string {
 	}
 	return "transport: the request failed"
 }
-
