@@ -3,6 +3,7 @@ package eventhook
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -40,6 +41,12 @@ func (a *alerts) list() []alert.Alert {
 	return append([]alert.Alert(nil), a.got...)
 }
 
+// signed is a request the endpoint received.
+type signed struct {
+	header http.Header
+	body   []byte
+}
+
 type bundle struct {
 	t      *testing.T
 	store  *db.Store
@@ -48,6 +55,7 @@ type bundle struct {
 	alerts *alerts
 	status atomic.Int32 // what the endpoint answers
 	hits   atomic.Int32
+	reqs   chan signed // every request, when set
 	url    string
 	mu     sync.Mutex
 	clock  time.Time
@@ -70,8 +78,12 @@ func forEach(t *testing.T, fn func(t *testing.T, b *bundle)) {
 func newBundle(t *testing.T, s *db.Store) *bundle {
 	b := &bundle{t: t, store: s, alerts: &alerts{}, clock: time.Now().UTC()}
 	b.status.Store(http.StatusNoContent)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.hits.Add(1)
+		if b.reqs != nil {
+			body, _ := io.ReadAll(r.Body)
+			b.reqs <- signed{header: r.Header.Clone(), body: body}
+		}
 		w.WriteHeader(int(b.status.Load()))
 	}))
 	t.Cleanup(srv.Close)
