@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"wharf/internal/events"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 )
@@ -117,11 +118,11 @@ func (rt *Runtime) deliveriesAPI(r *http.Request) (int, any, error) {
 	}
 	state := r.URL.Query().Get("state")
 	if state != "" {
-		if _, err := ParseState(state); err != nil {
+		if _, err := events.ParseWebhookState(state); err != nil {
 			return 0, nil, fieldErr("state", err.Error())
 		}
 	}
-	items, total, err := rt.Deliveries(r.Context(), name, State(state), limit, offset)
+	items, total, err := rt.Deliveries(r.Context(), name, events.WebhookState(state), limit, offset)
 	if err != nil {
 		return 0, nil, err
 	}

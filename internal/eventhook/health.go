@@ -9,19 +9,13 @@ import (
 
 	"wharf/internal/alert"
 	"wharf/internal/audit"
+	"wharf/internal/events"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 )
 
-// Health is where a subscription's endpoint stands.
-type Health struct {
-	FailingSince  *time.Time `json:"failing_since"`
-	LastSuccessAt *time.Time `json:"last_success_at"`
-	DisabledAt    *time.Time `json:"disabled_at"`
-}
-
-func (rt *Runtime) health(ctx context.Context, name string) (Health, error) {
-	var h Health
+func (rt *Runtime) health(ctx context.Context, name string) (events.WebhookHealth, error) {
+	var h events.WebhookHealth
 	err := rt.db.Read(ctx, func(tx module.Tx) error {
 		var err error
 		h, err = readHealth(ctx, tx, name)
@@ -30,17 +24,17 @@ func (rt *Runtime) health(ctx context.Context, name string) (Health, error) {
 	return h, err
 }
 
-func readHealth(ctx context.Context, tx module.Tx, name string) (Health, error) {
+func readHealth(ctx context.Context, tx module.Tx, name string) (events.WebhookHealth, error) {
 	var failing, success, disabled time.Time
 	err := tx.QueryRow(ctx, `SELECT failing_since, last_success_at, disabled_at FROM event_webhook_health WHERE instance = ?`, name).
 		Scan(tx.ScanTime(&failing), tx.ScanTime(&success), tx.ScanTime(&disabled))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Health{}, nil
+		return events.WebhookHealth{}, nil
 	}
 	if err != nil {
-		return Health{}, fmt.Errorf("read the health of event webhook %s: %w", name, err)
+		return events.WebhookHealth{}, fmt.Errorf("read the health of event webhook %s: %w", name, err)
 	}
-	return Health{FailingSince: timePtr(failing), LastSuccessAt: timePtr(success), DisabledAt: timePtr(disabled)}, nil
+	return events.WebhookHealth{FailingSince: timePtr(failing), LastSuccessAt: timePtr(success), DisabledAt: timePtr(disabled)}, nil
 }
 
 func timePtr(t time.Time) *time.Time {

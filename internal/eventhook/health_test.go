@@ -16,6 +16,7 @@ import (
 	"wharf/internal/alert"
 	"wharf/internal/bus/bustest"
 	"wharf/internal/delivery"
+	"wharf/internal/events"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
@@ -154,7 +155,7 @@ func (b *bundle) waitFor(what string, cond func() bool) {
 	}
 }
 
-func (b *bundle) health(name string) Health {
+func (b *bundle) health(name string) events.WebhookHealth {
 	b.t.Helper()
 	h, err := b.rt.health(context.Background(), name)
 	if err != nil {
@@ -201,7 +202,7 @@ func TestFailingEndpointIsDisabledAndEnabledAgain(t *testing.T) {
 		if err != nil || len(claims) != 0 {
 			t.Fatalf("claims of a disabled subscription = %+v, %v", claims, err)
 		}
-		queued, _, err := b.rt.Deliveries(ctx, "hooks", StateQueued, 10, 0)
+		queued, _, err := b.rt.Deliveries(ctx, "hooks", events.WebhookQueued, 10, 0)
 		if err != nil || len(queued) != 1 || queued[0].ID != second {
 			t.Fatalf("queued rows = %+v, %v; want the second test", queued, err)
 		}
@@ -213,7 +214,7 @@ func TestFailingEndpointIsDisabledAndEnabledAgain(t *testing.T) {
 			t.Fatalf("Enable = %v, %v", changed, err)
 		}
 		b.waitFor("both rows delivered", func() bool {
-			d, _, err := b.rt.Deliveries(ctx, "hooks", StateDelivered, 10, 0)
+			d, _, err := b.rt.Deliveries(ctx, "hooks", events.WebhookDelivered, 10, 0)
 			return err == nil && len(d) == 2 && (d[0].ID == second || d[1].ID == second) && (d[0].ID == first || d[1].ID == first)
 		})
 		h := b.health("hooks")

@@ -116,23 +116,13 @@ type testData struct {
 	Instance persistence.InstanceName `json:"instance"`
 }
 
-// Summary is a subscription as the list shows it: its presented config (no write-only
-// field) and its health.
-type Summary struct {
-	Name    persistence.InstanceName `json:"name"`
-	Enabled bool                     `json:"enabled"`
-	Events  []events.Pattern         `json:"events"`
-	Party   persistence.PartyName    `json:"party,omitempty"`
-	Health  Health                   `json:"health"`
-}
-
 // List returns every subscription, by name, with its health.
-func (rt *Runtime) List(ctx context.Context) ([]Summary, error) {
+func (rt *Runtime) List(ctx context.Context) ([]events.Subscription, error) {
 	recs, err := rt.core.Store.ListPluginConfigs(ctx, persistence.PluginEventWebhook)
 	if err != nil {
 		return nil, fmt.Errorf("list event webhooks: %w", err)
 	}
-	out := make([]Summary, 0, len(recs))
+	out := make([]events.Subscription, 0, len(recs))
 	for _, r := range recs {
 		var c Config
 		if err := json.Unmarshal(r.Config, &c); err != nil {
@@ -142,9 +132,9 @@ func (rt *Runtime) List(ctx context.Context) ([]Summary, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Summary{Name: r.Name, Enabled: r.Enabled, Events: c.Events, Party: c.Party, Health: h})
+		out = append(out, events.Subscription{Name: r.Name, Enabled: r.Enabled, Events: c.Events, Party: c.Party, Health: h})
 	}
-	slices.SortFunc(out, func(a, b Summary) int { return compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b events.Subscription) int { return compare(a.Name, b.Name) })
 	return out, nil
 }
 
