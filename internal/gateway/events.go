@@ -2,8 +2,11 @@ package gateway
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"wharf/internal/events"
+	"wharf/internal/ui"
 )
 
 // eventStream builds the REST event stream, woken by the history announcements on the
@@ -18,4 +21,15 @@ func (g *Gateway) eventStream() (s *events.Stream, closeStream func(), err error
 		unsub()
 		s.Close()
 	}, nil
+}
+
+// eventWebhooks is the module runtime that serves the web UI's Event webhooks pages; nil
+// in a build without it.
+func (g *Gateway) eventWebhooks() ui.EventWebhooks {
+	for _, name := range slices.Sorted(maps.Keys(g.Runtimes)) {
+		if w, ok := g.Runtimes[name].(ui.EventWebhooks); ok {
+			return w
+		}
+	}
+	return nil
 }

@@ -256,7 +256,7 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 		Ingest: g.Dispatcher, SettingsChanged: ops{g}.SettingsChanged, PublicURL: baseURL,
 		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels(),
 		PartyPanels: g.partyPanels(), Indexes: g.messageIndexes(), Facters: g.messageFacters(), OIDC: g.OIDC,
-		Notifications: g.Notifications, NotificationEvents: busSignals{bus: g.Bus, log: log},
+		Notifications: g.Notifications, NotificationEvents: busSignals{bus: g.Bus, log: log}, EventWebhooks: g.eventWebhooks(),
 		Storage: g})
 	if err != nil {
 		return nil, err
