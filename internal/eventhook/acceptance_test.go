@@ -105,7 +105,7 @@ func (f *flakyTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // history row as one acknowledged event, none twice, none missing — in a run where the
 // in-house target and the receiver each fail first attempts (retries) and the gateway
 // restarts in the middle. A second subscription with a party filter sees only its
-// party's message events. SQLite and PostgreSQL.
+// party's message events. SQLite, and PostgreSQL with a second process working beside.
 func TestEventWebhookAcceptance(t *testing.T) {
 	for name, url := range dbtest.URLs() {
 		t.Run(name, func(t *testing.T) { runAcceptance(t, dbtest.ResolveURL(t, url)) })
@@ -143,6 +143,12 @@ func runAcceptance(t *testing.T, dbURL string) {
 	call(t, first, "POST", "/api/v1/routes", map[string]any{"source": "file_poller_default", "from": "*", "to": "local", "target": "erp"}, nil)
 	subscribe(t, first, all, allSrv.URL+"/events", map[string]any{"name": "all_events", "events": []string{"*"}})
 	subscribe(t, first, acme, acmeSrv.URL+"/events", map[string]any{"name": "acme_messages", "events": []string{"message.*"}, "party": "acme"})
+
+	if dbURL != "" {
+		// On PostgreSQL a second process of the installation runs the outbox and the
+		// subscriptions too, throughout: the cursor's lock and the claims share the work.
+		gatewaytest.Start(t, gatewaytest.Options{Peer: first, Settings: settings})
+	}
 
 	const canary = "CANARY-7f3a"
 	var ids []int64
