@@ -70,14 +70,8 @@ func (c *Config) SecretDestination() string { return c.URL }
 // URL or a secret.
 func (c *Config) Validate() error {
 	var errs persistence.FieldErrors
-	if err := delivery.CheckTargetOptions(c.TargetOptions); !errs.Merge(err) {
+	if err := httptarget.CheckSender(&errs, c.TargetOptions, c.URL, c.Timeout, "an event webhook", "secret"); err != nil {
 		return err
-	}
-	if c.AwaitCompletion != 0 {
-		return &persistence.FieldError{Field: "await_completion", Message: "an event webhook does not wait for completion reports; leave it empty"}
-	}
-	if err := httptarget.CheckURL(c.URL, "secret"); err != nil {
-		errs.Add("url", err.Error())
 	}
 	checkSecret(&errs, "secret", c.Secret, true)
 	checkSecret(&errs, "previous_secret", c.PreviousSecret, false)
@@ -99,9 +93,6 @@ func (c *Config) Validate() error {
 	}
 	if d := time.Duration(c.DisableAfter); d < MinDisableAfter || d > MaxDisableAfter {
 		errs.Add("disable_after", fmt.Sprintf("must be between %s and %s", MinDisableAfter, MaxDisableAfter))
-	}
-	if c.Timeout <= 0 || time.Duration(c.Timeout) > 5*time.Minute {
-		errs.Add("timeout", "must be between 1ms and 5m")
 	}
 	return errs.Err()
 }

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"slices"
 	"time"
 
 	"wharf/internal/bus"
@@ -201,12 +200,7 @@ func (rt *Runtime) subscriptions(ctx context.Context) ([]subscription, error) {
 
 // wakeInstances tells the instances' workers that rows are due.
 func (rt *Runtime) wakeInstances(names []string) {
-	if rt.core.Bus == nil {
-		return
-	}
-	for _, n := range slices.Compact(slices.Sorted(slices.Values(names))) {
-		_ = rt.core.Bus.Publish(bus.WakeupSubject(persistence.InstanceName(n)), nil)
-	}
+	bus.WakeTargets(rt.core.Bus, names)
 }
 
 func runtimeOf(env module.Env) (*Runtime, error) {

@@ -350,12 +350,7 @@ func (rt *Runtime) Retain(ctx context.Context) (int64, error) {
 
 // wake tells the instances' workers that rows are due.
 func (rt *Runtime) wake(names []string) {
-	if rt.core.Bus == nil {
-		return
-	}
-	for _, n := range slices.Compact(slices.Sorted(slices.Values(names))) {
-		_ = rt.core.Bus.Publish(bus.WakeupSubject(persistence.InstanceName(n)), nil)
-	}
+	bus.WakeTargets(rt.core.Bus, names)
 }
 
 // announce publishes changed rows for live pages; lossy like every bus event.
