@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"wharf/internal/alert"
+	"wharf/internal/alert/alerttest"
 	"wharf/internal/bus/bustest"
 	"wharf/internal/delivery"
 	"wharf/internal/events"
@@ -23,24 +24,6 @@ import (
 	"wharf/internal/persistence/db/dbtest"
 	"wharf/internal/secret"
 )
-
-// alerts keeps what the runtime raised.
-type alerts struct {
-	mu  sync.Mutex
-	got []alert.Alert
-}
-
-func (a *alerts) Raise(x alert.Alert) {
-	a.mu.Lock()
-	a.got = append(a.got, x)
-	a.mu.Unlock()
-}
-
-func (a *alerts) list() []alert.Alert {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]alert.Alert(nil), a.got...)
-}
 
 // signed is a request the endpoint received.
 type signed struct {
@@ -53,7 +36,7 @@ type bundle struct {
 	store  *db.Store
 	rt     *Runtime
 	engine *delivery.Engine
-	alerts *alerts
+	alerts *alerttest.Recorder
 	status atomic.Int32 // what the endpoint answers
 	hits   atomic.Int32
 	reqs   chan signed // every request, when set
@@ -77,7 +60,7 @@ func forEach(t *testing.T, fn func(t *testing.T, b *bundle)) {
 }
 
 func newBundle(t *testing.T, s *db.Store) *bundle {
-	b := &bundle{t: t, store: s, alerts: &alerts{}, clock: time.Now().UTC()}
+	b := &bundle{t: t, store: s, alerts: &alerttest.Recorder{}, clock: time.Now().UTC()}
 	b.status.Store(http.StatusNoContent)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.hits.Add(1)
@@ -189,7 +172,7 @@ func TestFailingEndpointIsDisabledAndEnabledAgain(t *testing.T) {
 		// Past the hour: disabled, one alert, nothing claimed any more.
 		b.advance(2 * time.Minute)
 		b.waitFor("disabled", func() bool { return b.health("hooks").DisabledAt != nil })
-		got := b.alerts.list()
+		got := b.alerts.Alerts()
 		if len(got) != 1 || got[0].Code != alert.EventWebhookDisabled || got[0].Subject.Name != "hooks" || got[0].Resolves {
 			t.Fatalf("alerts = %+v, want one event_webhook_disabled for hooks", got)
 		}
@@ -221,7 +204,7 @@ func TestFailingEndpointIsDisabledAndEnabledAgain(t *testing.T) {
 		if h.DisabledAt != nil || h.FailingSince != nil || h.LastSuccessAt == nil {
 			t.Fatalf("health after enabling = %+v", h)
 		}
-		got = b.alerts.list()
+		got = b.alerts.Alerts()
 		if len(got) != 2 || !got[1].Resolves || got[1].Code != alert.EventWebhookDisabled {
 			t.Fatalf("alerts = %+v, want the resolution last", got)
 		}
