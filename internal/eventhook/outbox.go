@@ -38,6 +38,9 @@ func (rt *Runtime) Pass(ctx context.Context) (more bool, err error) {
 			return err
 		}
 		take, since := events.Contiguous(last, rows, gapSince, now, OutboxGrace)
+		if len(take) == 0 && since.Equal(gapSince) {
+			return nil // nothing to move: an idle pass writes nothing
+		}
 		for _, r := range take {
 			e := events.FromRow(r)
 			var body []byte
