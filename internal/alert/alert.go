@@ -74,6 +74,9 @@ const (
 	// PartnerPaused is a partner that sending to stopped, after a refusal it would repeat
 	// for every message or by an operator's hand; it resolves when the partner resumes.
 	PartnerPaused Code = "partner_paused"
+	// EventWebhookDisabled is an event-webhook subscription disabled after failing for its
+	// disable_after; it resolves when an operator enables it again.
+	EventWebhookDisabled Code = "event_webhook_disabled"
 )
 
 // CodeInfo is one row of the code table.
@@ -100,6 +103,7 @@ var Codes = []CodeInfo{
 	{AlertsHeld, "Alerts held by the rate limit", SeverityWarning},
 	{SessionBlocked, "Ordered session blocked", SeverityCritical},
 	{PartnerPaused, "Sending to a partner paused", SeverityCritical},
+	{EventWebhookDisabled, "Event webhook disabled", SeverityWarning},
 }
 
 // ParseCode parses an alert code.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"wharf/internal/auth/oidc"
+	"wharf/internal/events"
 	"wharf/internal/httproute"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
@@ -90,6 +91,8 @@ type Deps struct {
 	Health Health
 	// Storage reports and tests the payload storage; nil answers 503 on its routes.
 	Storage Storage
+	// Events serves GET /api/v1/events; nil answers 503.
+	Events *events.Stream
 }
 
 // Server serves the REST API.
@@ -107,6 +110,8 @@ type Server struct {
 	oidc     *oidc.Manager
 	ready    Health // Deps.Health
 	storage  Storage
+	// eventStream is Deps.Events.
+	eventStream *events.Stream
 }
 
 // New builds the server. A nil Logger discards. A module fragment that does not merge
@@ -140,6 +145,8 @@ func New(d Deps) *Server {
 		oidc:     d.OIDC,
 		ready:    d.Health,
 		storage:  d.Storage,
+
+		eventStream: d.Events,
 	}
 }
 

@@ -39,6 +39,7 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/readyz", public: true, handle: probe.Readyz(s.ready)},
 		{method: "GET", path: "/api/v1/openapi.yaml", public: true, handle: s.openAPI},
 		{method: "GET", path: "/api/v1/health", handle: s.health},
+		{method: "GET", path: "/api/v1/events", handle: s.events},
 
 		{method: "GET", path: "/api/v1/organizations", handle: s.listParties(organizations)},
 		{method: "POST", path: "/api/v1/organizations", body: bodyJSON, handle: s.createParty(organizations)},

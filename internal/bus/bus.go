@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -36,6 +37,22 @@ const AllMessageEventsSubject = "message.*"
 // WakeupSubject is where dispatch and the sweep tell a target's workers to look for due
 // deliveries. Instance names hold no '.', '*' or '>', so each is a single subject token.
 func WakeupSubject(target persistence.InstanceName) string { return "delivery." + string(target) }
+
+// Publisher is the part of a bus that wakes workers.
+type Publisher interface {
+	Publish(subject string, data []byte) error
+}
+
+// WakeTargets publishes one wake-up per named target instance, each once, for modules
+// whose own queues the engine's workers claim; a nil bus wakes nobody (the workers poll).
+func WakeTargets(p Publisher, names []string) {
+	if p == nil {
+		return
+	}
+	for _, n := range slices.Compact(slices.Sorted(slices.Values(names))) {
+		_ = p.Publish(WakeupSubject(persistence.InstanceName(n)), nil)
+	}
+}
 
 // MessageEventSubject carries the history of one message as it is committed.
 func MessageEventSubject(messageID int64) string {

@@ -256,7 +256,7 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 		Ingest: g.Dispatcher, SettingsChanged: ops{g}.SettingsChanged, PublicURL: baseURL,
 		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels(),
 		PartyPanels: g.partyPanels(), Indexes: g.messageIndexes(), Facters: g.messageFacters(), OIDC: g.OIDC,
-		Notifications: g.Notifications, NotificationEvents: busSignals{bus: g.Bus, log: log},
+		Notifications: g.Notifications, NotificationEvents: busSignals{bus: g.Bus, log: log}, EventWebhooks: g.eventWebhooks(),
 		Storage: g})
 	if err != nil {
 		return nil, err
@@ -379,7 +379,12 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.Certs.Start(ctx); err != nil {
 		return err
 	}
+	stream, closeStream, err := g.eventStream()
+	if err != nil {
+		return err
+	}
 	srv := api.New(api.Deps{
+		Events:   stream,
 		Store:    g.Store,
 		Payloads: g.Blobs,
 		Ingest:   g.Dispatcher,
@@ -398,6 +403,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	mux.Handle("/", srv.Handler())
 	mux.Handle("GET /metrics", g.Metrics.Handler(g.cfg.MetricsToken))
 	g.server = newHTTPServer(g.Telemetry.Handler(g.Metrics.Instrument(httproute.Note(mux)), ""), g.productName)
+	g.server.RegisterOnShutdown(closeStream)
 	// Shutdown waits for requests to finish; the UI's live streams finish only when told.
 	g.server.RegisterOnShutdown(g.UI.Close)
 	g.serveErr = make(chan error, 1)

@@ -116,15 +116,8 @@ func (c *Config) SecretDestination() string { return c.URL }
 // URL, a header value or the secret.
 func (c *Config) Validate() error {
 	var errs persistence.FieldErrors
-	if err := delivery.CheckTargetOptions(c.TargetOptions); !errs.Merge(err) {
+	if err := httptarget.CheckSender(&errs, c.TargetOptions, c.URL, c.Timeout, "a notifier", "headers"); err != nil {
 		return err
-	}
-	if c.AwaitCompletion != 0 {
-		// A notification is sent, not handed off: nobody reports its completion.
-		return &persistence.FieldError{Field: "await_completion", Message: "a notifier does not wait for completion reports; leave it empty"}
-	}
-	if err := httptarget.CheckURL(c.URL, "headers"); err != nil {
-		errs.Add("url", err.Error())
 	}
 	if _, err := ParseFormat(string(c.Format)); err != nil {
 		errs.Add("format", err.Error())
@@ -158,9 +151,6 @@ func (c *Config) Validate() error {
 	}
 	if time.Duration(c.RateWindow) < time.Second || time.Duration(c.RateWindow) > 24*time.Hour {
 		errs.Add("rate_window", "must be between 1s and 24h")
-	}
-	if c.Timeout <= 0 || time.Duration(c.Timeout) > 5*time.Minute {
-		errs.Add("timeout", "must be between 1ms and 5m")
 	}
 	return errs.Err()
 }

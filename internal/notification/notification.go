@@ -24,6 +24,7 @@ import (
 	"wharf/internal/delivery"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
+	"wharf/internal/rowqueue"
 )
 
 // ModuleName keys the module's runtime.
@@ -76,7 +77,7 @@ const (
 type Runtime struct {
 	core module.Core
 	db   module.SQL
-	q    *queue
+	q    *rowqueue.Queue
 	log  *slog.Logger
 	// now is the clock of rules and records; tests move it.
 	now func() time.Time
@@ -100,7 +101,7 @@ func New(core module.Core) *Runtime {
 	}
 	rt := &Runtime{core: core, db: core.DB, log: logger.With("component", "notifications"), now: time.Now,
 		instances: map[string]*Notifier{}}
-	rt.q = &queue{db: core.DB, now: rt.clock, announce: rt.announce}
+	rt.q = &rowqueue.Queue{DB: core.DB, Table: "notifications", Announce: rt.announce}
 	return rt
 }
 
@@ -349,12 +350,7 @@ func (rt *Runtime) Retain(ctx context.Context) (int64, error) {
 
 // wake tells the instances' workers that rows are due.
 func (rt *Runtime) wake(names []string) {
-	if rt.core.Bus == nil {
-		return
-	}
-	for _, n := range slices.Compact(slices.Sorted(slices.Values(names))) {
-		_ = rt.core.Bus.Publish(bus.WakeupSubject(persistence.InstanceName(n)), nil)
-	}
+	bus.WakeTargets(rt.core.Bus, names)
 }
 
 // announce publishes changed rows for live pages; lossy like every bus event.

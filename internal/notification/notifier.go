@@ -3,15 +3,11 @@ package notification
 import (
 	"bytes"
 	"context"
-	"crypto/x509"
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strconv"
-	"syscall"
 	"time"
 
 	"wharf/internal/alert"
@@ -89,32 +85,10 @@ func (n *Notifier) Deliver(ctx context.Context, at delivery.Attempt) delivery.Re
 	}
 	resp, err := n.client.Do(req)
 	if err != nil {
-		return httptarget.Failure(ctx, err, time.Duration(n.cfg.Timeout), transportReason)
+		return httptarget.Failure(ctx, err, time.Duration(n.cfg.Timeout), httptarget.TransportReason)
 	}
 	defer httptarget.Drain(resp)
 	return httptarget.Classify(resp, n.now())
-}
-
-// transportReason words a transport error without the address it went to, nor anything
-// the error might quote of it.
-func transportReason(err error) string {
-	var dnsErr *net.DNSError
-	var unknownCA x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	switch {
-	case errors.As(err, &dnsErr):
-		return "transport: DNS lookup failed"
-	case errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &invalid):
-		return "transport: the server's TLS certificate was refused"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "transport: connection refused"
-	case errors.Is(err, syscall.ECONNRESET):
-		return "transport: connection reset by peer"
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "transport: connection closed before a response"
-	}
-	return "transport: the request failed"
 }
 
 // alertOf reads the alert a notification row sends.

@@ -2,9 +2,7 @@ package notification
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -12,9 +10,7 @@ import (
 	"time"
 
 	"wharf/internal/alert"
-	"wharf/internal/delivery"
 	"wharf/internal/module"
-	"wharf/internal/persistence"
 )
 
 // State is where a notification row stands.
@@ -46,159 +42,6 @@ const (
 	RetentionAge  = 30 * 24 * time.Hour
 	RetentionRows = 10000
 )
-
-// queue is the notification rows of the delivery engine's notifier workers.
-type queue struct {
-	db  module.SQL
-	now func() time.Time
-	// announce, when set, publishes the rows an outcome changed.
-	announce func(ids []int64)
-}
-
-var _ delivery.Queue = (*queue)(nil)
-
-func (q *queue) lockSuffix() string {
-	if q.db.Dialect() == "postgres" {
-		return " FOR UPDATE SKIP LOCKED"
-	}
-	return ""
-}
-
-// ClaimDeliveries claims up to n rows of the instance that are due: queued, retrying
-// past their time, or delivering with a lease that ran out. The claim is a Delivery
-// whose ID is the row's; the Message is zero.
-func (q *queue) ClaimDeliveries(ctx context.Context, target persistence.InstanceName, n int, lease time.Duration, now time.Time) ([]persistence.Claim, error) {
-	var out []persistence.Claim
-	err := q.db.Write(ctx, func(tx module.Tx) error {
-		out = out[:0]
-		rows, err := tx.Query(ctx, `SELECT id FROM notifications WHERE instance = ? AND (state = 'queued'
-			OR (state = 'retrying' AND next_attempt_at <= ?) OR (state = 'delivering' AND lease_until <= ?))
-			ORDER BY id LIMIT ?`+q.lockSuffix(), string(target), tx.Time(now), tx.Time(now), n)
-		if err != nil {
-			return fmt.Errorf("find due notifications: %w", err)
-		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		prefix := token()
-		for _, id := range ids {
-			tok := prefix + strconv.FormatInt(id, 10)
-			var attempts int
-			var created time.Time
-			err := tx.QueryRow(ctx, `UPDATE notifications SET state = 'delivering', claim_token = ?, lease_until = ?,
-				attempts = attempts + 1, updated_at = ? WHERE id = ? AND state IN ('queued', 'retrying', 'delivering')
-				RETURNING attempts, created_at`, tok, tx.Time(now.Add(lease)), tx.Time(now), id).Scan(&attempts, tx.ScanTime(&created))
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("claim notification %d: %w", id, err)
-			}
-			out = append(out, persistence.Claim{Delivery: persistence.Delivery{
-				ID: id, Target: target, State: persistence.DeliveryDelivering, Attempts: attempts, ClaimToken: tok, CreatedAt: created,
-			}})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim notifications of %s: %w", target, err)
-	}
-	return out, nil
-}
-
-func token() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:]) + "-"
-}
-
-// RenewLease extends a claim; ErrLostClaim when the token no longer holds it.
-func (q *queue) RenewLease(ctx context.Context, id int64, tok string, until time.Time) error {
-	return q.db.Write(ctx, func(tx module.Tx) error {
-		res, err := tx.Exec(ctx, `UPDATE notifications SET lease_until = ? WHERE id = ? AND claim_token = ? AND state = 'delivering'`,
-			tx.Time(until), id, tok)
-		if err != nil {
-			return fmt.Errorf("renew notification %d: %w", id, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return persistence.ErrLostClaim
-		}
-		return nil
-	})
-}
-
-// CompleteDeliveries records outcomes, each conditional on its claim.
-func (q *queue) CompleteDeliveries(ctx context.Context, cs []persistence.Completion) ([]error, error) {
-	results := make([]error, len(cs))
-	err := q.db.Write(ctx, func(tx module.Tx) error {
-		for i, c := range cs {
-			results[i] = nil
-			if c.Token == "" {
-				continue // stages of a lost claim; a notification stores none
-			}
-			at := c.At
-			if at.IsZero() {
-				at = tx.Now()
-			}
-			var state State
-			var next any
-			switch c.Kind {
-			case persistence.OutcomeDelivered:
-				state = StateDelivered
-			case persistence.OutcomeRetry:
-				state, next = StateRetrying, tx.Time(c.NextAttemptAt)
-			default:
-				state = StateFailed
-			}
-			res, err := tx.Exec(ctx, `UPDATE notifications SET state = ?, next_attempt_at = ?, lease_until = NULL, claim_token = '',
-				last_error = ?, updated_at = ? WHERE id = ? AND claim_token = ? AND state = 'delivering'`,
-				string(state), next, persistence.SanitizeReason(c.Reason), tx.Time(at), c.DeliveryID, c.Token)
-			if err != nil {
-				return fmt.Errorf("record notification %d: %w", c.DeliveryID, err)
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				results[i] = fmt.Errorf("notification %d: %w", c.DeliveryID, persistence.ErrLostClaim)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if q.announce != nil {
-		var ids []int64
-		for i, c := range cs {
-			if results[i] == nil && c.Token != "" {
-				ids = append(ids, c.DeliveryID)
-			}
-		}
-		q.announce(ids)
-	}
-	return results, nil
-}
-
-// ReleaseDeliveries hands interrupted claims back, due at once and not counted.
-func (q *queue) ReleaseDeliveries(ctx context.Context, rs []persistence.Release) error {
-	return q.db.Write(ctx, func(tx module.Tx) error {
-		for _, r := range rs {
-			if _, err := tx.Exec(ctx, `UPDATE notifications SET state = 'queued', attempts = attempts - 1, lease_until = NULL,
-				claim_token = '', updated_at = ? WHERE id = ? AND claim_token = ? AND state = 'delivering'`,
-				tx.Time(tx.Now()), r.DeliveryID, r.Token); err != nil {
-				return fmt.Errorf("release notification %d: %w", r.DeliveryID, err)
-			}
-		}
-		return nil
-	})
-}
 
 // insertAlert records a once; false when it was recorded before (heard twice).
 func insertAlert(ctx context.Context, tx module.Tx, a alert.Alert) (bool, error) {

@@ -95,7 +95,7 @@ func (d *downSQL) Write(ctx context.Context, fn func(tx module.Tx) error) error 
 func TestAlertsHeardDuringAnOutageAreRecordedAfterIt(t *testing.T) {
 	forEach(t, func(t *testing.T, b *bundle) {
 		sqlDB := &downSQL{SQL: b.store.ModuleSQL()}
-		b.rt.db, b.rt.q.db = sqlDB, sqlDB
+		b.rt.db, b.rt.q.DB = sqlDB, sqlDB
 		ctx := context.Background()
 		sqlDB.down.Store(true)
 		subject := alert.Subject{Kind: "database", Name: "database"}

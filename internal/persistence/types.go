@@ -36,9 +36,11 @@ const (
 	PluginFileWriter          PluginType = "file-writer"
 	PluginHTTPPoster          PluginType = "http-poster"
 	PluginNotificationWebhook PluginType = "notification-webhook"
+	// PluginEventWebhook is an event-webhook subscription: it sends events, not messages.
+	PluginEventWebhook PluginType = "event-webhook"
 )
 
-var AllPluginTypes = []PluginType{PluginAS2Receiver, PluginAS2Sender, PluginFilePoller, PluginFileWriter, PluginHTTPPoster, PluginNotificationWebhook}
+var AllPluginTypes = []PluginType{PluginAS2Receiver, PluginAS2Sender, PluginFilePoller, PluginFileWriter, PluginHTTPPoster, PluginNotificationWebhook, PluginEventWebhook}
 
 func ParsePluginType(s string) (PluginType, error) {
 	return parseEnum("plugin type", s, AllPluginTypes)

@@ -166,6 +166,9 @@ func checkInstanceRole(ctx context.Context, st Store, field string, name persist
 	if cfg.Type == persistence.PluginNotificationWebhook {
 		return fieldError(field, fmt.Sprintf("instance %q is a notifier: it sends alerts, not messages", name))
 	}
+	if cfg.Type == persistence.PluginEventWebhook {
+		return fieldError(field, fmt.Sprintf("instance %q is an event webhook: it sends events, not messages", name))
+	}
 	p, ok := module.Lookup(cfg.Type)
 	if !ok {
 		return fieldError(field, fmt.Sprintf("plugin type %s of instance %q is not available in this build", cfg.Type, name))

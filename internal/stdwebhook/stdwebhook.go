@@ -76,6 +76,19 @@ func Sign(h http.Header, key []byte, id string, at time.Time, body []byte) {
 	h.Set(HeaderSignature, "v1,"+signature(key, id, ts, body))
 }
 
+// SignKeys sets the headers with one signature per key, space-separated, so a receiver
+// that holds any of the keys verifies the request (a secret being rotated).
+func SignKeys(h http.Header, keys [][]byte, id string, at time.Time, body []byte) {
+	ts := strconv.FormatInt(at.Unix(), 10)
+	sigs := make([]string, len(keys))
+	for i, key := range keys {
+		sigs[i] = "v1," + signature(key, id, ts, body)
+	}
+	h.Set(HeaderID, id)
+	h.Set(HeaderTimestamp, ts)
+	h.Set(HeaderSignature, strings.Join(sigs, " "))
+}
+
 func signature(key []byte, id, ts string, body []byte) string {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(id + "." + ts + "."))

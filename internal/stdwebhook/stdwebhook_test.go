@@ -57,3 +57,37 @@ func TestSignVerify(t *testing.T) {
 		t.Fatalf("a new secret is refused: %v", err)
 	}
 }
+
+// During a rotation the sender signs with both secrets, so a receiver holding either one
+// verifies, and a receiver holding neither does not.
+func TestSignKeysRotation(t *testing.T) {
+	oldSecret, newSecret := NewSecret(), NewSecret()
+	var keys [][]byte
+	for _, s := range []string{newSecret, oldSecret} {
+		k, err := Key(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	h := make(http.Header)
+	body := []byte(`{"type":"message.received"}`)
+	at := time.Unix(1700000000, 0)
+	SignKeys(h, keys, "wharf-event-1", at, body)
+	tests := []struct {
+		name    string
+		secrets []string
+		want    error
+	}{
+		{"receiver with the new secret", []string{newSecret}, nil},
+		{"receiver still on the old secret", []string{oldSecret}, nil},
+		{"receiver with another secret", []string{NewSecret()}, ErrNoMatch},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := Verify(h, tc.secrets, body, at); !errors.Is(err, tc.want) {
+				t.Fatalf("Verify = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}

@@ -27,6 +27,7 @@ func setupForms(t *testing.T) *formsBundle {
 		d.PartyPanels = []module.PartyPanels{&fakePanels{orgs: true}}
 		d.Services = &fakeServices{store: d.Store}
 		withOIDC(d)
+		d.EventWebhooks = newFakeEventWebhooks()
 	})
 	ab.seedRouting(t)
 	return &formsBundle{ab}
@@ -107,6 +108,12 @@ func formCases() map[string][]formCase {
 			form: url.Values{"issuer_url": {"ftp://login.example.com"}, "client_id": {""}, "display_name": {"Corp SSO"}},
 			bad:  []badField{{id: "issuer_url", value: "ftp://login.example.com"}, {id: "client_id", value: ""}},
 			kept: []badField{{id: "display_name", value: "Corp SSO"}},
+		}},
+		"POST /ui/event-webhooks": {{
+			path: "/ui/event-webhooks",
+			form: url.Values{"name": {"ERP Events"}, "url": {"not a url"}, "events": {"message.*"}, "party": {"acme"}, "disable_after": {"24h"}},
+			bad:  []badField{{id: "name", value: "ERP Events"}, {id: "url", value: "not a url"}},
+			kept: []badField{{id: "events", value: "message.*"}, {id: "party", value: "acme"}, {id: "disable_after", value: "24h"}},
 		}},
 		"POST /ui/organizations": {{
 			path: "/ui/organizations",
@@ -237,6 +244,9 @@ var actionRoutes = map[string]string{
 	"POST /ui/messages/{id}/redispatch":                              "a confirmed button",
 	"POST /ui/messages/{id}/deliveries/{delivery_id}/redeliver":      "a confirmation with a choice among fixed modes",
 	"POST /ui/notifications/{instance}/test":                         "a button",
+	"POST /ui/event-webhooks/{name}/test":                            "a button",
+	"POST /ui/event-webhooks/{name}/enable":                          "a button",
+	"POST /ui/event-webhooks/{name}/secret":                          "a confirmed button",
 	"POST /ui/organizations/{name}/delete":                           "a confirmed button",
 	"POST /ui/partners/{name}/delete":                                "a confirmed button",
 	"POST /ui/partners/{name}/resume":                                "a button",

@@ -168,7 +168,7 @@ func (s *Server) instancesByRole(ctx context.Context) (sources, targets []persis
 		case !ok:
 		case p.Role == module.RoleSource:
 			sources = append(sources, c.Name)
-		case p.Role == module.RoleTarget && c.Type != persistence.PluginNotificationWebhook:
+		case p.Role == module.RoleTarget && c.Type != persistence.PluginNotificationWebhook && c.Type != persistence.PluginEventWebhook:
 			targets = append(targets, c.Name)
 		}
 	}

@@ -90,6 +90,9 @@ type Deps struct {
 	// module) leaves the Notifications page answering 503 and the dashboard without its
 	// alerts card.
 	Notifications alert.Log
+	// EventWebhooks is the event-webhook module's runtime; nil (a build without the
+	// module) leaves the Event webhooks pages answering 503.
+	EventWebhooks EventWebhooks
 	// NotificationEvents announces changed rows of the notification log for the live
 	// pages; nil leaves them static.
 	NotificationEvents NotificationEvents
@@ -146,6 +149,7 @@ type Server struct {
 	facters         []module.MessageFacter
 	oidc            *oidc.Manager
 	notifications   alert.Log
+	eventWebhooks   EventWebhooks
 	noteHub         *hub // fans notification log changes out to the live streams
 	// zone is the display_timezone setting's zone, in which pages show times.
 	zone *displayZone
@@ -196,6 +200,7 @@ func New(d Deps) (*Server, error) {
 	s.deadLetters = d.DeadLetters
 	s.oidc = d.OIDC
 	s.notifications, s.noteHub = d.Notifications, newHub()
+	s.eventWebhooks = d.EventWebhooks
 	if d.NotificationEvents != nil {
 		cancel, err := d.NotificationEvents.SubscribeNotifications(func() { s.noteHub.publish(0) })
 		if err != nil {

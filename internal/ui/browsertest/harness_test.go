@@ -28,6 +28,7 @@ import (
 	"wharf/internal/gateway/gatewaytest"
 	"wharf/internal/persistence"
 
+	_ "wharf/internal/eventhook"
 	_ "wharf/internal/notification"
 	_ "wharf/internal/protocol/as2"
 	_ "wharf/internal/protocol/file"
