@@ -71,7 +71,8 @@ type Job struct {
 	blobs     Blobs
 	log       *slog.Logger
 	retention func(ctx context.Context) persistence.Retention
-	now       func() time.Time
+	// Now is the job's clock (time.Now by default).
+	Now func() time.Time
 	// Metrics, when set before Start, hears each run's counts.
 	Metrics Metrics
 	// Active is asked before every run whether this process is the sweeper.
@@ -84,7 +85,7 @@ type Job struct {
 
 // New returns a job reading its settings through retention before every run.
 func New(store Store, blobs Blobs, log *slog.Logger, retention func(ctx context.Context) persistence.Retention) *Job {
-	return &Job{store: store, blobs: blobs, log: log.With("component", "retention"), retention: retention, now: time.Now, Pause: Pause}
+	return &Job{store: store, blobs: blobs, log: log.With("component", "retention"), retention: retention, Now: time.Now, Pause: Pause}
 }
 
 // Start runs the job every Interval until Stop.
@@ -153,7 +154,7 @@ func (j *Job) rest() error {
 // payloads, history lines and expired history months.
 func (j *Job) Run(ctx context.Context) (Report, error) {
 	var rep Report
-	now := j.now()
+	now := j.Now()
 	set := j.retention(ctx)
 	if err := j.store.EnsureHistoryPartitions(ctx, now, db.HistoryMonthsAhead); err != nil {
 		return rep, err
