@@ -52,6 +52,13 @@ func (s *Server) routes() []route {
 		{method: "PUT", path: "/api/v1/partners/{name}", body: bodyJSON, handle: s.updateParty(partners)},
 		{method: "DELETE", path: "/api/v1/partners/{name}", handle: s.deleteParty(partners)},
 
+		// Retention (docs/retention.md).
+		{method: "GET", path: "/api/v1/organizations/{name}/retention", handle: s.getPartyRetention(organizations)},
+		{method: "PUT", path: "/api/v1/organizations/{name}/retention", body: bodyJSON, handle: s.putPartyRetention(organizations)},
+		{method: "GET", path: "/api/v1/partners/{name}/retention", handle: s.getPartyRetention(partners)},
+		{method: "PUT", path: "/api/v1/partners/{name}/retention", body: bodyJSON, handle: s.putPartyRetention(partners)},
+		{method: "GET", path: "/api/v1/history", handle: s.listHistory},
+
 		{method: "GET", path: "/api/v1/routes", handle: s.listRoutes},
 		{method: "POST", path: "/api/v1/routes", body: bodyJSON, handle: s.createRoute},
 		{method: "GET", path: "/api/v1/routes/{id}", handle: s.getRoute},

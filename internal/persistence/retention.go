@@ -1,6 +1,9 @@
 package persistence
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // MaxRetentionDays bounds a retention setting: about a hundred years.
 const MaxRetentionDays = 36500
@@ -53,4 +56,18 @@ type DayCount struct {
 	Status MessageStatus
 	Count  int64
 	Bytes  int64
+}
+
+// RetentionStore is the part of Store about retention and bounded history reads.
+type RetentionStore interface {
+	GetPartyRetention(ctx context.Context, kind PartyKind, name PartyName) (PartyRetention, error)
+	// SetPartyRetention sets a party's own retention (both nil: the global settings).
+	SetPartyRetention(ctx context.Context, pr PartyRetention) (PartyRetention, error)
+	// PrunedFor tells what retention removed of each message it touched.
+	PrunedFor(ctx context.Context, messageIDs []int64) (map[int64]Pruned, error)
+	// ListHistoryRange lists history lines with from <= at < to and id after after, in
+	// id order.
+	ListHistoryRange(ctx context.Context, from, to time.Time, after int64, limit int) ([]HistoryEntry, error)
+	// CountMessagesPerDay counts messages per UTC day of creation and status from first on.
+	CountMessagesPerDay(ctx context.Context, first time.Time) ([]DayCount, error)
 }

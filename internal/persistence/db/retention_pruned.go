@@ -61,3 +61,29 @@ func (s *Store) PrunedFor(ctx context.Context, messageIDs []int64) (map[int64]pe
 // historySkew is how much earlier than its message's creation time a history line may be
 // stamped: the creation time comes from the source's clock, the line's from the store's.
 const historySkew = 24 * time.Hour
+
+// MaxHistoryRange is the longest time range one history read may span.
+const MaxHistoryRange = 31 * 24 * time.Hour
+
+// ListHistoryRange lists the history lines written from from until to (excluded) with an
+// id after after, in id order, at most limit; a range longer than MaxHistoryRange is
+// refused, so every read stays within a few partitions.
+func (s *Store) ListHistoryRange(ctx context.Context, from, to time.Time, after int64, limit int) ([]persistence.HistoryEntry, error) {
+	switch {
+	case !to.After(from):
+		return nil, fmt.Errorf("list history: %w", fieldMsg("to", "must be after from"))
+	case to.Sub(from) > MaxHistoryRange:
+		return nil, fmt.Errorf("list history: %w", fieldMsg("to", "must be at most 31 days after from"))
+	}
+	var out []persistence.HistoryEntry
+	err := s.read(ctx, func(t *txn) error {
+		rows, err := t.query(ctx, `SELECT `+historyCols+` FROM message_history WHERE at >= ? AND at < ? AND id > ? ORDER BY id LIMIT ?`,
+			s.tv(from), s.tv(to), after, limit)
+		out, err = collect(rows, err, scanHistory)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list history: %w", err)
+	}
+	return out, nil
+}

@@ -208,3 +208,28 @@ func TestDailyCountsOutlivePruning(t *testing.T) {
 		})
 	}
 }
+
+func TestListHistoryRange(t *testing.T) {
+	forEach(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		msgs := insert(t, s, 3)
+		all := 0
+		for _, m := range msgs {
+			all += len(history(t, s, m.ID))
+		}
+		now := time.Now()
+		got := must1[[]persistence.HistoryEntry](t)(s.ListHistoryRange(ctx, now.Add(-time.Hour), now.Add(time.Hour), 0, 1000))
+		if len(got) != all {
+			t.Fatalf("%d lines in the range, want %d", len(got), all)
+		}
+		page := must1[[]persistence.HistoryEntry](t)(s.ListHistoryRange(ctx, now.Add(-time.Hour), now.Add(time.Hour), got[1].ID, 2))
+		if len(page) != 2 || page[0].ID != got[2].ID {
+			t.Errorf("page after %d = %v, want lines from %d", got[1].ID, page, got[2].ID)
+		}
+		if old := must1[[]persistence.HistoryEntry](t)(s.ListHistoryRange(ctx, now.Add(-48*time.Hour), now.Add(-24*time.Hour), 0, 1000)); len(old) != 0 {
+			t.Errorf("%d lines a day ago, want none", len(old))
+		}
+		_, err := s.ListHistoryRange(ctx, now, now.Add(40*24*time.Hour), 0, 10)
+		wantField(t, err, "to")
+	})
+}

@@ -372,7 +372,7 @@ CREATE TABLE party_retention (
     history_days INTEGER,
     updated_at   TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (kind, name),
-    FOREIGN KEY (kind, name) REFERENCES parties (kind, name) ON DELETE CASCADE
+    FOREIGN KEY (kind, name) REFERENCES parties (kind, name) ON DELETE CASCADE ON UPDATE CASCADE
 );
 
 CREATE TABLE daily_counts (

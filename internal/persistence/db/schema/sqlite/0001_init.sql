@@ -364,7 +364,7 @@ CREATE TABLE party_retention (
     history_days INTEGER,
     updated_at   TEXT NOT NULL,
     PRIMARY KEY (kind, name),
-    FOREIGN KEY (kind, name) REFERENCES parties (kind, name) ON DELETE CASCADE
+    FOREIGN KEY (kind, name) REFERENCES parties (kind, name) ON DELETE CASCADE ON UPDATE CASCADE
 ) STRICT;
 
 CREATE TABLE daily_counts (
