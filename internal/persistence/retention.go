@@ -71,3 +71,20 @@ type RetentionStore interface {
 	// CountMessagesPerDay counts messages per UTC day of creation and status from first on.
 	CountMessagesPerDay(ctx context.Context, first time.Time) ([]DayCount, error)
 }
+
+// RetentionDaysMessage is why a retention in days is refused.
+const RetentionDaysMessage = "enter a whole number of days from 0 (for ever) to 36500"
+
+// Check refuses days out of range, naming every field refused.
+func (pr PartyRetention) Check() error {
+	var es FieldErrors
+	for _, f := range []struct {
+		name string
+		days *int
+	}{{"payload_retention_days", pr.PayloadDays}, {"history_retention_days", pr.HistoryDays}} {
+		if f.days != nil && (*f.days < 0 || *f.days > MaxRetentionDays) {
+			es.Add(f.name, RetentionDaysMessage)
+		}
+	}
+	return es.Err()
+}

@@ -70,11 +70,8 @@ func (s *Store) GetPartyRetention(ctx context.Context, kind persistence.PartyKin
 // SetPartyRetention sets (or, with both days nil, removes) a party's own retention, with
 // an audit event in the same transaction.
 func (s *Store) SetPartyRetention(ctx context.Context, pr persistence.PartyRetention) (persistence.PartyRetention, error) {
-	for field, d := range map[string]*int{"payload_retention_days": pr.PayloadDays, "history_retention_days": pr.HistoryDays} {
-		if d != nil && (*d < 0 || *d > persistence.MaxRetentionDays) {
-			return pr, fmt.Errorf("set retention of %s %s: %w", pr.Kind, pr.Name,
-				fieldMsg(field, "enter a whole number of days from 0 (for ever) to %d", persistence.MaxRetentionDays))
-		}
+	if err := pr.Check(); err != nil {
+		return pr, fmt.Errorf("set retention of %s %s: %w", pr.Kind, pr.Name, err)
 	}
 	err := s.write(ctx, func(t *txn) error {
 		if _, err := t.partyID(ctx, pr.Kind, pr.Name); err != nil {
