@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -52,41 +53,52 @@ func (s *Server) putPartyRetention(res partyResource) http.HandlerFunc {
 	}
 }
 
-// listHistory lists history lines of a time range, which it requires: an unbounded read
-// of the history would touch every partition.
-func (s *Server) listHistory(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var from, to time.Time
+// historyQuery is a read of the history: a time range, which it requires (an unbounded
+// read would touch every partition), and the id to go on after.
+type historyQuery struct {
+	from, to time.Time
+	after    int64
+}
+
+// parseHistoryQuery reads from, to and after, naming the parameter that is wrong.
+func parseHistoryQuery(q url.Values) (historyQuery, error) {
+	var h historyQuery
 	for _, t := range []struct {
 		name string
 		dst  *time.Time
-	}{{"from", &from}, {"to", &to}} {
+	}{{"from", &h.from}, {"to", &h.to}} {
 		v := q.Get(t.name)
 		if v == "" {
-			s.fail(w, r, invalid(t.name, "is required: history is listed by time range (RFC 3339, at most 31 days)"))
-			return
+			return h, invalid(t.name, "is required: history is listed by time range (RFC 3339, at most 31 days)")
 		}
 		var err error
 		if *t.dst, err = time.Parse(time.RFC3339, v); err != nil {
-			s.fail(w, r, invalid(t.name, "must be an RFC 3339 time such as 2026-01-31T12:00:00Z"))
-			return
+			return h, invalid(t.name, "must be an RFC 3339 time such as 2026-01-31T12:00:00Z")
 		}
 	}
-	var after int64
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			s.fail(w, r, invalid("after", "must be a history line id (a whole number from 0)"))
-			return
+			return h, invalid("after", "must be a history line id (a whole number from 0)")
 		}
-		after = n
+		h.after = n
+	}
+	return h, nil
+}
+
+// listHistory lists the history lines of a time range in id order.
+func (s *Server) listHistory(w http.ResponseWriter, r *http.Request) {
+	h, err := parseHistoryQuery(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	p, err := parsePage(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	lines, err := s.store.ListHistoryRange(r.Context(), from, to, after, p.limit)
+	lines, err := s.store.ListHistoryRange(r.Context(), h.from, h.to, h.after, p.limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -55,7 +55,7 @@ type dashboardCounts struct {
 type dashboardView struct {
 	Counts dashboardCounts
 	// Days are the messages of each of the last days, by day of creation (home_days.go).
-	Days []dayRow
+	Days   []dayRow
 	Chart  chart
 	Recent []persistence.Message
 	// Alerts are the newest critical alerts whose cause lasts (a resolved alert leaves
