@@ -166,3 +166,31 @@ func TestHistoryMonthsArchivedAndDropped(t *testing.T) {
 		t.Errorf("history of message 1 = %v, %v; want none", h, err)
 	}
 }
+
+// Lines written in a month without its partition land in the default partition and move
+// into the month's partition when it is created.
+func TestStragglersMoveIntoTheirMonth(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2026, 1, 15, 10, 0, 0, 0, time.UTC)}
+	s := openStore(t, db.DialectPostgres, c)
+	c.Set(time.Date(2026, 7, 2, 10, 0, 0, 0, time.UTC)) // January to March exist
+	insertAt(t, s, 1)
+	h, err := s.ListHistory(ctx, 1)
+	if err != nil || len(h) == 0 {
+		t.Fatalf("history %v, %v", h, err)
+	}
+	if err := s.EnsureHistoryPartitions(ctx, c.Now(), 1); err != nil {
+		t.Fatal(err)
+	}
+	parts, err := s.HistoryPartitions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := parts[len(parts)-1]
+	if last.Start != time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC) || last.Rows != int64(len(h)) {
+		t.Errorf("last partition %+v, want July with the %d lines", last, len(h))
+	}
+	if again, err := s.ListHistory(ctx, 1); err != nil || len(again) != len(h) {
+		t.Errorf("history after the move: %d lines, %v; want %d", len(again), err, len(h))
+	}
+}
