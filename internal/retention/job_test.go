@@ -19,7 +19,7 @@ import (
 )
 
 // openStore opens a fresh store of dialect on c with acme, local and the poller.
-func openStore(t *testing.T, dialect string, c *clock) *db.Store {
+func openStore(t *testing.T, dialect string, c *dbtest.Clock) *db.Store {
 	t.Helper()
 	ctx := context.Background()
 	opt := db.Options{AuditKey: dbtest.AuditKey, Now: c.Now, Logger: slog.New(slog.DiscardHandler)}
@@ -42,6 +42,20 @@ func openStore(t *testing.T, dialect string, c *clock) *db.Store {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// newBlobs is payload storage on a temporary local directory.
+func newBlobs(t *testing.T) *storage.Stores {
+	t.Helper()
+	local, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := storage.NewStores(storage.KindLocal, local, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return blobs
 }
 
 // storeWithBlobs inserts settled messages whose documents are real blobs, in one batch.
@@ -74,16 +88,9 @@ func TestJobDeletesExpiredPayloadBlobs(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			ctx := context.Background()
 			start := time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
-			c := &clock{t: start}
+			c := dbtest.NewClock(start)
 			s := openStore(t, dialect, c)
-			local, err := storage.NewLocal(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			blobs, err := storage.NewStores(storage.KindLocal, local, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			blobs := newBlobs(t)
 			ids := make([]int64, retention.Batch+2)
 			for i := range ids {
 				ids[i] = int64(i + 1)
@@ -133,16 +140,9 @@ func TestJobRunsOnlyInTheActiveSweeper(t *testing.T) {
 		t.Run(fmt.Sprintf("active=%v", active), func(t *testing.T) {
 			ctx := context.Background()
 			start := time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
-			c := &clock{t: start}
+			c := dbtest.NewClock(start)
 			s := openStore(t, db.DialectSQLite, c)
-			local, err := storage.NewLocal(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			blobs, err := storage.NewStores(storage.KindLocal, local, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			blobs := newBlobs(t)
 			storeWithBlobs(t, s, blobs, 1)
 			c.Set(start.Add(31 * 24 * time.Hour))
 			job := retention.New(s, blobs, slog.New(slog.DiscardHandler), func(context.Context) persistence.Retention {

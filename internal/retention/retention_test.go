@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,16 +14,7 @@ import (
 	"wharf/internal/persistence/db"
 	"wharf/internal/persistence/db/dbtest"
 	"wharf/internal/retention"
-	"wharf/internal/storage"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
 
 // insertAt stores a message from acme to local with no route (settled at once), which
 // writes its history lines at the clock's time.
@@ -47,20 +37,8 @@ func insertAt(t *testing.T, s *db.Store, id int64) {
 // partitions; pruning exports and drops the oldest; the message says what was pruned.
 func TestHistoryMonthsArchivedAndDropped(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{t: time.Date(2026, 1, 15, 10, 0, 0, 0, time.UTC)}
-	s, err := db.Open(ctx, db.Options{URL: dbtest.PostgresURL(t), AuditKey: dbtest.AuditKey, Now: c.Now, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	for _, p := range []persistence.Party{{Kind: persistence.PartyOrganization, Name: "local"}, {Kind: persistence.PartyPartner, Name: "acme"}} {
-		if _, err := s.CreateParty(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.CreatePluginConfig(ctx, persistence.PluginConfig{Name: "poller", Type: persistence.PluginFilePoller, Enabled: true}); err != nil {
-		t.Fatal(err)
-	}
+	c := dbtest.NewClock(time.Date(2026, 1, 15, 10, 0, 0, 0, time.UTC))
+	s := openStore(t, db.DialectPostgres, c)
 	lines := map[int64]int{}
 	for i, month := range []time.Month{time.January, time.February, time.March} {
 		c.Set(time.Date(2026, month, 15, 10, 0, 0, 0, time.UTC))
@@ -87,14 +65,7 @@ func TestHistoryMonthsArchivedAndDropped(t *testing.T) {
 	// 60 days before 20 April is 19 February: January has expired, February has not.
 	now := time.Date(2026, 4, 20, 0, 0, 0, 0, time.UTC)
 	c.Set(now)
-	local, err := storage.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobs, err := storage.NewStores(storage.KindLocal, local, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	blobs := newBlobs(t)
 	job := retention.New(s, blobs, slog.New(slog.DiscardHandler), func(context.Context) persistence.Retention {
 		return persistence.Retention{PayloadDays: 0, HistoryDays: 60}
 	})
@@ -171,7 +142,7 @@ func TestHistoryMonthsArchivedAndDropped(t *testing.T) {
 // into the month's partition when it is created.
 func TestStragglersMoveIntoTheirMonth(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{t: time.Date(2026, 1, 15, 10, 0, 0, 0, time.UTC)}
+	c := dbtest.NewClock(time.Date(2026, 1, 15, 10, 0, 0, 0, time.UTC))
 	s := openStore(t, db.DialectPostgres, c)
 	c.Set(time.Date(2026, 7, 2, 10, 0, 0, 0, time.UTC)) // January to March exist
 	insertAt(t, s, 1)

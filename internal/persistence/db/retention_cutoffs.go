@@ -50,25 +50,20 @@ func (t *txn) readCutoffs(ctx context.Context, now time.Time, global int, pick f
 }
 
 // latest is the latest cutoff of any message: nothing created after it expires yet.
-func (c cutoffs) latest() time.Time {
-	l := c.global
-	for _, p := range c.parties {
-		if p.at.After(l) {
-			l = p.at
-		}
-	}
-	return l
-}
+func (c cutoffs) latest() time.Time { return c.extreme(time.Time.After) }
 
 // earliest is the earliest cutoff of any message: everything before it has expired.
-func (c cutoffs) earliest() time.Time {
-	e := c.global
+func (c cutoffs) earliest() time.Time { return c.extreme(time.Time.Before) }
+
+// extreme is the cutoff that beats every other by beats.
+func (c cutoffs) extreme(beats func(time.Time, time.Time) bool) time.Time {
+	x := c.global
 	for _, p := range c.parties {
-		if p.at.Before(e) {
-			e = p.at
+		if beats(p.at, x) {
+			x = p.at
 		}
 	}
-	return e
+	return x
 }
 
 // without returns c where every cutoff at or before at keeps for ever instead.

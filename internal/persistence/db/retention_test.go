@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,17 +13,8 @@ import (
 	"wharf/internal/persistence/db/dbtest"
 )
 
-// testClock is a store's clock a test moves.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
-
 // openAt opens a fresh store of the dialect on clock, with the fixture loaded.
-func openAt(t *testing.T, dialect string, clock *testClock) *db.Store {
+func openAt(t *testing.T, dialect string, clock *dbtest.Clock) *db.Store {
 	t.Helper()
 	opt := db.Options{AuditKey: dbtest.AuditKey, Now: clock.Now, Logger: slog.New(slog.DiscardHandler)}
 	if dialect == db.DialectSQLite {
@@ -59,7 +49,7 @@ func TestPrunePayloadsInBatches(t *testing.T) {
 	} {
 		for _, dialect := range dbtest.Dialects() {
 			t.Run(tc.name+"/"+dialect, func(t *testing.T) {
-				clock := &testClock{t: start}
+				clock := dbtest.NewClock(start)
 				s := openAt(t, dialect, clock)
 				ctx := context.Background()
 				settled := insert(t, s, 7)
@@ -129,7 +119,7 @@ func TestPruneHistoryInBatches(t *testing.T) {
 	} {
 		for _, dialect := range dbtest.Dialects() {
 			t.Run(tc.name+"/"+dialect, func(t *testing.T) {
-				clock := &testClock{t: start}
+				clock := dbtest.NewClock(start)
 				s := openAt(t, dialect, clock)
 				ctx := context.Background()
 				msgs := insert(t, s, 4)
@@ -174,7 +164,7 @@ func TestDailyCountsOutlivePruning(t *testing.T) {
 	for _, dialect := range dbtest.Dialects() {
 		t.Run(dialect, func(t *testing.T) {
 			start := time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)
-			clock := &testClock{t: start}
+			clock := dbtest.NewClock(start)
 			s := openAt(t, dialect, clock)
 			ctx := context.Background()
 			insert(t, s, 3)
