@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -65,12 +67,7 @@ func (s *Server) partyRetentionPage(p partyPages) http.Handler {
 }
 
 func (s *Server) renderRetentionForm(w http.ResponseWriter, r *http.Request, status int, f retentionForm) {
-	stored, err := s.store.ListSettings(r.Context())
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	v, err := settings.Parse(stored)
+	v, err := s.retentionSettings(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -137,4 +134,19 @@ func (s *Server) updatePartyRetentionPage(p partyPages) http.Handler {
 		setFlash(w, "party-retention-updated")
 		http.Redirect(w, r, p.Path+"/"+string(party.Name), http.StatusSeeOther)
 	})
+}
+
+// retentionSettings reads the global retention settings (their defaults when unset).
+func (s *Server) retentionSettings(ctx context.Context) (settings.Values, error) {
+	m := map[string]string{}
+	for _, key := range []string{settings.PayloadRetentionDays, settings.HistoryRetentionDays} {
+		v, err := s.store.GetSetting(ctx, key)
+		switch {
+		case err == nil:
+			m[key] = v
+		case !errors.Is(err, persistence.ErrNotFound):
+			return settings.Values{}, fmt.Errorf("read setting %s: %w", key, err)
+		}
+	}
+	return settings.Parse(m)
 }

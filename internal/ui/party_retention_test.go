@@ -14,11 +14,18 @@ func TestPartyRetentionPage(t *testing.T) {
 	pb := setupPages(t)
 	ctx := context.Background()
 	wantRedirect(t, pb.post(t, "/ui/partners", url.Values{"name": {"acme"}}), "/ui/partners/acme")
+	// The store keeps bookkeeping entries beside the settings; the page reads only its own.
+	if _, err := pb.store.Seed(ctx, persistence.SeedData{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pb.store.PutSetting(ctx, "payload_retention_days", "45"); err != nil {
+		t.Fatal(err)
+	}
 	if body := pb.get(t, "/ui/partners/acme", http.StatusOK); !strings.Contains(body, `href="/ui/partners/acme/retention"`) {
 		t.Errorf("the partner page does not link its retention:\n%s", body)
 	}
 	body := pb.get(t, "/ui/partners/acme/retention", http.StatusOK)
-	for _, want := range []string{`name="payload_retention_days" type="text" inputmode="numeric" maxlength="6" autocomplete="off" value=""`, "the global 90", "the global 365"} {
+	for _, want := range []string{`name="payload_retention_days" type="text" inputmode="numeric" maxlength="6" autocomplete="off" value=""`, "the global 45", "the global 365"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("form lacks %q:\n%s", want, body)
 		}
