@@ -19,12 +19,13 @@ func FuzzDecodeStrict(f *testing.F) {
 		func() any { return &partyInput{} },
 		func() any { return &providerInput{} },
 		func() any { return &map[string]json.RawMessage{} },
+		func() any { return &retentionBody{} },
 	}
 	for _, s := range []string{
 		`{"source":"inbox","from":"acme","to":"local","target":"as2_out","ordered":true}`,
 		`{"name":"acme","display_name":"ACME"}`,
 		`{"name":"sso","issuer_url":"https://id.example","client_id":"c","client_secret":"s","enabled":false}`,
-		`{"retention_days":"30"}`, `{"name":"a","colour":"red"}`, `{"nested":{"n":"x"}}`, `{"name":"a"}{}`,
+		`{"retention_days":"30"}`, `{"payload_retention_days":30,"history_retention_days":null}`, `{"name":"a","colour":"red"}`, `{"nested":{"n":"x"}}`, `{"name":"a"}{}`,
 		`{"name":1}`, `[]`, `"x"`, ``, `{"name":"\ud800"}`, `{"name":"a"} x`,
 	} {
 		for i := range targets {

@@ -56,6 +56,13 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/api/v1/partners/{name}/pause", body: bodyJSON, handle: s.pausePartner},
 		{method: "POST", path: "/api/v1/partners/{name}/resume", body: bodyJSON, handle: s.resumePartner},
 
+		// Retention (docs/retention.md).
+		{method: "GET", path: "/api/v1/organizations/{name}/retention", handle: s.getPartyRetention(organizations)},
+		{method: "PUT", path: "/api/v1/organizations/{name}/retention", body: bodyJSON, handle: s.putPartyRetention(organizations)},
+		{method: "GET", path: "/api/v1/partners/{name}/retention", handle: s.getPartyRetention(partners)},
+		{method: "PUT", path: "/api/v1/partners/{name}/retention", body: bodyJSON, handle: s.putPartyRetention(partners)},
+		{method: "GET", path: "/api/v1/history", handle: s.listHistory},
+
 		{method: "GET", path: "/api/v1/routes", handle: s.listRoutes},
 		{method: "POST", path: "/api/v1/routes", body: bodyJSON, handle: s.createRoute},
 		{method: "GET", path: "/api/v1/routes/{id}", handle: s.getRoute},

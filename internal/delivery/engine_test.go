@@ -71,8 +71,14 @@ func seed(t *testing.T, s *db.Store, target persistence.InstanceName, n int) []p
 // is policy (nil: the target's).
 func seedWithPolicy(t *testing.T, s *db.Store, target persistence.InstanceName, n int, policy *delivery.RetryPolicy) []persistence.Message {
 	t.Helper()
+	return seedAt(t, s, target, n, policy, time.Now().UTC())
+}
+
+// seedAt is seedWithPolicy with messages created at now: a test whose engine runs on a
+// clock of its own creates them on it, as history is never older than its message.
+func seedAt(t *testing.T, s *db.Store, target persistence.InstanceName, n int, policy *delivery.RetryPolicy, now time.Time) []persistence.Message {
+	t.Helper()
 	ctx := context.Background()
-	now := time.Now().UTC()
 	for _, name := range []persistence.InstanceName{"src", target} {
 		_, err := s.CreatePluginConfig(ctx, persistence.PluginConfig{Name: name, Type: persistence.PluginHTTPPoster, Enabled: true, Config: []byte(`{}`)})
 		if err != nil && !errors.Is(err, persistence.ErrConflict) {

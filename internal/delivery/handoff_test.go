@@ -18,7 +18,7 @@ import (
 // the engine's clock fixed at now, and returns the delivery once it left delivering.
 func runOne(t *testing.T, s *db.Store, now time.Time, opts delivery.TargetOptions, result func() delivery.Result) persistence.Delivery {
 	t.Helper()
-	msg := seed(t, s, "sink", 1)[0]
+	msg := seedAt(t, s, "sink", 1, nil, now)[0]
 	sig := &localSignals{}
 	e := delivery.NewEngine(s, memPayloads{}, sig, slog.New(slog.DiscardHandler), delivery.Config{
 		PollInterval: 50 * time.Millisecond, Now: func() time.Time { return now }})

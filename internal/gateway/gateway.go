@@ -29,6 +29,7 @@ import (
 	"wharf/internal/module"
 	"wharf/internal/persistence/db"
 	"wharf/internal/product"
+	"wharf/internal/retention"
 	"wharf/internal/secret"
 	"wharf/internal/services"
 	"wharf/internal/settings"
@@ -49,6 +50,8 @@ type Gateway struct {
 	Dispatcher *dispatch.Dispatcher
 	Engine     *delivery.Engine
 	Sweeper    *delivery.Sweeper
+	// Retention prunes payloads and history past their retention (sweeper role).
+	Retention *retention.Job
 	// Certs checks certificate expiry hourly and raises alerts.
 	Certs *certs.Monitor
 	// Alerts takes the alerts of this process and hands them to the bus.
@@ -195,6 +198,7 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 	g.Sweeper.Metrics = g.Metrics
 	g.sweepLock = &sweepLock{store: g.Store, log: log.With("component", "sweep")}
 	g.Sweeper.Active = g.sweepLock.Active
+	g.Retention = g.newRetention()
 	g.Certs = certs.NewMonitor(g.Store, log.With("component", "certificates"))
 	g.Alerts = g.newAlerts(log)
 	baseURL, err := cfg.BaseURL()
@@ -368,6 +372,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 		if err := g.Sweeper.Start(ctx); err != nil {
 			return err
 		}
+		if err := g.Retention.Start(ctx); err != nil {
+			return err
+		}
 		g.Health.Started(RoleSweeper)
 	}
 	// Open bound the address, so a taken one stopped the start before anything ran.
@@ -454,6 +461,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		}
 		if g.Sweeper != nil {
 			errs = append(errs, g.Sweeper.Stop(ctx))
+		}
+		if g.Retention != nil {
+			errs = append(errs, g.Retention.Stop(ctx))
 		}
 		if g.sweepLock != nil {
 			g.sweepLock.Release(ctx)

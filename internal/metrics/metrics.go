@@ -61,6 +61,7 @@ type Registry struct {
 	inbound     inboundMetrics
 	http        *prometheus.HistogramVec
 	health      healthMetrics
+	retention   *prometheus.CounterVec
 }
 
 // New builds the registry with every family registered.
@@ -97,6 +98,7 @@ func New(o Options) *Registry {
 	}, []string{"route", "code"})
 	r.reg.MustRegister(r.http)
 	r.health = newHealthMetrics(r.reg)
+	r.retention = newRetentionMetrics(r.reg)
 	if o.Store != nil {
 		r.reg.MustRegister(newStoreCollector(o.Store, r.log, now))
 	}

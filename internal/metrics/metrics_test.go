@@ -190,3 +190,17 @@ func TestRegistriesAreIndependent(t *testing.T) {
 		t.Errorf("the second registry counted the first's wake-ups")
 	}
 }
+
+func TestRetentionCountsWhatWasPruned(t *testing.T) {
+	r := metrics.New(metrics.Options{})
+	r.Pruned("payloads", 500)
+	r.Pruned("payloads", 20)
+	r.Pruned("history_months", 1)
+	f := metricstest.Scrape(t, serve(t, r, ""), "")
+	if got := f.Value("wharf_retention_pruned_total", map[string]string{"kind": "payloads"}); got != 520 {
+		t.Errorf("payloads pruned = %v, want 520", got)
+	}
+	if got := f.Value("wharf_retention_pruned_total", map[string]string{"kind": "history_months"}); got != 1 {
+		t.Errorf("history months pruned = %v, want 1", got)
+	}
+}

@@ -174,6 +174,8 @@ type WakeupPolicy struct {
 // Store is everything the core keeps. One implementation serves SQLite and PostgreSQL;
 // every method is one transaction; state changes are conditional on the state read.
 type Store interface {
+	RetentionStore
+
 	// Seed fills a new database once; it reports whether it did.
 	Seed(ctx context.Context, data SeedData) (bool, error)
 

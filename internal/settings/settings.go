@@ -31,6 +31,10 @@ const (
 	HealthCheckInterval  = "health_check_interval"
 	HideVersion          = "hide_version"
 
+	// Retention (docs/retention.md); a party's own days override them.
+	PayloadRetentionDays = "payload_retention_days"
+	HistoryRetentionDays = "history_retention_days"
+
 	// Payload storage (docs/storage.md); read at start only.
 	PayloadStorage = "payload_storage"
 	S3Bucket       = "s3_bucket"
@@ -118,6 +122,16 @@ var catalogue = append([]Setting{
 		Description: "true sends the product name alone (Wharf) in User-Agent, Server and an MDN's Reporting-UA; false adds the version (Wharf/1.4.0).",
 		check:       boolean,
 	},
+	{
+		Key: PayloadRetentionDays, Label: "Payload retention (days)", Default: "90",
+		Description: "Days a settled message's documents, raw bodies and receipts are kept; the message itself stays (0 to 36500, 0 keeps them for ever). A party may set its own.",
+		check:       intBetween(0, persistence.MaxRetentionDays),
+	},
+	{
+		Key: HistoryRetentionDays, Label: "History retention (days)", Default: "365",
+		Description: "Days a message's history lines are kept; on PostgreSQL a month goes, archived to payload storage, once all of it is older (0 to 36500, 0 keeps them for ever). A party may set its own.",
+		check:       intBetween(0, persistence.MaxRetentionDays),
+	},
 }, storageCatalogue...)
 
 // Catalogue returns every setting in display order.
@@ -186,6 +200,8 @@ type Values struct {
 	HideVersion bool
 	// Storage is where payloads are kept; a change applies at the next start.
 	Storage Storage
+	// Retention is how long payloads and history are kept (0: for ever).
+	Retention persistence.Retention
 }
 
 // Parse reads stored settings into Values; keys m lacks take their defaults. An unknown key
@@ -228,6 +244,8 @@ func Parse(m map[string]string) (Values, error) {
 	v.HealthCheckInterval, _ = time.ParseDuration(get(HealthCheckInterval))
 	v.HideVersion = get(HideVersion) == "true"
 	v.Storage = parseStorage(get)
+	v.Retention.PayloadDays, _ = strconv.Atoi(get(PayloadRetentionDays))
+	v.Retention.HistoryDays, _ = strconv.Atoi(get(HistoryRetentionDays))
 	return v, nil
 }
 

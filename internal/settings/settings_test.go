@@ -179,3 +179,28 @@ func TestLabels(t *testing.T) {
 		t.Error("an unknown key is not its own label")
 	}
 }
+
+func TestRetentionSettings(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+		ok         bool
+	}{
+		{PayloadRetentionDays, "0", true},
+		{PayloadRetentionDays, "36500", true},
+		{PayloadRetentionDays, "-1", false},
+		{PayloadRetentionDays, "36501", false},
+		{HistoryRetentionDays, "30d", false},
+		{HistoryRetentionDays, "400", true},
+	} {
+		if err := Validate(tc.key, tc.value); (err == nil) != tc.ok {
+			t.Errorf("Validate(%s, %q) = %v, want ok %v", tc.key, tc.value, err, tc.ok)
+		}
+	}
+	v, err := Parse(map[string]string{PayloadRetentionDays: "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Retention != (persistence.Retention{PayloadDays: 7, HistoryDays: 365}) {
+		t.Errorf("Retention = %+v, want 7 payload days and the history default 365", v.Retention)
+	}
+}

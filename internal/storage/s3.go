@@ -92,6 +92,11 @@ func (s *S3) Put(ctx context.Context, messageID int64, stage persistence.Payload
 		return Blob{}, err
 	}
 	_, object, _ := strings.Cut(strings.TrimPrefix(key, s3KeyPrefix), "/")
+	return s.upload(ctx, key, object, r, cfg.noReplace)
+}
+
+// upload stores r as object, reporting it under key.
+func (s *S3) upload(ctx context.Context, key, object string, r io.Reader, noReplace bool) (Blob, error) {
 	h := sha256.New()
 	src := io.TeeReader(ctxReader{ctx, r}, h)
 	// A small body is read into a small buffer; only a larger one takes a part buffer.
@@ -102,11 +107,11 @@ func (s *S3) Put(ctx context.Context, messageID int64, stage persistence.Payload
 	}
 	var size int64
 	if n < smallBody {
-		if err := s.putObject(ctx, object, head[:n], cfg.noReplace); err != nil {
+		if err := s.putObject(ctx, object, head[:n], noReplace); err != nil {
 			return Blob{}, fmt.Errorf("put payload %s: %w", key, err)
 		}
 		size = int64(n)
-	} else if size, err = s.putLarge(ctx, object, head, src, cfg.noReplace); err != nil {
+	} else if size, err = s.putLarge(ctx, object, head, src, noReplace); err != nil {
 		return Blob{}, fmt.Errorf("put payload %s: %w", key, err)
 	}
 	return Blob{Key: key, Size: size, SHA256: hex.EncodeToString(h.Sum(nil))}, nil

@@ -92,6 +92,17 @@ func formCases() map[string][]formCase {
 			bad:  []badField{{id: "file", secret: true}, {id: "password", secret: true}},
 			kept: []badField{{id: "description", value: "ACME signing 2026"}},
 		}},
+		"POST /ui/partners/{name}/retention": {{
+			path: "/ui/partners/acme/retention",
+			form: url.Values{"payload_retention_days": {"ninety"}, "history_retention_days": {"-1"}},
+			bad:  []badField{{id: "payload_retention_days", value: "ninety"}, {id: "history_retention_days", value: "-1"}},
+		}},
+		"POST /ui/organizations/{name}/retention": {{
+			path: "/ui/organizations/local/retention",
+			form: url.Values{"payload_retention_days": {"36501"}, "history_retention_days": {"30"}},
+			bad:  []badField{{id: "payload_retention_days", value: "36501"}},
+			kept: []badField{{id: "history_retention_days", value: "30"}},
+		}},
 		"POST /ui/identity-providers": {{
 			path: "/ui/identity-providers",
 			form: url.Values{"name": {"Corp SSO"}, "display_name": {"Corp"}, "issuer_url": {"not a url"}, "client_id": {"wharf"}},

@@ -56,6 +56,8 @@ type dashboardCounts struct {
 // dashboardView is the live part of the dashboard, rendered whole on each change.
 type dashboardView struct {
 	Counts dashboardCounts
+	// Days are the messages of each of the last days, by day of creation (home_days.go).
+	Days   []dayRow
 	Chart  chart
 	Recent []persistence.Message
 	// Alerts are the newest critical alerts whose cause lasts (a resolved alert leaves
@@ -135,6 +137,9 @@ func (s *Server) dashboard(ctx context.Context) (dashboardView, error) {
 		return dashboardView{}, err
 	}
 	v.Chart = hourlyChart(first, hours)
+	if v.Days, err = s.dailyRows(ctx, now); err != nil {
+		return dashboardView{}, err
+	}
 	if v.Recent, _, err = s.store.ListMessages(ctx, persistence.MessageFilter{
 		ListOptions: persistence.ListOptions{Limit: dashboardRecent}}); err != nil {
 		return dashboardView{}, fmt.Errorf("recent messages: %w", err)

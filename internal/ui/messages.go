@@ -81,6 +81,8 @@ type messageData struct {
 	// Actions is false when the gateway offers no operator actions; the buttons are hidden.
 	Actions   bool
 	CSRFToken string
+	// Pruned is what retention removed of the message, nil when nothing.
+	Pruned *persistence.Pruned
 }
 
 // messagePage shows one message with its deliveries, history and payloads.
@@ -120,6 +122,9 @@ func (s *Server) messageDetail(ctx context.Context, id int64) (messageData, erro
 		return d, err
 	}
 	if d.Payloads, err = s.store.ListPayloads(ctx, id); err != nil {
+		return d, err
+	}
+	if d.Pruned, err = s.prunedOf(ctx, id); err != nil {
 		return d, err
 	}
 	if d.Protocols, err = s.messagePanels(ctx, id); err != nil {

@@ -1,6 +1,8 @@
 package db
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -467,10 +469,15 @@ func (s *Store) GetDelivery(ctx context.Context, id int64) (persistence.Delivery
 func (s *Store) ListHistory(ctx context.Context, messageID int64) ([]persistence.HistoryEntry, error) {
 	var out []persistence.HistoryEntry
 	err := s.read(ctx, func(t *txn) error {
-		if err := t.messageExists(ctx, messageID); err != nil {
+		// History is never older than its message (less the clock skew a source's
+		// creation time may carry): the bound lets PostgreSQL read only the partitions
+		// from the message's month on.
+		var created time.Time
+		err := t.queryRow(ctx, `SELECT created_at FROM messages WHERE id = ?`, messageID).Scan(timeCol{&created})
+		if err := notFound(err, "message %d", messageID); err != nil {
 			return err
 		}
-		rows, err := t.query(ctx, `SELECT `+historyCols+` FROM message_history WHERE message_id = ? ORDER BY id`, messageID)
+		rows, err := t.query(ctx, `SELECT `+historyCols+` FROM message_history WHERE message_id = ? AND at >= ? ORDER BY id`, messageID, t.s.tv(created.Add(-historySkew)))
 		out, err = collect(rows, err, scanHistory)
 		return err
 	})

@@ -150,6 +150,10 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	if err := s.EnsureHistoryPartitions(ctx, s.now(), HistoryMonthsAhead); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open database: %w", err)
+	}
 	return s, nil
 }
 

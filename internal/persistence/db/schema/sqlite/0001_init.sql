@@ -360,3 +360,48 @@ CREATE TABLE partner_pauses (
 ) STRICT;
 
 CREATE INDEX deliveries_paused ON deliveries (target, id) WHERE state = 'paused';
+
+-- Retention (docs/retention.md). message_retention marks what the pruning job removed of a
+-- message whose row stays; party_retention holds a party's own retention days (NULL: the
+-- global setting; 0: for ever); daily_counts keeps the message counts of each UTC day of
+-- creation for ever, rolled up from messages before anything is pruned; history_archives
+-- stays empty here (only PostgreSQL partitions history) but keeps both dialects alike.
+CREATE TABLE message_retention (
+    message_id            INTEGER PRIMARY KEY REFERENCES messages (id),
+    payloads_pruned_at    TEXT,
+    history_pruned_before TEXT
+) STRICT;
+
+CREATE TABLE party_retention (
+    kind         TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    payload_days INTEGER,
+    history_days INTEGER,
+    updated_at   TEXT NOT NULL,
+    PRIMARY KEY (kind, name),
+    FOREIGN KEY (kind, name) REFERENCES parties (kind, name) ON DELETE CASCADE ON UPDATE CASCADE
+) STRICT;
+
+CREATE TABLE daily_counts (
+    day        TEXT NOT NULL,
+    from_party TEXT NOT NULL,
+    to_party   TEXT NOT NULL,
+    status     TEXT NOT NULL,
+    count      INTEGER NOT NULL,
+    bytes      INTEGER NOT NULL,
+    PRIMARY KEY (day, from_party, to_party, status)
+) STRICT;
+
+CREATE TABLE history_archives (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    range_start TEXT NOT NULL,
+    range_end   TEXT NOT NULL,
+    rows        INTEGER NOT NULL,
+    key         TEXT NOT NULL,
+    created_at  TEXT NOT NULL
+) STRICT;
+
+CREATE INDEX history_archives_range ON history_archives (range_end, range_start);
+
+-- History is pruned by its time: the index lets the batched deletes find the oldest rows.
+CREATE INDEX message_history_at ON message_history (at);
