@@ -90,6 +90,8 @@ type Deps struct {
 	Health Health
 	// Storage reports and tests the payload storage; nil answers 503 on its routes.
 	Storage Storage
+	// Callbacks takes signed status callbacks; nil answers 503 on their route.
+	Callbacks Callbacks
 }
 
 // Server serves the REST API.
@@ -107,6 +109,8 @@ type Server struct {
 	oidc     *oidc.Manager
 	ready    Health // Deps.Health
 	storage  Storage
+
+	callbacks Callbacks // Deps.Callbacks
 }
 
 // New builds the server. A nil Logger discards. A module fragment that does not merge
@@ -140,6 +144,8 @@ func New(d Deps) *Server {
 		oidc:     d.OIDC,
 		ready:    d.Health,
 		storage:  d.Storage,
+
+		callbacks: d.Callbacks,
 	}
 }
 

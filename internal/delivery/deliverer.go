@@ -68,6 +68,9 @@ type Result struct {
 	// storage.DeferSync: the engine makes them durable and records them with the outcome,
 	// one flush and one commit for a whole batch.
 	Payloads []persistence.Payload
+	// Downstream is what the receiving side said in its answer (a synchronous MDN),
+	// recorded with the outcome as downstream status lines.
+	Downstream []persistence.DownstreamReport
 }
 
 // Delivered says the target has the message.

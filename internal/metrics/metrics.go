@@ -61,6 +61,7 @@ type Registry struct {
 	inbound     inboundMetrics
 	http        *prometheus.HistogramVec
 	health      healthMetrics
+	callbacks   callbackOutcomes
 }
 
 // New builds the registry with every family registered.
