@@ -79,7 +79,13 @@ func (v *Verifier) Verify(ctx context.Context, target persistence.InstanceName, 
 		}
 	}
 	if v.Refusals != nil {
-		v.Refusals.Refused(Protocol, target, reason)
+		// The instance label names only targets with secrets, so a caller cannot mint
+		// label values with made-up names.
+		label := target
+		if len(secs) == 0 {
+			label = ""
+		}
+		v.Refusals.Refused(Protocol, label, reason)
 	}
 	v.log().WarnContext(ctx, "status callback refused: signature not verified", "target", target, "reason", reason,
 		"webhook_id", clip(header.Get(stdwebhook.HeaderID), 100))
