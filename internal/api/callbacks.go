@@ -67,8 +67,8 @@ func (s *Server) acceptCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cb.Target, cb.WebhookID = target, r.Header.Get(stdwebhook.HeaderID)
-	if len(cb.WebhookID) > persistence.MaxWebhookIDBytes {
-		s.fail(w, r, invalid("webhook-id", fmt.Sprintf("must be at most %d bytes", persistence.MaxWebhookIDBytes)))
+	if err := persistence.CheckWebhookID(cb.WebhookID); err != nil {
+		s.fail(w, r, invalid("webhook-id", err.Error()))
 		return
 	}
 	if err := s.callbacks.Append(r.Context(), cb); err != nil {

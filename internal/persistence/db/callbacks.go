@@ -42,11 +42,8 @@ func checkCallback(cb persistence.StatusCallback) error {
 	if err := check("target", cb.Target, persistence.ParseInstanceName); err != nil {
 		return err
 	}
-	if err := checkText("webhook_id", cb.WebhookID, persistence.MaxWebhookIDBytes); err != nil {
-		return err
-	}
-	if cb.WebhookID == "" {
-		return fieldMsg("webhook_id", "is empty")
+	if err := persistence.CheckWebhookID(cb.WebhookID); err != nil {
+		return fieldErr("webhook_id", err)
 	}
 	return checkDownstream(callbackReport(cb))
 }

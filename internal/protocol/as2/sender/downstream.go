@@ -3,7 +3,6 @@ package sender
 import (
 	"net/http"
 	"strings"
-	"time"
 
 	"wharf/internal/persistence"
 )
@@ -23,8 +22,6 @@ func mdnDownstream(rec OutboundRecord, v verdict, date string) persistence.Downs
 	}
 	if at, err := http.ParseTime(date); err == nil {
 		r.ReportedAt = at.UTC()
-	} else {
-		r.ReportedAt = time.Time{}
 	}
 	return r
 }
