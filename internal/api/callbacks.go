@@ -161,17 +161,27 @@ func (s *Server) listCallbackSecrets(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"secrets": secs})
 }
 
-func (s *Server) createCallbackSecret(w http.ResponseWriter, r *http.Request) {
+// secretAction reads an administrator's action on a target's secrets, which has no body;
+// false when it was refused, and answered.
+func (s *Server) secretAction(w http.ResponseWriter, r *http.Request) (persistence.InstanceName, bool) {
 	if !s.requireAdminFor(w, r, "callback secrets") {
-		return
+		return "", false
 	}
 	if err := decodeNoBody(r); err != nil {
 		s.fail(w, r, err)
-		return
+		return "", false
 	}
 	target, err := s.callbackTarget(r)
 	if err != nil {
 		s.fail(w, r, err)
+		return "", false
+	}
+	return target, true
+}
+
+func (s *Server) createCallbackSecret(w http.ResponseWriter, r *http.Request) {
+	target, ok := s.secretAction(w, r)
+	if !ok {
 		return
 	}
 	rec, secret, err := records.CreateCallbackSecret(r.Context(), s.store, s.sealer, string(target))
@@ -183,16 +193,8 @@ func (s *Server) createCallbackSecret(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeCallbackSecret(w http.ResponseWriter, r *http.Request) {
-	if !s.requireAdminFor(w, r, "callback secrets") {
-		return
-	}
-	if err := decodeNoBody(r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	target, err := s.callbackTarget(r)
-	if err != nil {
-		s.fail(w, r, err)
+	target, ok := s.secretAction(w, r)
+	if !ok {
 		return
 	}
 	id, err := pathID(r, "id")

@@ -195,21 +195,9 @@ type CallbackSecret struct {
 }
 
 // MaxWebhookIDBytes bounds a status callback's webhook-id.
-const MaxWebhookIDBytes = 200
+const MaxWebhookIDBytes = MaxExternalRefBytes
 
-// CheckWebhookID accepts a status callback's webhook-id: 1 to MaxWebhookIDBytes of
-// printable ASCII, so it is kept and logged as sent.
-func CheckWebhookID(s string) error {
-	switch {
-	case s == "":
-		return errors.New("is empty")
-	case len(s) > MaxWebhookIDBytes:
-		return fmt.Errorf("is longer than %d bytes", MaxWebhookIDBytes)
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < ' ' || s[i] > '~' {
-			return fmt.Errorf("has a character other than printable ASCII at byte %d", i+1)
-		}
-	}
-	return nil
-}
+// CheckWebhookID accepts a status callback's webhook-id by the rule of an external
+// reference (printable ASCII without spaces, at most MaxWebhookIDBytes), for the same
+// reason: it is kept, logged and shown as sent.
+func CheckWebhookID(s string) error { return CheckExternalRef(s) }
