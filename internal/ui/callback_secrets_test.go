@@ -22,14 +22,7 @@ var callbackSecretRE = regexp.MustCompile(`id="callback-secret">(whsec_[^<]+)</c
 func TestCallbackSecretsPage(t *testing.T) {
 	ab := setupAccounts(t, nil)
 	ctx := context.Background()
-	for _, c := range []persistence.PluginConfig{
-		{Name: "erp_poster", Type: persistence.PluginHTTPPoster, Enabled: true, Config: []byte(`{}`)},
-		{Name: "inbox_poller", Type: persistence.PluginFilePoller, Enabled: true, Config: []byte(`{}`)},
-	} {
-		if _, err := ab.store.CreatePluginConfig(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ab.posterAndPoller(t)
 	base := "/ui/plugins/http-poster/erp_poster"
 	if page := ab.get(t, base, http.StatusOK); !strings.Contains(page, `href="`+base+`/callback-secrets"`) {
 		t.Fatalf("the instance page does not link its callback secrets:\n%s", page)
@@ -86,4 +79,17 @@ func TestCallbackSecretsPage(t *testing.T) {
 		t.Errorf("revoke unknown = %d, want 404", r.status)
 	}
 	noneContains(t, ab.c, from, "generation", secret, shown)
+}
+
+// posterAndPoller adds a target instance (erp_poster) and a source (inbox_poller).
+func (ab *accountsBundle) posterAndPoller(t *testing.T) {
+	t.Helper()
+	for _, c := range []persistence.PluginConfig{
+		{Name: "erp_poster", Type: persistence.PluginHTTPPoster, Enabled: true, Config: []byte(`{}`)},
+		{Name: "inbox_poller", Type: persistence.PluginFilePoller, Enabled: true, Config: []byte(`{}`)},
+	} {
+		if _, err := ab.store.CreatePluginConfig(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -16,12 +16,7 @@ func TestMessageDetailShowsDownstream(t *testing.T) {
 	b := setupMessages(t)
 	c := b.signedIn(t)
 	ctx := context.Background()
-	m := b.insert(t, 1, acmeParty, webhookInst)[0]
-	claims, err := b.store.ClaimDeliveries(ctx, webhookInst, 10, time.Minute, time.Now())
-	if err != nil || len(claims) != 1 {
-		t.Fatalf("claim = %d, %v", len(claims), err)
-	}
-	d := claims[0].Delivery
+	m, d := b.claimOne(t, webhookInst)
 	if _, err := b.store.CompleteDeliveries(ctx, []persistence.Completion{{DeliveryID: d.ID, Token: d.ClaimToken,
 		Kind: persistence.OutcomeAwaitingAck, AckDeadline: time.Now().Add(time.Hour), At: time.Now()}}); err != nil {
 		t.Fatal(err)
@@ -44,4 +39,15 @@ func TestMessageDetailShowsDownstream(t *testing.T) {
 			t.Errorf("detail lacks %q:\n%s", want, r.body)
 		}
 	}
+}
+
+// claimOne inserts a message to target and claims its delivery.
+func (b *messagesBundle) claimOne(t *testing.T, target persistence.InstanceName) (persistence.Message, persistence.Delivery) {
+	t.Helper()
+	m := b.insert(t, 1, acmeParty, target)[0]
+	claims, err := b.store.ClaimDeliveries(context.Background(), target, 10, time.Minute, time.Now())
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claim = %d, %v", len(claims), err)
+	}
+	return m, claims[0].Delivery
 }
