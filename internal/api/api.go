@@ -93,6 +93,9 @@ type Deps struct {
 	Storage Storage
 	// Events serves GET /api/v1/events; nil answers 503.
 	Events *events.Stream
+
+	// Callbacks takes signed status callbacks; nil answers 503 on their route.
+	Callbacks Callbacks
 }
 
 // Server serves the REST API.
@@ -112,6 +115,8 @@ type Server struct {
 	storage  Storage
 	// eventStream is Deps.Events.
 	eventStream *events.Stream
+
+	callbacks Callbacks // Deps.Callbacks
 }
 
 // New builds the server. A nil Logger discards. A module fragment that does not merge
@@ -147,6 +152,8 @@ func New(d Deps) *Server {
 		storage:  d.Storage,
 
 		eventStream: d.Events,
+
+		callbacks: d.Callbacks,
 	}
 }
 

@@ -127,6 +127,7 @@ func (s *Server) messageDetail(r *http.Request, id int64) (messageDetail, error)
 	if d.History, err = s.store.ListHistory(ctx, id); err != nil {
 		return messageDetail{}, err
 	}
+	persistence.AttachDownstream(d.Deliveries, d.History)
 	if d.Payloads, err = s.store.ListPayloads(ctx, id); err != nil {
 		return messageDetail{}, err
 	}

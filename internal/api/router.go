@@ -95,6 +95,11 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/api/v1/deliveries/{id}/complete", body: bodyJSON, scoped: true, handle: s.settleHandoff(true)},
 		{method: "POST", path: "/api/v1/deliveries/{id}/fail", body: bodyJSON, scoped: true, handle: s.settleHandoff(false)},
 
+		{method: "POST", path: "/api/v1/callbacks/{target}", public: true, body: bodyJSON, handle: s.acceptCallback},
+		{method: "GET", path: "/api/v1/callbacks/{target}/secrets", handle: s.listCallbackSecrets},
+		{method: "POST", path: "/api/v1/callbacks/{target}/secrets", body: bodyJSON, handle: s.createCallbackSecret},
+		{method: "POST", path: "/api/v1/callbacks/{target}/secrets/{id}/revoke", body: bodyJSON, handle: s.revokeCallbackSecret},
+
 		{method: "GET", path: "/api/v1/tokens", handle: s.listTokens},
 		{method: "POST", path: "/api/v1/tokens", body: bodyJSON, handle: s.createToken},
 		{method: "POST", path: "/api/v1/tokens/{name}/revoke", body: bodyJSON, handle: s.revokeToken},

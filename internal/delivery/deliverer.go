@@ -72,6 +72,10 @@ type Result struct {
 	// partner: the store pauses the partner with this reason in the outcome's
 	// transaction (persistence.PartnerPause). Build it with Pausing.
 	Pause string
+
+	// Downstream is what the receiving side said in its answer (a synchronous MDN),
+	// recorded with the outcome as downstream status lines.
+	Downstream []persistence.DownstreamReport
 }
 
 // Delivered says the target has the message.

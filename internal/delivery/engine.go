@@ -520,7 +520,7 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 	comp = w.opts.awaitCompletion(comp, now)
 	comp.DeliveryID, comp.Token = c.Delivery.ID, c.Delivery.ClaimToken
 	comp.Reason = persistence.SanitizeReason(comp.Reason)
-	comp.Payloads = res.Payloads
+	comp.Payloads, comp.Downstream = res.Payloads, res.Downstream
 	switch comp.Kind {
 	case persistence.OutcomeDelivered, persistence.OutcomeAwaitingAck:
 		w.log.DebugContext(ctx, "delivery attempt succeeded", "outcome", comp.Kind, "attempt", c.Delivery.Attempts)
@@ -540,15 +540,15 @@ func (w *worker) queue() Queue {
 	return w.e.store
 }
 
-// keepPayloads records the stages an attempt stored whose outcome is not recorded (its
-// claim was lost, or shutdown interrupted it): a completion without a token changes no
-// state but still records them.
+// keepPayloads records the stages an attempt stored, and what its answer said downstream,
+// whose outcome is not recorded (its claim was lost, or shutdown interrupted it): a
+// completion without a token changes no state but still records them.
 func (w *worker) keepPayloads(ctx context.Context, c persistence.Claim, res Result) {
-	if len(res.Payloads) == 0 {
+	if len(res.Payloads) == 0 && len(res.Downstream) == 0 {
 		return
 	}
 	w.e.complete(ctx, w.q, w.name, persistence.Completion{DeliveryID: c.Delivery.ID, Kind: res.Kind, Payloads: res.Payloads,
-		AckDeadline: res.Deadline})
+		Downstream: res.Downstream, AckDeadline: res.Deadline})
 }
 
 // deliver runs the target, turning a panic into a failed attempt: a transient failure

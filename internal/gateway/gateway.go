@@ -19,6 +19,7 @@ import (
 	"wharf/internal/audit"
 	"wharf/internal/auth/oidc"
 	"wharf/internal/bus"
+	"wharf/internal/callbacks"
 	"wharf/internal/certs"
 	"wharf/internal/config"
 	"wharf/internal/delivery"
@@ -83,6 +84,9 @@ type Gateway struct {
 	listener net.Listener
 	serveErr chan error
 	stopOnce sync.Once
+
+	// callbackSpool holds accepted status callbacks until the store applied them.
+	callbackSpool *callbacks.Spool
 
 	// storageRunning is the payload storage settings the process started with.
 	storageRunning map[string]string
@@ -390,6 +394,11 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cbs, err := g.startCallbacks()
+	if err != nil {
+		closeStream()
+		return err
+	}
 	srv := api.New(api.Deps{
 		Events:   stream,
 		Store:    g.Store,
@@ -403,6 +412,8 @@ func (g *Gateway) Start(ctx context.Context) error {
 		OIDC:     g.OIDC,
 		Health:   g.Health,
 		Storage:  g,
+
+		Callbacks: cbs,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", g.UI.Handler())
@@ -451,6 +462,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			errs = append(errs, g.server.Shutdown(hctx))
 			cancel()
 		}
+		errs = append(errs, g.stopCallbacks(ctx))
 		if g.Services != nil {
 			errs = append(errs, g.Services.StopRole(ctx, module.RoleSource))
 		}

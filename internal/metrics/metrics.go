@@ -62,6 +62,8 @@ type Registry struct {
 	http        *prometheus.HistogramVec
 	health      healthMetrics
 	retention   *prometheus.CounterVec
+
+	callbacks callbackOutcomes
 }
 
 // New builds the registry with every family registered.

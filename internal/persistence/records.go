@@ -137,6 +137,9 @@ type Delivery struct {
 	// ErrorClass is the class of the last failure while the delivery is retrying or
 	// failed; empty otherwise.
 	ErrorClass string `json:"error_class,omitempty"`
+	// Downstream is what the receiving side last said (DownstreamStatus of the delivery's
+	// history); filled in a message's detail, nil when nothing was said.
+	Downstream *Downstream `json:"downstream,omitempty"`
 }
 
 // HistoryKind names what a history line records.
@@ -170,6 +173,8 @@ type HistoryEntry struct {
 	ToState    string      `json:"to_state,omitempty"`
 	Reason     string      `json:"reason,omitempty"`
 	Actor      string      `json:"actor"`
+	// ReportedAt is the reporter's own time of a downstream status line; nil otherwise.
+	ReportedAt *time.Time `json:"reported_at,omitempty"`
 }
 
 // APIToken is a REST credential; only the SHA-256 of the token is stored.

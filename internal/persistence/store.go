@@ -147,6 +147,10 @@ type Completion struct {
 	// outcome's transaction: the refusal will repeat for every message (PartnerPause).
 	// It applies only while the claim holds.
 	Pause string
+
+	// Downstream are what the receiving side said in the attempt's answer (a synchronous
+	// MDN), recorded as downstream status lines, like Payloads even when the claim is lost.
+	Downstream []DownstreamReport
 }
 
 // Release hands back a claim that was interrupted (at shutdown) without counting it as a
@@ -318,6 +322,21 @@ type Store interface {
 	// ErrDeliveryNotAwaiting, a reference other than the stored one ErrReferenceMismatch;
 	// each writes nothing.
 	SettleHandoff(ctx context.Context, r HandoffReport) (Delivery, error)
+	// SettleReceipt records a downstream status (an AS2 MDN) for a delivery and lets a
+	// terminal one settle it as SettleDelivery does; other states keep the delivery as it
+	// is, with the line recorded all the same.
+	SettleReceipt(ctx context.Context, r DownstreamReport) (Delivery, error)
+
+	// Signed status callbacks (docs/callbacks.md): the signing secrets of a target
+	// instance, sealed, and applying verified callbacks.
+	CreateCallbackSecret(ctx context.Context, target InstanceName, sealed []byte) (CallbackSecret, error)
+	ListCallbackSecrets(ctx context.Context, target InstanceName) ([]CallbackSecret, error)
+	RevokeCallbackSecret(ctx context.Context, target InstanceName, id int64) error
+	// TouchCallbackSecret records a secret's use, at most once a minute.
+	TouchCallbackSecret(ctx context.Context, sec CallbackSecret) error
+	// ApplyCallbacks applies callbacks in one transaction, each at most once per
+	// (target, webhook-id), and says what became of each.
+	ApplyCallbacks(ctx context.Context, cbs []StatusCallback) ([]CallbackOutcome, error)
 
 	// ExpireLeases turns deliveries whose lease ran out into retrying, due now.
 	ExpireLeases(ctx context.Context, now time.Time, limit int) ([]Delivery, error)

@@ -154,7 +154,9 @@ func checkRoute(ctx context.Context, st Store, in RouteInput, self int64) (persi
 
 // checkInstanceRole checks that the instance exists and its plugin type stands on role.
 // A refusal is a *persistence.FieldError on field; a store failure is returned as is.
-func checkInstanceRole(ctx context.Context, st Store, field string, name persistence.InstanceName, role module.Role) error {
+func checkInstanceRole(ctx context.Context, st interface {
+	GetPluginConfig(ctx context.Context, name persistence.InstanceName) (persistence.PluginConfig, error)
+}, field string, name persistence.InstanceName, role module.Role) error {
 	cfg, err := st.GetPluginConfig(ctx, name)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return fieldError(field, fmt.Sprintf("no plugin instance named %q", name))

@@ -281,6 +281,10 @@ var actionRoutes = map[string]string{
 	"POST /ui/users/{name}/enable":                                   "a button",
 	"POST /ui/users/{name}/sign-out":                                 "a confirmed button",
 	"POST /ui/users/{name}/delete":                                   "a confirmed button",
+
+	// A target instance's status callback secrets.
+	"POST /ui/plugins/{type}/{name}/callback-secrets":             "a button that generates a secret",
+	"POST /ui/plugins/{type}/{name}/callback-secrets/{id}/revoke": "a confirmed button",
 }
 
 // TestEveryFormTellsEverythingAtOnce submits every form of the UI with invalid fields and

@@ -41,6 +41,8 @@ type deliveryRow struct {
 	Redeliverable bool
 	// SessionPlace says where a delivery of an ordered session stands in it.
 	SessionPlace string
+	// DownstreamBadge is the badge-* class of its downstream status, if it has one.
+	DownstreamBadge string
 }
 
 func deliveryBadge(st persistence.DeliveryState) string {
@@ -53,6 +55,19 @@ func deliveryBadge(st persistence.DeliveryState) string {
 		return "warning"
 	case persistence.DeliverySkipped:
 		return "neutral"
+	}
+	return "info"
+}
+
+// downstreamBadge colours what the receiving side said: a failure, a success, or news.
+func downstreamBadge(d *persistence.Downstream) string {
+	switch {
+	case d == nil:
+		return ""
+	case persistence.DownstreamFailure(d.Status):
+		return "danger"
+	case d.Final:
+		return "success"
 	}
 	return "info"
 }
@@ -114,12 +129,13 @@ func (s *Server) messageDetail(ctx context.Context, id int64) (messageData, erro
 	if err != nil {
 		return d, err
 	}
-	for _, dl := range ds {
-		d.Deliveries = append(d.Deliveries, deliveryRow{Delivery: dl, Badge: deliveryBadge(dl.State),
-			Redeliverable: redeliverable(dl.State), SessionPlace: sessionPlace(dl)})
-	}
 	if d.History, err = s.store.ListHistory(ctx, id); err != nil {
 		return d, err
+	}
+	persistence.AttachDownstream(ds, d.History)
+	for _, dl := range ds {
+		d.Deliveries = append(d.Deliveries, deliveryRow{Delivery: dl, Badge: deliveryBadge(dl.State),
+			Redeliverable: redeliverable(dl.State), SessionPlace: sessionPlace(dl), DownstreamBadge: downstreamBadge(dl.Downstream)})
 	}
 	if d.Payloads, err = s.store.ListPayloads(ctx, id); err != nil {
 		return d, err

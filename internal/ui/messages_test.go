@@ -274,12 +274,7 @@ func TestMessageRedeliver(t *testing.T) {
 	b := setupMessages(t)
 	c := b.signedIn(t)
 	ctx := context.Background()
-	m := b.insert(t, 1, acmeParty, writerInst)[0]
-	claims, err := b.store.ClaimDeliveries(ctx, writerInst, 10, time.Minute, time.Now())
-	if err != nil || len(claims) != 1 {
-		t.Fatalf("claim = %d, %v", len(claims), err)
-	}
-	d := claims[0].Delivery
+	m, d := b.claimOne(t, writerInst)
 	if _, err := b.store.CompleteDeliveries(ctx, []persistence.Completion{{DeliveryID: d.ID,
 		Token: d.ClaimToken, Kind: persistence.OutcomeFailed, Reason: "refused by peer", At: time.Now()}}); err != nil {
 		t.Fatal(err)
@@ -441,12 +436,7 @@ func TestMessageDetailShowsAHandoff(t *testing.T) {
 	b := setupMessages(t)
 	c := b.signedIn(t)
 	ctx := context.Background()
-	m := b.insert(t, 1, acmeParty, webhookInst)[0]
-	claims, err := b.store.ClaimDeliveries(ctx, webhookInst, 10, time.Minute, time.Now())
-	if err != nil || len(claims) != 1 {
-		t.Fatalf("claim = %d, %v", len(claims), err)
-	}
-	d := claims[0].Delivery
+	m, d := b.claimOne(t, webhookInst)
 	due := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
 	if _, err := b.store.CompleteDeliveries(ctx, []persistence.Completion{{DeliveryID: d.ID, Token: d.ClaimToken,
 		Kind: persistence.OutcomeAwaitingAck, AckDeadline: due, ExternalRef: "job-4711", At: time.Now()}}); err != nil {

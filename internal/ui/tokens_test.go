@@ -110,14 +110,7 @@ func TestTokensOperator(t *testing.T) {
 func TestTokensScopedToATarget(t *testing.T) {
 	ab := setupAccounts(t, nil)
 	ctx := context.Background()
-	for _, c := range []persistence.PluginConfig{
-		{Name: "erp_poster", Type: persistence.PluginHTTPPoster, Enabled: true, Config: []byte(`{}`)},
-		{Name: "inbox_poller", Type: persistence.PluginFilePoller, Enabled: true, Config: []byte(`{}`)},
-	} {
-		if _, err := ab.store.CreatePluginConfig(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ab.posterAndPoller(t)
 	page := ab.get(t, "/ui/tokens", http.StatusOK)
 	if !strings.Contains(page, `<option value="erp_poster">`) || strings.Contains(page, `<option value="inbox_poller"`) ||
 		!strings.Contains(page, `<label for="token_target">Scope</label>`) {

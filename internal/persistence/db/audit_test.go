@@ -183,7 +183,7 @@ func dropAuditGuards(t *testing.T, s *db.Store) {
 // configTables are the tables holding configuration; every Store method that writes one
 // must write an audit event.
 var configTables = []string{"parties", "routes", "plugin_configs", "certificates", "settings", "api_tokens", "users",
-	"identity_providers", "partner_pauses"}
+	"identity_providers", "partner_pauses", "callback_secrets"}
 
 // notAudited are the exported methods that write a configuration table without an audit
 // event, each with the reason.
@@ -193,6 +193,8 @@ var notAudited = map[string]string{
 	"UseRecoveryCode":    "a sign-in step, not a configuration change",
 	"TouchUserSignIn":    "a sign-in, not a configuration change",
 	"FindAPIToken":       "records a token's last use, not a configuration change",
+
+	"TouchCallbackSecret": "records a callback secret's last use, not a configuration change",
 }
 
 // TestEveryConfigChangeIsAudited reads the package's source: each exported Store method

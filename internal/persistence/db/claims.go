@@ -245,6 +245,11 @@ func (s *Store) CompleteDeliveries(ctx context.Context, cs []persistence.Complet
 				return nil, fmt.Errorf("complete deliveries: completion %d (delivery %d): payload: %w", i, c.DeliveryID, err)
 			}
 		}
+		for _, r := range c.Downstream {
+			if err := checkDownstream(r); err != nil {
+				return nil, fmt.Errorf("complete deliveries: completion %d (delivery %d): downstream: %w", i, c.DeliveryID, err)
+			}
+		}
 	}
 	order := make([]int, 0, len(cs))
 	for i := range cs {
@@ -317,6 +322,7 @@ func (s *Store) CompleteDeliveries(ctx context.Context, cs []persistence.Complet
 				}
 			}
 		}
+		t.addDownstream(cs)
 		return t.addPayloads(ctx, cs)
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ type historyRow struct {
 	reason     string
 	actor      string
 	at         time.Time // zero: the transaction's time
+	reportedAt time.Time // a downstream status's reporter time; zero: none
 }
 
 // note appends a history line, written when the transaction finishes.
@@ -202,7 +203,7 @@ func (t *txn) readSettling(ctx context.Context, ids []int64, msgs map[int64]pers
 	return closeRows(rows)
 }
 
-const historyInsert = `INSERT INTO message_history (message_id, delivery_id, at, kind, from_state, to_state, reason, actor)`
+const historyInsert = `INSERT INTO message_history (message_id, delivery_id, at, kind, from_state, to_state, reason, actor, reported_at)`
 
 func (t *txn) flushHistory(ctx context.Context) error {
 	if len(t.hist) == 0 {
@@ -224,10 +225,14 @@ func (t *txn) flushHistory(ctx context.Context) error {
 		if h.deliveryID != 0 {
 			did = h.deliveryID
 		}
-		rows[i] = []any{h.messageID, did, at, string(h.kind), h.from, h.to, h.reason, h.actor}
+		var reported any
+		if !h.reportedAt.IsZero() {
+			reported = t.s.tv(utc(h.reportedAt))
+		}
+		rows[i] = []any{h.messageID, did, at, string(h.kind), h.from, h.to, h.reason, h.actor, reported}
 	}
 	t.hist = nil
-	if err := t.insertRows(ctx, historyInsert, 8, rows); err != nil {
+	if err := t.insertRows(ctx, historyInsert, 9, rows); err != nil {
 		return fmt.Errorf("append history: %w", err)
 	}
 	return nil

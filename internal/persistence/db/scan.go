@@ -140,13 +140,13 @@ func scanTransition(r rowScanner) (transition, error) {
 	return tr, nil
 }
 
-const historyCols = `id, message_id, delivery_id, at, kind, from_state, to_state, reason, actor`
+const historyCols = `id, message_id, delivery_id, at, kind, from_state, to_state, reason, actor, reported_at`
 
 func scanHistory(r rowScanner) (persistence.HistoryEntry, error) {
 	var h persistence.HistoryEntry
 	var did sql.NullInt64
 	var kind string
-	err := r.Scan(&h.ID, &h.MessageID, &did, timeCol{&h.At}, &kind, &h.FromState, &h.ToState, &h.Reason, &h.Actor)
+	err := r.Scan(&h.ID, &h.MessageID, &did, timeCol{&h.At}, &kind, &h.FromState, &h.ToState, &h.Reason, &h.Actor, nullTimeCol{&h.ReportedAt})
 	if err != nil {
 		return h, fmt.Errorf("read history: %w", err)
 	}

@@ -14,6 +14,7 @@ var sealedColumns = []struct{ table, key, column string }{
 	{"certificates", "id", "sealed_key"},
 	{"users", "id", "totp_secret"},
 	{"identity_providers", "name", "client_secret"},
+	{"callback_secrets", "id", "sealed"},
 }
 
 // SecretsCheck returns the database's sealed check value, storing sealed as that value

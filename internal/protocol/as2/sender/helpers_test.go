@@ -262,7 +262,7 @@ func (b *bundle) deliver(c persistence.Claim) delivery.Result {
 func (b *bundle) complete(t *testing.T, c persistence.Claim, r delivery.Result) {
 	t.Helper()
 	comp := persistence.Completion{DeliveryID: c.Delivery.ID, Token: c.Delivery.ClaimToken, Kind: r.Kind, At: time.Now(),
-		Payloads: r.Payloads}
+		Payloads: r.Payloads, Downstream: r.Downstream}
 	var keys []string
 	for _, p := range r.Payloads {
 		keys = append(keys, p.Key)
@@ -342,4 +342,16 @@ func (b *bundle) receipt(t *testing.T, messageID int64) []byte {
 		t.Fatal(err)
 	}
 	return raw
+}
+
+// downstream is the delivery's downstream status as the message's history folds it, ""
+// when it has none.
+func (b *bundle) downstream(t *testing.T, messageID int64) string {
+	t.Helper()
+	lines, err := b.store.ListHistory(context.Background(), messageID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := persistence.DownstreamStatus(lines)
+	return d.Status
 }

@@ -111,16 +111,22 @@ func (in *Intake) AcceptMDN(ctx context.Context, contentType string, header http
 			"as2_message_id", rec.AS2MessageID)
 		return nil
 	}
-	var d persistence.Delivery
-	if pause != "" {
-		d, err = in.store.RefuseDeliveryPausing(ctx, rec.DeliveryID, reason, pause, SettleActor)
-	} else {
-		d, err = in.store.SettleDelivery(ctx, rec.DeliveryID, accepted, reason, SettleActor)
-	}
-	if errors.Is(err, persistence.ErrConflict) {
-		in.log.WarnContext(ctx, "async MDN for a delivery that awaits no receipt", "as2_message_id", rec.AS2MessageID, "error", err)
+	if !recorded {
+		// A repeated MDN settles nothing new and says nothing new downstream.
+		d, err := in.store.SettleDelivery(ctx, rec.DeliveryID, accepted, reason, SettleActor)
+		if errors.Is(err, persistence.ErrConflict) {
+			in.log.WarnContext(ctx, "async MDN for a delivery that awaits no receipt", "as2_message_id", rec.AS2MessageID, "error", err)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("settle delivery %d: %w", rec.DeliveryID, err)
+		}
+		in.log.InfoContext(ctx, "async MDN taken", "as2_message_id", rec.AS2MessageID, "accepted", accepted, "delivery_state", d.State)
 		return nil
 	}
+	report := mdnDownstream(rec, v, header.Get("Date"))
+	report.Pause = pause
+	d, err := in.store.SettleReceipt(ctx, report)
 	if err != nil {
 		return fmt.Errorf("settle delivery %d: %w", rec.DeliveryID, err)
 	}

@@ -668,6 +668,7 @@ func (s *Sender) syncReceipt(ctx context.Context, rec *OutboundRecord, out profi
 		s.log.InfoContext(ctx, "AS2 message delivered", "as2_message_id", rec.AS2MessageID, "disposition", m.Disposition)
 	}
 	result.Payloads = receipt
+	result.Downstream = []persistence.DownstreamReport{mdnDownstream(*rec, v, resp.Header.Get("Date"))}
 	return result
 }
 

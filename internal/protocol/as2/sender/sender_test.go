@@ -59,21 +59,24 @@ func TestSendInterop(t *testing.T) {
 		state   persistence.DeliveryState
 		reason  string
 		receipt bool // kept as the message's receipt stage
+		// downstream is the status the MDN reports downstream ("": none, the MDN was not
+		// authentic or there was none).
+		downstream string
 	}{
 		{name: "defaults: compressed, sha256, aes256-cbc, signed sync MDN",
 			answer: func(p *peer) func(http.ResponseWriter, received) { return p.answerMDN(positive) },
-			state:  persistence.DeliveryDelivered, receipt: true},
+			state:  persistence.DeliveryDelivered, receipt: true, downstream: "processed"},
 		{name: "sha512, aes256-gcm, oaep, MIC sha384",
 			mutate: func(o *profile.Outbound) {
 				o.Remote.Compress, o.Remote.SigningAlgorithm, o.Remote.EncryptionAlgorithm = false, profile.SignSHA512, profile.EncryptAES256GCM
 				o.Remote.KeyTransport, o.Remote.MDNMICAlgorithm = profile.KeyTransportOAEP, profile.MICSHA384
 			},
 			answer: func(p *peer) func(http.ResponseWriter, received) { return p.answerMDN(positive) },
-			state:  persistence.DeliveryDelivered, receipt: true},
+			state:  persistence.DeliveryDelivered, receipt: true, downstream: "processed"},
 		{name: "compressed after signing",
 			mutate: func(o *profile.Outbound) { o.Remote.CompressionOrder = profile.CompressAfterSigning },
 			answer: func(p *peer) func(http.ResponseWriter, received) { return p.answerMDN(positive) },
-			state:  persistence.DeliveryDelivered, receipt: true},
+			state:  persistence.DeliveryDelivered, receipt: true, downstream: "processed"},
 		{name: "MDN tampered after signing",
 			answer: func(p *peer) func(http.ResponseWriter, received) {
 				return p.answerMDN(func(rcv received) mdnSpec {
@@ -89,14 +92,15 @@ func TestSendInterop(t *testing.T) {
 					return mdnSpec{Disposition: processed + "/error: decryption-failed"}
 				})
 			},
-			state: persistence.DeliveryFailed, reason: "negative MDN: automatic-action/MDN-sent-automatically; processed/error: decryption-failed", receipt: true},
+			state: persistence.DeliveryFailed, reason: "negative MDN: automatic-action/MDN-sent-automatically; processed/error: decryption-failed", receipt: true,
+			downstream: "failed"},
 		{name: "wrong MIC",
 			answer: func(p *peer) func(http.ResponseWriter, received) {
 				return p.answerMDN(func(received) mdnSpec {
 					return mdnSpec{Disposition: processed, MIC: "iIusKheYHhD9ugzJyYB0LpN9QhfgnlwdsWAiiKH/VTI=, sha-256"}
 				})
 			},
-			state: persistence.DeliveryFailed, reason: "does not match the message sent", receipt: true},
+			state: persistence.DeliveryFailed, reason: "does not match the message sent", receipt: true, downstream: "failed"},
 		{name: "503 is retried",
 			answer: func(*peer) func(http.ResponseWriter, received) {
 				return answerStatus(http.StatusServiceUnavailable, nil)
@@ -128,6 +132,9 @@ func TestSendInterop(t *testing.T) {
 				}
 				if !strings.Contains(got.LastError, tt.reason) {
 					t.Errorf("last error %q, want %q", got.LastError, tt.reason)
+				}
+				if ds := b.downstream(t, msg.ID); ds != tt.downstream {
+					t.Errorf("downstream status %q, want %q", ds, tt.downstream)
 				}
 
 				reqs := p.requests()
@@ -197,6 +204,9 @@ func TestSendInterop(t *testing.T) {
 					}
 					if got := b.delivery(t, d.ID); got.State != persistence.DeliveryDelivered {
 						t.Fatalf("after the async MDN: %s (%s)", got.State, got.LastError)
+					}
+					if ds := b.downstream(t, msg.ID); ds != "processed" {
+						t.Errorf("downstream status after the async MDN %q, want processed", ds)
 					}
 					rec := b.records(t, msg.ID)[0]
 					if rec.MDN == nil || rec.MDN.Verdict != VerdictAccepted || rec.MDN.Transport != profile.MDNAsync ||

@@ -148,7 +148,10 @@ CREATE TABLE message_history (
     from_state  TEXT NOT NULL DEFAULT '',
     to_state    TEXT NOT NULL DEFAULT '',
     reason      TEXT NOT NULL DEFAULT '',
-    actor       TEXT NOT NULL
+    actor       TEXT NOT NULL,
+    -- Downstream status lines: when the reporter (an MDN, a status callback) says it
+    -- happened, by its own clock; NULL on every other line.
+    reported_at TEXT
 ) STRICT;
 
 CREATE INDEX message_history_message ON message_history (message_id, id);
@@ -405,3 +408,25 @@ CREATE INDEX history_archives_range ON history_archives (range_end, range_start)
 
 -- History is pruned by its time: the index lets the batched deletes find the oldest rows.
 CREATE INDEX message_history_at ON message_history (at);
+
+-- Signed status callbacks: the Standard Webhooks secrets of each target instance (sealed
+-- under the master key; several are valid while one is rotated), and one row per callback
+-- applied, whose unique (target, webhook_id) makes a callback sent again write nothing.
+CREATE TABLE callback_secrets (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    target       TEXT NOT NULL REFERENCES plugin_configs (name) ON DELETE CASCADE,
+    sealed       BLOB NOT NULL,
+    created_at   TEXT NOT NULL,
+    last_used_at TEXT,
+    revoked_at   TEXT
+) STRICT;
+
+CREATE INDEX callback_secrets_target ON callback_secrets (target, id);
+
+CREATE TABLE status_callbacks (
+    target      TEXT NOT NULL,
+    webhook_id  TEXT NOT NULL,
+    delivery_id INTEGER,
+    applied_at  TEXT NOT NULL,
+    PRIMARY KEY (target, webhook_id)
+) STRICT;
