@@ -167,7 +167,12 @@ func sendToPyAS2(t *testing.T, w *peer, c outCell, outDir string) string {
 		if d.State != "failed" || !strings.Contains(d.LastError, c.wantFailed) {
 			t.Fatalf("delivery %s (%s), want failed with %q", d.State, d.LastError, c.wantFailed)
 		}
-		return fmt.Sprintf("failed: %s (pyas2 answered %s, holds the document: %v)", d.LastError, rec.Status, holds)
+		held := "the document"
+		if !holds {
+			held = "other bytes (the ciphertext)"
+		}
+		reason, _, _ := strings.Cut(d.LastError, " (")
+		return fmt.Sprintf("failed: %s (pyas2 answered %s and holds %s)", reason, rec.Status, held)
 	}
 	if d.State != "delivered" {
 		t.Fatalf("delivery %s: %s (pyas2: %+v)", d.State, d.LastError, rec)

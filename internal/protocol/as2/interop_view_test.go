@@ -48,7 +48,8 @@ func receiptSummary(t *testing.T, m messageView) string {
 	case mdn.MICMatched:
 		s += ", MIC matched"
 	case mdn.Note != "":
-		s += ", " + mdn.Note
+		note, _, _ := strings.Cut(mdn.Note, ":")
+		s += ", " + note
 	}
 	return s
 }
