@@ -125,11 +125,31 @@ func connectPyPeer(t *testing.T, w *peer, py *pyPeer, wharfID as2test.Identity, 
 		"async_mdn_url": w.as2 + "/as2/mdn"}, nil)
 }
 
-// sendToPyAS2 sends a document under the cell's profile and returns the outcome for the
-// table, failing the test where it differs from the cell's expectation.
+// peerCopy waits for what the partner made of the message with the AS2 Message-ID and
+// reports whether it holds the document, and a few words on what it read and answered.
+type peerCopy func(t *testing.T, messageID string, doc []byte, fileName string, c outCell) (holds bool, answered string)
+
+// sendToPyAS2 sends a document to the pyas2 peer under the cell's profile and returns
+// the outcome for the table.
 func sendToPyAS2(t *testing.T, w *peer, c outCell, outDir string) string {
+	return sendCell(t, w, "py", c, func(t *testing.T, messageID string, doc []byte, fileName string, c outCell) (bool, string) {
+		rec := received(t, outDir, messageID, time.Now().Add(30*time.Second))
+		sum := sha256.Sum256(doc)
+		holds := rec.SHA256 == hex.EncodeToString(sum[:])
+		if holds && (rec.Status != "processed" || rec.Filename != fileName || rec.Signed != (c.sign != "none") ||
+			rec.Encrypted != (c.encrypt != "none") || rec.Compressed != (c.compress != "")) {
+			t.Fatalf("pyas2 recorded %+v for %s", rec, fileName)
+		}
+		return holds, "pyas2 answered " + rec.Status
+	})
+}
+
+// sendCell sends a document to the partner under the cell's profile and returns the
+// outcome for the table, failing the test where it differs from the cell's expectation.
+func sendCell(t *testing.T, w *peer, partner string, c outCell, peerView peerCopy) string {
+	path := "/api/v1/as2/remote-profiles/" + partner
 	var r map[string]any
-	w.do("GET", "/api/v1/as2/remote-profiles/py", "", nil, &r)
+	w.do("GET", path, "", nil, &r)
 	r["signing_algorithm"], r["encryption_algorithm"] = c.sign, c.encrypt
 	r["compress"] = c.compress != ""
 	if c.compress != "" {
@@ -141,7 +161,7 @@ func sendToPyAS2(t *testing.T, w *peer, c outCell, outDir string) string {
 		r["mdn_mic_algorithm"] = c.micAlg
 	}
 	r["gcm_confirmed"] = c.gcmConfirmed
-	status, body := w.gw.API("PUT", "/api/v1/as2/remote-profiles/py", "application/json", jsonBody(t, r))
+	status, body := w.gw.API("PUT", path, "application/json", jsonBody(t, r))
 	if c.wantRefused != "" {
 		if status != 400 || !strings.Contains(string(body), c.wantRefused) {
 			t.Fatalf("profile PUT = %d %s, want 400 naming %s", status, body, c.wantRefused)
@@ -157,12 +177,10 @@ func sendToPyAS2(t *testing.T, w *peer, c outCell, outDir string) string {
 	sum := sha256.Sum256(doc)
 	fileName := "order-" + hex.EncodeToString(sum[:4]) + ".bin"
 	var sent messageView
-	w.multipart("/api/v1/messages", map[string]string{"from": "local", "to": "py", "target": "as2_sender_default"}, fileName, doc, &sent)
+	w.multipart("/api/v1/messages", map[string]string{"from": "local", "to": partner, "target": "as2_sender_default"}, fileName, doc, &sent)
 	got := settled(t, w, sent.ID, time.Now().Add(60*time.Second))
-	messageID := outboundMessageID(t, got)
-	rec := received(t, outDir, messageID, time.Now().Add(30*time.Second))
+	holds, answered := peerView(t, outboundMessageID(t, got), doc, fileName, c)
 	d := got.Deliveries[0]
-	holds := rec.SHA256 == hex.EncodeToString(sum[:])
 	if c.wantFailed != "" {
 		if d.State != "failed" || !strings.Contains(d.LastError, c.wantFailed) {
 			t.Fatalf("delivery %s (%s), want failed with %q", d.State, d.LastError, c.wantFailed)
@@ -172,16 +190,13 @@ func sendToPyAS2(t *testing.T, w *peer, c outCell, outDir string) string {
 			held = "other bytes (the ciphertext)"
 		}
 		reason, _, _ := strings.Cut(d.LastError, " (")
-		return fmt.Sprintf("failed: %s (pyas2 answered %s and holds %s)", reason, rec.Status, held)
+		return fmt.Sprintf("failed: %s (%s and holds %s)", reason, answered, held)
 	}
 	if d.State != "delivered" {
-		t.Fatalf("delivery %s: %s (pyas2: %+v)", d.State, d.LastError, rec)
+		t.Fatalf("delivery %s: %s (%s)", d.State, d.LastError, answered)
 	}
-	if rec.Status != "processed" || holds != c.wantPeerHasPlain || rec.Filename != fileName {
-		t.Fatalf("pyas2 recorded %+v for %s", rec, fileName)
-	}
-	if rec.Signed != (c.sign != "none") || rec.Encrypted != (c.encrypt != "none") || rec.Compressed != (c.compress != "") {
-		t.Fatalf("pyas2 read signed=%v encrypted=%v compressed=%v", rec.Signed, rec.Encrypted, rec.Compressed)
+	if holds != c.wantPeerHasPlain {
+		t.Fatalf("the partner holds the document: %v, want %v (%s)", holds, c.wantPeerHasPlain, answered)
 	}
 	return "delivered, MDN " + receiptSummary(t, got)
 }
