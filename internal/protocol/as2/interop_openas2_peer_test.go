@@ -73,9 +73,9 @@ const oa2Config = `<?xml version="1.0" encoding="UTF-8"?>
 `
 
 const oa2Partnerships = `<partnerships>
-  <partner name="WHARF" as2_id="WHARF" x509_alias="wharf"/>
+  <partner name="WHARF" as2_id="WHARF" x509_alias="wharf" email="wharf@example.invalid"/>
 {{- range .Cells}}
-  <partner name="{{.ID}}" as2_id="{{.ID}}" x509_alias="oa2"/>
+  <partner name="{{.ID}}" as2_id="{{.ID}}" x509_alias="oa2" email="openas2@example.invalid"/>
 {{- if .Sends}}
   <partnership name="{{.ID}}-to-WHARF">
     <sender name="{{.ID}}"/>

@@ -28,7 +28,7 @@ type oa2InCell struct {
 	signedMDN     bool
 	micalg        string // the MIC algorithm asked for; the signature's (or sha-256) when empty
 	allowSHA1     bool
-	wantRefused   bool // Wharf refuses it and OpenAS2 sees the refusal
+	wantRefused   string // Wharf refuses it and OpenAS2 logs this refusal
 }
 
 func (c oa2InCell) name() string {
@@ -101,7 +101,7 @@ func oa2InCells() []oa2InCell {
 	for _, c := range []oa2InCell{
 		{sign: "SHA-384", encrypt: "aes256"}, {sign: "SHA-512", encrypt: "aes256"},
 		{sign: "SHA-1", encrypt: "aes256", allowSHA1: true},
-		{sign: "SHA-1", encrypt: "aes256", wantRefused: true},
+		{sign: "SHA-1", encrypt: "aes256", wantRefused: "processed/error: insufficient-message-security"},
 		{sign: "SHA-256", encrypt: "aes256", micalg: "sha-512"},
 		{sign: "SHA-256", encrypt: "3des"}, {sign: "SHA-256", encrypt: "aes128"}, {sign: "SHA-256", encrypt: "aes192"},
 	} {
@@ -204,14 +204,14 @@ func receiveFromOpenAS2(t *testing.T, w *peer, oa *oa2Peer, p *oa2Partnership, c
 	}
 	outcome := oa.settle(t, p)
 	inbox := filepath.Join(w.data, "inbox", name)
-	if c.wantRefused {
-		if outcome == "sent" {
-			t.Fatalf("OpenAS2 settled the message as sent; Wharf should have refused it")
+	if c.wantRefused != "" {
+		if !strings.Contains(outcome, c.wantRefused) {
+			t.Fatalf("OpenAS2: %q, want Wharf's refusal %q", outcome, c.wantRefused)
 		}
 		if files, _ := filepath.Glob(filepath.Join(inbox, "*")); len(files) != 0 {
 			t.Fatalf("Wharf delivered %v although it refused the message", files)
 		}
-		return "refused: " + outcome
+		return "refused; " + outcome
 	}
 	if outcome != "sent" {
 		t.Fatalf("OpenAS2: %s\n%s", outcome, oa.log())
@@ -232,18 +232,16 @@ func receiveFromOpenAS2(t *testing.T, w *peer, oa *oa2Peer, p *oa2Partnership, c
 }
 
 // settle waits until OpenAS2 has moved the partnership's file to its sent folder ("sent":
-// the MDN was accepted) or to its error folder (the reason from its log).
+// the MDN was accepted, its MIC matched) or to its error folder (then the reason from its
+// log).
 func (oa *oa2Peer) settle(t *testing.T, p *oa2Partnership) string {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if files, _ := filepath.Glob(filepath.Join(p.Sent, "*")); len(files) > 0 {
 			return "sent"
 		}
-		if files, _ := filepath.Glob(filepath.Join(p.Failed, "*", "*")); len(files) > 0 {
-			return "OpenAS2 failed the message: " + oa.lastError(p.ID)
-		}
 		if files, _ := filepath.Glob(filepath.Join(p.Failed, "*")); len(files) > 0 {
-			return "OpenAS2 failed the message: " + oa.lastError(p.ID)
+			return oa.lastError(p.ID)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("OpenAS2 did not settle %s:\n%s", p.ID, oa.log())
@@ -252,11 +250,19 @@ func (oa *oa2Peer) settle(t *testing.T, p *oa2Partnership) string {
 	}
 }
 
-// lastError is the last ERROR or WARN line OpenAS2 logged naming the AS2 id.
+// lastError is what OpenAS2 logged of the failure for the AS2 id: the disposition it
+// read from the MDN when it logged one, else its last ERROR or WARN line.
 func (oa *oa2Peer) lastError(id string) string {
 	var last string
 	for _, l := range strings.Split(oa.log(), "\n") {
-		if strings.Contains(l, id) && (strings.Contains(l, " ERROR ") || strings.Contains(l, " WARN ")) {
+		if !strings.Contains(l, id) {
+			continue
+		}
+		if _, disp, ok := strings.Cut(l, "Received disposition: "); ok {
+			disp, _, _ = strings.Cut(disp, " [<")
+			return "OpenAS2 read the disposition " + strings.TrimSpace(disp)
+		}
+		if strings.Contains(l, " ERROR ") || strings.Contains(l, " WARN ") {
 			last = l
 		}
 	}
