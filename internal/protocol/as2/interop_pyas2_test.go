@@ -98,7 +98,7 @@ func TestInteropPyAS2(t *testing.T) {
 			for _, c := range outCells() {
 				t.Run(c.name(), func(t *testing.T) {
 					w.t = t
-					t.Logf("| Wharf → pyas2 | %s | %s |", c.name(), sendToPyAS2(t, w, c, received))
+					t.Logf("| Wharf → pyas2-lib | %s | %s |", c.name(), sendToPyAS2(t, w, c, received))
 				})
 			}
 		})
@@ -106,7 +106,7 @@ func TestInteropPyAS2(t *testing.T) {
 			for _, c := range inCells() {
 				t.Run(c.name(), func(t *testing.T) {
 					w.t = t
-					t.Logf("| pyas2 → Wharf | %s | %s |", c.name(), receiveFromPyAS2(t, w, py, c))
+					t.Logf("| pyas2-lib → Wharf | %s | %s |", c.name(), receiveFromPyAS2(t, w, py, c))
 				})
 			}
 		})
