@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"wharf/internal/certs/certstest"
 	"wharf/internal/protocol/as2/as2test"
 )
 
@@ -151,10 +150,7 @@ func partnerName(p *oa2Partnership) string { return strings.ToLower(p.ID) }
 
 // connectOpenAS2 makes each of OpenAS2's cell identities a partner of Wharf.
 func connectOpenAS2(t *testing.T, w *peer, oa *oa2Peer, wharfID as2test.Identity, parts []*oa2Partnership) {
-	own := w.upload(append(certstest.CertsPEM(wharfID.Cert), certstest.KeyPEM(t, wharfID.Key, "pkcs8")...))
-	theirs := w.upload(certstest.CertsPEM(oa.id.Cert))
-	w.json("POST", "/api/v1/as2/local-profiles", map[string]any{"organization": "local", "as2_id": w.name,
-		"signing_certificate_id": own, "decryption_certificate_id": own}, nil)
+	theirs := setUpTrial(t, w, wharfID, oa.id)
 	for _, p := range parts {
 		name := partnerName(p)
 		w.json("POST", "/api/v1/partners", map[string]any{"name": name, "display_name": "OpenAS2 " + p.ID}, nil)

@@ -113,13 +113,19 @@ func TestInteropPyAS2(t *testing.T) {
 	})
 }
 
-// connectPyPeer makes the pyas2 peer Wharf's partner "py".
-func connectPyPeer(t *testing.T, w *peer, py *pyPeer, wharfID as2test.Identity, peerURL string) {
+// setUpTrial gives Wharf its identity for a trial (the local profile of "local") and
+// stores the peer's certificate, whose id it returns.
+func setUpTrial(t *testing.T, w *peer, wharfID, peerID as2test.Identity) int64 {
 	own := w.upload(append(certstest.CertsPEM(wharfID.Cert), certstest.KeyPEM(t, wharfID.Key, "pkcs8")...))
-	theirs := w.upload(certstest.CertsPEM(py.id.Cert))
-	w.json("POST", "/api/v1/partners", map[string]any{"name": "py", "display_name": "pyas2-lib"}, nil)
 	w.json("POST", "/api/v1/as2/local-profiles", map[string]any{"organization": "local", "as2_id": w.name,
 		"signing_certificate_id": own, "decryption_certificate_id": own}, nil)
+	return w.upload(certstest.CertsPEM(peerID.Cert))
+}
+
+// connectPyPeer makes the pyas2 peer Wharf's partner "py".
+func connectPyPeer(t *testing.T, w *peer, py *pyPeer, wharfID as2test.Identity, peerURL string) {
+	theirs := setUpTrial(t, w, wharfID, py.id)
+	w.json("POST", "/api/v1/partners", map[string]any{"name": "py", "display_name": "pyas2-lib"}, nil)
 	w.json("POST", "/api/v1/as2/remote-profiles", map[string]any{"partner": "py", "as2_id": "PYAS2",
 		"endpoint_url": peerURL, "partner_certificate_ids": []int64{theirs},
 		"async_mdn_url": w.as2 + "/as2/mdn"}, nil)
