@@ -127,7 +127,24 @@ func digestForOID(oid asn1.ObjectIdentifier) (DigestAlgorithm, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("%w: digest algorithm %s", ErrUnsupportedAlgorithm, oid)
+	name := oid.String()
+	for _, u := range unsupportedDigests {
+		if oid.Equal(u.oid) {
+			name = u.name + " (" + name + ")"
+		}
+	}
+	return "", fmt.Errorf("%w: digest algorithm %s; signatures must use SHA-256, SHA-384 or SHA-512 (SHA-1 where the partner profile allows it)",
+		ErrUnsupportedAlgorithm, name)
+}
+
+// unsupportedDigests names digests that partners' products offer (pyas2-lib: MD5 and
+// SHA-224) but Wharf does not verify, so a refusal names them rather than an OID alone.
+var unsupportedDigests = []struct {
+	oid  asn1.ObjectIdentifier
+	name string
+}{
+	{asn1.ObjectIdentifier{1, 2, 840, 113549, 2, 5}, "MD5"},
+	{asn1.ObjectIdentifier{2, 16, 840, 1, 101, 3, 4, 2, 4}, "SHA-224"},
 }
 
 // ContentCipher is the symmetric content-encryption algorithm.

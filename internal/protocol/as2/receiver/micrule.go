@@ -32,7 +32,7 @@ var pythonMessageID = regexp.MustCompile(`^<\d+\.\d+\.\d+@[^>]+>$`)
 
 // recogniseSender names the product that sent a request from its header fields: the
 // User-Agent (or Server) where it sends one, else the marks pyas2-lib is known by (no
-// User-Agent, AS2-Version 1.2, a signed-receipt-micalg in Python's hashlib spelling such
+// User-Agent or a Python HTTP library's, AS2-Version 1.2, a signed-receipt-micalg in Python's hashlib spelling such
 // as "sha256", and a Message-ID made by Python). ok is false when nothing recognises it.
 func recogniseSender(env envelope) (sender, bool) {
 	software := strings.ToLower(env.software)
@@ -41,11 +41,28 @@ func recogniseSender(env envelope) (sender, bool) {
 		return sender{name: "OpenAS2", pref: mime.MICRequested, clue: "its User-Agent"}, true
 	case strings.Contains(software, "pyas2"):
 		return sender{name: "pyas2", pref: mime.MICSignatureDigest, clue: "its User-Agent"}, true
-	case software == "" && env.version == "1.2" && hashlibMICSpelling(env.options) && pythonMessageID.MatchString(env.messageID):
+	case (software == "" || pythonHTTPLibrary(software)) && env.version == "1.2" && hashlibMICSpelling(env.options) && pythonMessageID.MatchString(env.messageID):
+		ua := "no User-Agent"
+		if software != "" {
+			ua = "User-Agent " + env.software + " of a Python HTTP library"
+		}
 		return sender{name: "pyas2-lib", pref: mime.MICSignatureDigest,
-			clue: "its headers (no User-Agent, AS2-Version 1.2, " + env.options.MICAlgorithms[0].Name + " in signed-receipt-micalg, a Python Message-ID)"}, true
+			clue: "its headers (" + ua + ", AS2-Version 1.2, " + env.options.MICAlgorithms[0].Name + " in signed-receipt-micalg, a Python Message-ID)"}, true
 	}
 	return sender{}, false
+}
+
+// pythonHTTPLibrary reports a (lower-cased) User-Agent of a Python HTTP client library.
+// pyas2-lib builds messages but leaves the HTTP to the application, which names its
+// library rather than a product: django-pyas2 posts with requests, small wrappers with
+// urllib or httpx.
+func pythonHTTPLibrary(software string) bool {
+	for _, p := range []string{"python-requests/", "python-urllib/", "python-httpx/"} {
+		if strings.HasPrefix(software, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // hashlibMICSpelling reports a signed-receipt-micalg written as Python's hashlib names

@@ -38,6 +38,14 @@ func TestChooseMICRule(t *testing.T) {
 			mime.MICSignatureDigest, "signature's digest (auto: pyas2 recognised by its User-Agent)"},
 		{"OpenAS2 over pyas2-lib's spellings", profile.MICPreferAuto, request{"OpenAS2 Server", "1.2", hashlib, pythonID},
 			mime.MICRequested, "requested algorithm (auto: OpenAS2 recognised"},
+		// pyas2-lib leaves HTTP to the application: django-pyas2 posts with requests, a
+		// small wrapper with urllib, each adding its library's User-Agent.
+		{"pyas2-lib behind python-requests", profile.MICPreferAuto, request{"python-requests/2.31.0", "1.2", hashlib, pythonID},
+			mime.MICSignatureDigest, "signature's digest (auto: pyas2-lib recognised by its headers (User-Agent python-requests/2.31.0 of a Python HTTP library,"},
+		{"pyas2-lib behind urllib", profile.MICPreferAuto, request{"Python-urllib/3.11", "1.2", hashlib, pythonID},
+			mime.MICSignatureDigest, "signature's digest (auto: pyas2-lib recognised by its headers (User-Agent Python-urllib/3.11 of a Python HTTP library,"},
+		{"Python HTTP library, RFC spelling", profile.MICPreferAuto, request{"python-requests/2.31.0", "1.2", dashed, pythonID},
+			mime.MICRequested, "requested algorithm (auto: no known product recognised)"},
 		{"hashlib spelling alone", profile.MICPreferAuto, request{"", "1.2", hashlib, otherID},
 			mime.MICRequested, "requested algorithm (auto: no known product recognised)"},
 		{"Python Message-ID, RFC spelling", profile.MICPreferAuto, request{"", "1.2", dashed, pythonID},
