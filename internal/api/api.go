@@ -90,6 +90,8 @@ type Deps struct {
 	Health Health
 	// Storage reports and tests the payload storage; nil answers 503 on its routes.
 	Storage Storage
+	// Erasure erases messages' content; nil answers 503 on its routes.
+	Erasure Erasure
 }
 
 // Server serves the REST API.
@@ -107,6 +109,7 @@ type Server struct {
 	oidc     *oidc.Manager
 	ready    Health // Deps.Health
 	storage  Storage
+	erasure  Erasure
 }
 
 // New builds the server. A nil Logger discards. A module fragment that does not merge
@@ -140,6 +143,7 @@ func New(d Deps) *Server {
 		oidc:     d.OIDC,
 		ready:    d.Health,
 		storage:  d.Storage,
+		erasure:  d.Erasure,
 	}
 }
 

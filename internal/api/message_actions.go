@@ -26,7 +26,7 @@ func (s *Server) redispatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := s.ops.Redispatch(r.Context(), id, actor(r)); err != nil {
-		s.fail(w, r, withCode(err, persistence.ErrConflict, "NOT_REDISPATCHABLE"))
+		s.fail(w, r, erasedCode(err, "NOT_REDISPATCHABLE"))
 		return
 	}
 	d, err := s.messageDetail(r, id)
@@ -89,7 +89,7 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := s.ops.Redeliver(r.Context(), did, mode, actor(r)); err != nil {
-		s.fail(w, r, withCode(err, persistence.ErrConflict, "NOT_REDELIVERABLE"))
+		s.fail(w, r, erasedCode(err, "NOT_REDELIVERABLE"))
 		return
 	}
 	detail, err := s.messageDetail(r, id)
