@@ -22,6 +22,7 @@ import (
 	"wharf/internal/certs"
 	"wharf/internal/config"
 	"wharf/internal/delivery"
+	"wharf/internal/erasure"
 	"wharf/internal/dispatch"
 	"wharf/internal/httproute"
 	"wharf/internal/logging"
@@ -70,6 +71,8 @@ type Gateway struct {
 	Metrics *metrics.Registry
 	// Telemetry exports traces and logs over OTLP when OTEL_* asks for it (telemetry.go).
 	Telemetry *telemetry.Telemetry
+	// Erasure erases messages' content for operators (erasure.go).
+	Erasure *erasure.Service
 
 	roles     Roles
 	sweepLock *sweepLock
@@ -232,6 +235,7 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 			g.Notifications = l
 		}
 	}
+	g.Erasure = g.newErasure()
 	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes, Alerts: g.Alerts, Product: g.productName,
 		Telemetry: tel})
 	g.Health = newHealth(g.Store.Ping, g.Bus.Flush, g.Alerts,
@@ -257,7 +261,7 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels(),
 		PartyPanels: g.partyPanels(), Indexes: g.messageIndexes(), Facters: g.messageFacters(), OIDC: g.OIDC,
 		Notifications: g.Notifications, NotificationEvents: busSignals{bus: g.Bus, log: log},
-		Storage: g})
+		Storage: g, Erasure: g.Erasure})
 	if err != nil {
 		return nil, err
 	}
@@ -379,6 +383,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.Certs.Start(ctx); err != nil {
 		return err
 	}
+	g.finishErasures(ctx)
 	srv := api.New(api.Deps{
 		Store:    g.Store,
 		Payloads: g.Blobs,
@@ -391,6 +396,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		OIDC:     g.OIDC,
 		Health:   g.Health,
 		Storage:  g,
+		Erasure:  g.Erasure,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", g.UI.Handler())

@@ -79,7 +79,9 @@ type messageData struct {
 	// Protocols are the modules' panels, the AS2 section among them.
 	Protocols []protocolPanel
 	// Actions is false when the gateway offers no operator actions; the buttons are hidden.
-	Actions   bool
+	Actions bool
+	// Erase offers an administrator the erasure of a message not erased yet.
+	Erase     bool
 	CSRFToken string
 }
 
@@ -107,6 +109,7 @@ func (s *Server) messageDetail(ctx context.Context, id int64) (messageData, erro
 	d := messageData{Message: m, Actions: s.actions != nil}
 	if sess, ok := session.FromContext(ctx); ok {
 		d.CSRFToken = sess.CSRFToken
+		d.Erase = s.erasure != nil && m.ErasedAt == nil && sess.User.Role == persistence.RoleAdmin
 	}
 	ds, err := s.store.ListDeliveries(ctx, id)
 	if err != nil {
@@ -114,7 +117,7 @@ func (s *Server) messageDetail(ctx context.Context, id int64) (messageData, erro
 	}
 	for _, dl := range ds {
 		d.Deliveries = append(d.Deliveries, deliveryRow{Delivery: dl, Badge: deliveryBadge(dl.State),
-			Redeliverable: redeliverable(dl.State), SessionPlace: sessionPlace(dl)})
+			Redeliverable: redeliverable(dl.State) && m.ErasedAt == nil, SessionPlace: sessionPlace(dl)})
 	}
 	if d.History, err = s.store.ListHistory(ctx, id); err != nil {
 		return d, err
@@ -242,6 +245,10 @@ func (s *Server) messagePayload(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	m, err := s.store.GetMessage(ctx, id)
+	if err == nil && m.ErasedAt != nil {
+		http.Error(w, fmt.Sprintf("Message %d was erased: its payloads were deleted.", id), http.StatusGone)
+		return
+	}
 	var p persistence.Payload
 	if err == nil {
 		p, err = s.store.GetPayload(ctx, id, stage)

@@ -96,6 +96,8 @@ type Deps struct {
 	// Storage reports and tests the payload storage on the settings page; nil leaves
 	// the page without its storage card.
 	Storage Storage
+	// Erasure erases messages' content (erasure.go); nil hides the erasure actions.
+	Erasure Erasure
 }
 
 // Actions are the operator actions on messages the UI offers.
@@ -154,6 +156,7 @@ type Server struct {
 	deadLetters DeadLetterActions
 
 	storage Storage
+	erasure Erasure
 }
 
 // New checks d and parses the templates.
@@ -180,6 +183,7 @@ func New(d Deps) (*Server, error) {
 	s.services = d.Services
 	s.processes = d.Processes
 	s.storage = d.Storage
+	s.erasure = d.Erasure
 	s.ingest, s.settingsChanged, s.publicURL = d.Ingest, d.SettingsChanged, d.PublicURL
 	if s.sameOrigin, err = session.SameOrigin(d.PublicURL); err != nil {
 		return nil, fmt.Errorf("ui: %w", err)

@@ -173,9 +173,18 @@ func (s *Store) EraseMessages(ctx context.Context, ids []int64, actor, scope str
 	return out, nil
 }
 
+// receivedReason is the reason of a message's received history line. It names the
+// original file name, so an erasure writes it again with the erased name.
+func receivedReason(m persistence.Message) string {
+	return fmt.Sprintf("%s from %s to %s via %s", m.OriginalFileName, m.From, m.To, m.Source)
+}
+
 // eraseMessages clears the content of messages the caller found erasable and locked.
 func (t *txn) eraseMessages(ctx context.Context, ids []int64, actor string) error {
 	t.actor = actorOr(actor)
+	if err := t.eraseReceivedLines(ctx, ids); err != nil {
+		return err
+	}
 	args := make([]any, 0, len(ids)+3)
 	args = append(args, persistence.ErasedFileName, t.s.tv(t.now), t.s.tv(t.now))
 	for _, id := range ids {
@@ -272,4 +281,32 @@ func (t *txn) refuseErased(ctx context.Context, messageID int64) error {
 		return fmt.Errorf("message %d was erased at %s and has no content to send: %w", messageID, erased.Format(time.RFC3339), persistence.ErrErased)
 	}
 	return nil
+}
+
+// eraseReceivedLines rewrites the received history line of each message with the erased
+// file name: the one line whose reason quotes content. History stays append-only
+// otherwise; reasons are Wharf's own words or a target's bounded, sanitized answer.
+func (t *txn) eraseReceivedLines(ctx context.Context, ids []int64) error {
+	rows, err := t.query(ctx, `SELECT `+messageCols+` FROM messages WHERE id IN (`+placeholders(len(ids))+`)`, int64Args(ids)...)
+	msgs, err := collect(rows, err, scanMessage)
+	if err != nil {
+		return fmt.Errorf("read messages to erase: %w", err)
+	}
+	for _, m := range msgs {
+		old := persistence.SanitizeReason(receivedReason(m))
+		m.OriginalFileName = persistence.ErasedFileName
+		if _, err := t.exec(ctx, `UPDATE message_history SET reason = ? WHERE message_id = ? AND kind = ? AND reason = ?`,
+			persistence.SanitizeReason(receivedReason(m)), m.ID, persistence.HistoryReceived, old); err != nil {
+			return fmt.Errorf("erase the received line of message %d: %w", m.ID, err)
+		}
+	}
+	return nil
+}
+
+func int64Args(ids []int64) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,6 +98,11 @@ func TestEraseMessages(t *testing.T) {
 			}
 			if h := history(t, s, m.ID); h[len(h)-1].Kind != persistence.HistoryErased || h[len(h)-1].Actor != "user:ann" {
 				t.Fatalf("history ends with %+v, want an erased line by user:ann", h[len(h)-1])
+			}
+			for _, h := range history(t, s, m.ID) {
+				if strings.Contains(h.Reason, string(m.OriginalFileName)) {
+					t.Fatalf("history line %s still names the file: %q", h.Kind, h.Reason)
+				}
 			}
 		}
 		if got := message(t, s, busy.ID); got.ErasedAt != nil || got.Metadata == nil {

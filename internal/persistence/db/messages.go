@@ -197,7 +197,7 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 			payloadRows = append(payloadRows, []any{p.MessageID, p.Stage, p.Key, p.Size, p.SHA256, now})
 		}
 		t.note(historyRow{messageID: m.ID, kind: persistence.HistoryReceived, actor: nm.Actor,
-			reason: fmt.Sprintf("%s from %s to %s via %s", m.OriginalFileName, m.From, m.To, m.Source)})
+			reason: receivedReason(m)})
 		if !nm.Dispatch {
 			continue
 		}
