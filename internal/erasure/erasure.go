@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"wharf/internal/persistence"
 )
@@ -26,9 +27,11 @@ type Store interface {
 
 // Service erases messages' content.
 type Service struct {
-	store Store
-	blobs Blobs
-	log   *slog.Logger
+	store    Store
+	blobs    Blobs
+	log      *slog.Logger
+	interval time.Duration // PurgeInterval but in tests
+	loop     loop
 }
 
 // New builds the service; a nil log discards.
@@ -36,7 +39,7 @@ func New(store Store, blobs Blobs, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: store, blobs: blobs, log: log}
+	return &Service{store: store, blobs: blobs, log: log, interval: PurgeInterval}
 }
 
 // Count says what erasing the filter's messages would come to, for a confirmation.

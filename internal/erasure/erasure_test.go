@@ -201,3 +201,51 @@ func TestPurgeFinishesAnInterruptedErasure(t *testing.T) {
 		})
 	}
 }
+
+// A payload recorded for a message after its erasure (a receipt that came late) is
+// deleted by the running service's next purge.
+func TestRunningServicePurgesLatePayloads(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		blobs := payloadStores[0].open(t)
+		payloads := delivered(t, s, blobs, 1)
+		svc := erasure.New(s, blobs, nil)
+		svc.SetInterval(10 * time.Millisecond)
+		if err := s.EraseMessage(ctx, payloads[0].MessageID, "user:ann"); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+		// Start finished the interrupted erasure at once.
+		wantGone(t, blobs, payloads)
+
+		b, err := blobs.Put(ctx, payloads[0].MessageID, persistence.PayloadReceipt, strings.NewReader("receipt for "+canary))
+		if err != nil {
+			t.Fatal(err)
+		}
+		late := persistence.Payload{MessageID: payloads[0].MessageID, Stage: persistence.PayloadReceipt, Key: b.Key, Size: b.Size, SHA256: b.SHA256}
+		if err := s.AddPayload(ctx, late); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			left, err := s.ErasedPayloads(ctx, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(left) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the late receipt is still recorded: %+v", left)
+			}
+			time.Sleep(10 * time.Millisecond) // polling interval, not a wait for work
+		}
+		wantGone(t, blobs, []persistence.Payload{late})
+		if err := svc.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

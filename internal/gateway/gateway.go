@@ -383,7 +383,10 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.Certs.Start(ctx); err != nil {
 		return err
 	}
-	g.finishErasures(ctx)
+	// The erasures a crash interrupted are finished before the API takes new ones.
+	if err := g.Erasure.Start(ctx); err != nil {
+		return err
+	}
 	srv := api.New(api.Deps{
 		Store:    g.Store,
 		Payloads: g.Blobs,
@@ -460,6 +463,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		}
 		if g.Certs != nil {
 			errs = append(errs, g.Certs.Stop(ctx))
+		}
+		if g.Erasure != nil {
+			errs = append(errs, g.Erasure.Stop(ctx))
 		}
 		if g.Health != nil {
 			errs = append(errs, g.Health.Stop(ctx))
