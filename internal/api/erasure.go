@@ -81,25 +81,10 @@ func (s *Server) eraseMessage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errNoErasure)
 		return
 	}
-	id, err := pathID(r, "id")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if err := decodeNoBody(r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if _, err := s.erasure.EraseMessage(r.Context(), id, actor(r)); err != nil {
-		s.fail(w, r, erasedCode(err, "NOT_ERASABLE"))
-		return
-	}
-	d, err := s.messageDetail(r, id)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, d)
+	s.messageAction(w, r, func(r *http.Request, id int64) error {
+		_, err := s.erasure.EraseMessage(r.Context(), id, actor(r))
+		return erasedCode(err, "NOT_ERASABLE")
+	})
 }
 
 // dryRun reads the dry_run query parameter.

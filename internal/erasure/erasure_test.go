@@ -26,33 +26,30 @@ var payloadStores = []struct {
 	name string
 	open func(t *testing.T) *storage.Stores
 }{
-	{"local", func(t *testing.T) *storage.Stores {
-		local, err := storage.NewLocal(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := storage.NewStores(storage.KindLocal, local, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}},
+	{"local", func(t *testing.T) *storage.Stores { return stores(t, storage.KindLocal, nil) }},
 	{"s3", func(t *testing.T) *storage.Stores {
 		srv := s3test.Start(t)
 		s3, err := storage.NewS3(context.Background(), storage.S3Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint, PathStyle: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		local, err := storage.NewLocal(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := storage.NewStores(storage.KindS3, local, s3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
+		return stores(t, storage.KindS3, s3)
 	}},
+}
+
+// stores writes new blobs to the store kind names, beside a local one in a temporary
+// directory.
+func stores(t *testing.T, kind string, s3 *storage.S3) *storage.Stores {
+	t.Helper()
+	local, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := storage.NewStores(kind, local, s3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // delivered stores n messages from acme whose document holds the canary, with their

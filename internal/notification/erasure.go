@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"wharf/internal/alert"
 	"wharf/internal/module"
@@ -20,12 +19,12 @@ func (rt *Runtime) EraseMessages(ctx context.Context, tx module.Tx, ids []int64)
 	if len(ids) == 0 {
 		return nil
 	}
-	args := make([]any, len(ids))
+	// An alert names its subject by text.
+	in, args := module.IDList(ids)
 	for i, id := range ids {
 		args[i] = strconv.FormatInt(id, 10)
 	}
-	marks := strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")
-	rows, err := tx.Query(ctx, `SELECT id, body FROM alerts WHERE subject_kind = 'message' AND subject_id IN (`+marks+`)`, args...)
+	rows, err := tx.Query(ctx, `SELECT id, body FROM alerts WHERE subject_kind = 'message' AND subject_id IN `+in, args...)
 	if err != nil {
 		return fmt.Errorf("notification: read alerts of erased messages: %w", err)
 	}

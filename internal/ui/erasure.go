@@ -173,19 +173,8 @@ func (s *Server) confirmEraseMessage(w http.ResponseWriter, r *http.Request) {
 
 // eraseMessage erases one message once confirmed.
 func (s *Server) eraseMessage(w http.ResponseWriter, r *http.Request) {
-	if s.erasure == nil {
-		s.notFound(w, r)
-		return
-	}
-	id, ok := messagePathID(r, "id")
-	if !ok {
-		s.notFound(w, r)
-		return
-	}
-	if !confirmed(r) {
-		toConfirm(w, r)
-		return
-	}
-	_, err := s.erasure.EraseMessage(r.Context(), id, messageActor(r))
-	s.afterAction(w, r, id, err, "message-erased", "message-erase-refused")
+	s.confirmedAction(w, r, s.erasure != nil, func(ctx context.Context, id int64) error {
+		_, err := s.erasure.EraseMessage(ctx, id, messageActor(r))
+		return err
+	}, "message-erased", "message-erase-refused")
 }

@@ -154,8 +154,18 @@ func messageActor(r *http.Request) string {
 // redispatchMessage matches the routes again for a message and requeues it, once
 // confirmed.
 func (s *Server) redispatchMessage(w http.ResponseWriter, r *http.Request) {
-	if s.actions == nil {
-		http.Error(w, "message actions are not available", http.StatusServiceUnavailable)
+	s.confirmedAction(w, r, s.actions != nil, func(ctx context.Context, id int64) error {
+		_, err := s.actions.Redispatch(ctx, id, messageActor(r))
+		return err
+	}, "message-redispatched", "message-redispatch-refused")
+}
+
+// confirmedAction runs act on the message of the path once the form carries its
+// confirmation, and answers as afterAction does; available false means the gateway
+// offers no such action.
+func (s *Server) confirmedAction(w http.ResponseWriter, r *http.Request, available bool, act func(ctx context.Context, id int64) error, done, refused string) {
+	if !available {
+		http.Error(w, "this action is not available", http.StatusServiceUnavailable)
 		return
 	}
 	id, ok := messagePathID(r, "id")
@@ -167,8 +177,7 @@ func (s *Server) redispatchMessage(w http.ResponseWriter, r *http.Request) {
 		toConfirm(w, r)
 		return
 	}
-	_, err := s.actions.Redispatch(r.Context(), id, messageActor(r))
-	s.afterAction(w, r, id, err, "message-redispatched", "message-redispatch-refused")
+	s.afterAction(w, r, id, act(r.Context(), id), done, refused)
 }
 
 // redeliverMessage requeues one delivery of a message, once confirmed, sent as the form's

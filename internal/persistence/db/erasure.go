@@ -130,12 +130,9 @@ func (s *Store) EraseMessages(ctx context.Context, ids []int64, actor, scope str
 		if len(ids) == 0 {
 			return nil
 		}
-		args := make([]any, len(ids))
-		for i, id := range ids {
-			args[i] = id
-		}
+		in, args := module.IDList(ids)
 		rows, err := t.query(ctx, `SELECT m.id, m.erased_at IS NOT NULL, CASE WHEN `+erasableCond+` THEN 1 ELSE 0 END
-			FROM messages m WHERE m.id IN (`+placeholders(len(ids))+`) ORDER BY m.id`+t.s.lockRows, args...)
+			FROM messages m WHERE m.id IN `+in+` ORDER BY m.id`+t.s.lockRows, args...)
 		type state struct {
 			id               int64
 			erased, erasable bool
@@ -185,19 +182,14 @@ func (t *txn) eraseMessages(ctx context.Context, ids []int64, actor string) erro
 	if err := t.eraseReceivedLines(ctx, ids); err != nil {
 		return err
 	}
-	args := make([]any, 0, len(ids)+3)
-	args = append(args, persistence.ErasedFileName, t.s.tv(t.now), t.s.tv(t.now))
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	in := `(` + placeholders(len(ids)) + `)`
+	in, idArgs := module.IDList(ids)
 	if _, err := t.exec(ctx, `UPDATE messages SET original_file_name = ?, metadata = '{}', erased_at = ?, updated_at = ?
-		WHERE id IN `+in, args...); err != nil {
+		WHERE id IN `+in, append([]any{persistence.ErasedFileName, t.s.tv(t.now), t.s.tv(t.now)}, idArgs...)...); err != nil {
 		return fmt.Errorf("clear messages: %w", err)
 	}
 	// An in-house system's reference to a delivery may name the document (its file
 	// name, an order number).
-	if _, err := t.exec(ctx, `UPDATE deliveries SET external_ref = '' WHERE message_id IN `+in, args[3:]...); err != nil {
+	if _, err := t.exec(ctx, `UPDATE deliveries SET external_ref = '' WHERE message_id IN `+in, idArgs...); err != nil {
 		return fmt.Errorf("clear deliveries' references: %w", err)
 	}
 	if es := t.s.erasers.Load(); es != nil {
@@ -293,7 +285,8 @@ const erasedReason = "(erased: this text named the document)"
 // History stays append-only otherwise: the lines, their kinds, states, times and actors
 // stay as they were.
 func (t *txn) eraseReceivedLines(ctx context.Context, ids []int64) error {
-	rows, err := t.query(ctx, `SELECT `+messageCols+` FROM messages WHERE id IN (`+placeholders(len(ids))+`)`, int64Args(ids)...)
+	in, args := module.IDList(ids)
+	rows, err := t.query(ctx, `SELECT `+messageCols+` FROM messages WHERE id IN `+in, args...)
 	msgs, err := collect(rows, err, scanMessage)
 	if err != nil {
 		return fmt.Errorf("read messages to erase: %w", err)
@@ -316,12 +309,4 @@ func (t *txn) eraseReceivedLines(ctx context.Context, ids []int64) error {
 		}
 	}
 	return nil
-}
-
-func int64Args(ids []int64) []any {
-	out := make([]any, len(ids))
-	for i, id := range ids {
-		out[i] = id
-	}
-	return out
 }

@@ -3,7 +3,6 @@ package as2
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"wharf/internal/module"
 	"wharf/internal/persistence"
@@ -22,13 +21,9 @@ func (rt *Runtime) EraseMessages(ctx context.Context, tx module.Tx, ids []int64)
 	if len(ids) == 0 {
 		return nil
 	}
-	args := make([]any, 0, len(ids)+1)
-	args = append(args, string(persistence.ErasedFileName))
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	marks := strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")
-	if _, err := tx.Exec(ctx, `UPDATE as2_inbound SET file_name = ? WHERE message_id IN (`+marks+`)`, args...); err != nil {
+	in, args := module.IDList(ids)
+	if _, err := tx.Exec(ctx, `UPDATE as2_inbound SET file_name = ? WHERE message_id IN `+in,
+		append([]any{string(persistence.ErasedFileName)}, args...)...); err != nil {
 		return fmt.Errorf("as2: erase inbound file names: %w", err)
 	}
 	return nil
