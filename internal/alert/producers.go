@@ -27,7 +27,7 @@ func ForMessage(m persistence.Message, target persistence.InstanceName, reason s
 	}
 	details := []Detail{{"Message", id}, {"From", string(m.From)}, {"To", string(m.To)}}
 	if m.OriginalFileName != "" {
-		details = append(details, Detail{"File name", string(m.OriginalFileName)})
+		details = append(details, Detail{FileNameDetail, string(m.OriginalFileName)})
 	}
 	if target != "" {
 		details = append(details, Detail{"Target", string(target)})
@@ -48,6 +48,10 @@ func ForMessage(m persistence.Message, target persistence.InstanceName, reason s
 	}
 	return a, true
 }
+
+// FileNameDetail labels the detail in which a message's alert names its file; an erasure
+// clears it from the alerts recorded.
+const FileNameDetail = "File name"
 
 // RefusalKey is the dedupe key of the message_refused alerts of messages from a party.
 func RefusalKey(from persistence.PartyName) string {

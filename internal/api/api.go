@@ -96,6 +96,9 @@ type Deps struct {
 
 	// Callbacks takes signed status callbacks; nil answers 503 on their route.
 	Callbacks Callbacks
+
+	// Erasure erases messages' content; nil answers 503 on its routes.
+	Erasure Erasure
 }
 
 // Server serves the REST API.
@@ -117,6 +120,8 @@ type Server struct {
 	eventStream *events.Stream
 
 	callbacks Callbacks // Deps.Callbacks
+
+	erasure Erasure
 }
 
 // New builds the server. A nil Logger discards. A module fragment that does not merge
@@ -154,6 +159,8 @@ func New(d Deps) *Server {
 		eventStream: d.Events,
 
 		callbacks: d.Callbacks,
+
+		erasure: d.Erasure,
 	}
 }
 

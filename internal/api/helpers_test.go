@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"mime/multipart"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	"sync"
 	"testing"
 
+	"wharf/internal/erasure"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
@@ -65,7 +67,12 @@ func setupWith(t *testing.T, store persistence.Store, mods []ModuleAPI) *bundle 
 	b.ops = &testOps{store: store, services: map[persistence.InstanceName]ServiceStatus{}}
 	b.sealer = newTestSealer(t)
 	logger := slog.New(slog.NewTextHandler(io.MultiWriter(b.logs, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var eraser Erasure
+	if st, ok := store.(*db.Store); ok {
+		eraser = erasure.New(st, dirPayloads{}, logger)
+	}
 	s := New(Deps{
+		Erasure:  eraser,
 		Store:    store,
 		Payloads: dirPayloads{},
 		Ingest:   &testIngester{store: store, dir: filepath.Join(dir, "blobs")},
@@ -320,6 +327,14 @@ func matchRoutes(routes []persistence.Route, source persistence.InstanceName, fr
 type dirPayloads struct{}
 
 func (dirPayloads) Open(ctx context.Context, key string) (io.ReadCloser, error) { return os.Open(key) }
+
+// Delete removes a blob whose key is a file path; a missing one is no error.
+func (dirPayloads) Delete(ctx context.Context, key string) error {
+	if err := os.Remove(key); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
 
 // testOps implements Ops over the store, with services held in memory.
 type testOps struct {

@@ -12,6 +12,18 @@ import (
 // redispatch matches the routes again for a message; it answers with the message's
 // detail as it now stands.
 func (s *Server) redispatch(w http.ResponseWriter, r *http.Request) {
+	s.messageAction(w, r, func(r *http.Request, id int64) error {
+		if _, err := s.store.GetMessage(r.Context(), id); err != nil {
+			return err
+		}
+		_, err := s.ops.Redispatch(r.Context(), id, actor(r))
+		return erasedCode(err, "NOT_REDISPATCHABLE")
+	})
+}
+
+// messageAction answers an action on the message of the path, whose body is empty or
+// {}: act's error, or the message's detail as it now stands.
+func (s *Server) messageAction(w http.ResponseWriter, r *http.Request, act func(r *http.Request, id int64) error) {
 	id, err := pathID(r, "id")
 	if err != nil {
 		s.fail(w, r, err)
@@ -21,12 +33,8 @@ func (s *Server) redispatch(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if _, err := s.store.GetMessage(r.Context(), id); err != nil {
+	if err := act(r, id); err != nil {
 		s.fail(w, r, err)
-		return
-	}
-	if _, err := s.ops.Redispatch(r.Context(), id, actor(r)); err != nil {
-		s.fail(w, r, withCode(err, persistence.ErrConflict, "NOT_REDISPATCHABLE"))
 		return
 	}
 	d, err := s.messageDetail(r, id)
@@ -89,7 +97,7 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := s.ops.Redeliver(r.Context(), did, mode, actor(r)); err != nil {
-		s.fail(w, r, withCode(err, persistence.ErrConflict, "NOT_REDELIVERABLE"))
+		s.fail(w, r, erasedCode(err, "NOT_REDELIVERABLE"))
 		return
 	}
 	detail, err := s.messageDetail(r, id)

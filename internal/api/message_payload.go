@@ -28,6 +28,10 @@ func (s *Server) downloadPayload(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if m.ErasedAt != nil {
+		s.fail(w, r, errErasedPayload(m))
+		return
+	}
 	p, err := s.store.GetPayload(r.Context(), id, stage)
 	if err != nil {
 		s.fail(w, r, err)

@@ -91,6 +91,8 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/api/v1/messages/{id}/payload", handle: s.downloadPayload},
 		{method: "POST", path: "/api/v1/messages/{id}/redispatch", body: bodyJSON, handle: s.redispatch},
 		{method: "POST", path: "/api/v1/messages/{id}/deliveries/{delivery_id}/redeliver", body: bodyJSON, handle: s.redeliver},
+		{method: "POST", path: "/api/v1/messages/{id}/erase", body: bodyJSON, handle: s.eraseMessage},
+		{method: "POST", path: "/api/v1/erasures", body: bodyJSON, handle: s.erase},
 
 		{method: "POST", path: "/api/v1/deliveries/{id}/complete", body: bodyJSON, scoped: true, handle: s.settleHandoff(true)},
 		{method: "POST", path: "/api/v1/deliveries/{id}/fail", body: bodyJSON, scoped: true, handle: s.settleHandoff(false)},

@@ -24,6 +24,7 @@ import (
 	"wharf/internal/config"
 	"wharf/internal/delivery"
 	"wharf/internal/dispatch"
+	"wharf/internal/erasure"
 	"wharf/internal/httproute"
 	"wharf/internal/logging"
 	"wharf/internal/metrics"
@@ -74,6 +75,8 @@ type Gateway struct {
 	Metrics *metrics.Registry
 	// Telemetry exports traces and logs over OTLP when OTEL_* asks for it (telemetry.go).
 	Telemetry *telemetry.Telemetry
+	// Erasure erases messages' content for operators (erasure.go).
+	Erasure *erasure.Service
 
 	roles     Roles
 	sweepLock *sweepLock
@@ -240,6 +243,7 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 			g.Notifications = l
 		}
 	}
+	g.Erasure = g.newErasure()
 	g.Services = services.New(g.Store, box, g.Engine, module.Env{Logger: log, DataDir: cfg.DataDir, Ingest: g.Dispatcher, Runtimes: g.Runtimes, Alerts: g.Alerts, Product: g.productName,
 		Telemetry: tel})
 	g.Health = newHealth(g.Store.Ping, g.Bus.Flush, g.Alerts,
@@ -265,7 +269,7 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels(),
 		PartyPanels: g.partyPanels(), Indexes: g.messageIndexes(), Facters: g.messageFacters(), OIDC: g.OIDC,
 		Notifications: g.Notifications, NotificationEvents: busSignals{bus: g.Bus, log: log}, EventWebhooks: g.eventWebhooks(),
-		Storage: g})
+		Storage: g, Erasure: g.Erasure})
 	if err != nil {
 		return nil, err
 	}
@@ -390,6 +394,10 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if err := g.Certs.Start(ctx); err != nil {
 		return err
 	}
+	// The erasures a crash interrupted are finished before the API takes new ones.
+	if err := g.Erasure.Start(ctx); err != nil {
+		return err
+	}
 	stream, closeStream, err := g.eventStream()
 	if err != nil {
 		return err
@@ -400,19 +408,19 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return err
 	}
 	srv := api.New(api.Deps{
-		Events:   stream,
-		Store:    g.Store,
-		Payloads: g.Blobs,
-		Ingest:   g.Dispatcher,
-		Ops:      ops{g},
-		Sealer:   g.Box,
-		Logger:   g.log.With("component", "api"),
-		Version:  product.Version(),
-		Modules:  g.moduleAPIs(),
-		OIDC:     g.OIDC,
-		Health:   g.Health,
-		Storage:  g,
-
+		Events:    stream,
+		Store:     g.Store,
+		Payloads:  g.Blobs,
+		Ingest:    g.Dispatcher,
+		Ops:       ops{g},
+		Sealer:    g.Box,
+		Logger:    g.log.With("component", "api"),
+		Version:   product.Version(),
+		Modules:   g.moduleAPIs(),
+		OIDC:      g.OIDC,
+		Health:    g.Health,
+		Storage:   g,
+		Erasure:   g.Erasure,
 		Callbacks: cbs,
 	})
 	mux := http.NewServeMux()
@@ -482,6 +490,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		}
 		if g.Certs != nil {
 			errs = append(errs, g.Certs.Stop(ctx))
+		}
+		if g.Erasure != nil {
+			errs = append(errs, g.Erasure.Stop(ctx))
 		}
 		if g.Health != nil {
 			errs = append(errs, g.Health.Stop(ctx))

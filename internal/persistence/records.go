@@ -91,6 +91,9 @@ type Message struct {
 	// TraceParent is the W3C traceparent of the span that dispatched the message, ""
 	// when it was not traced; each delivery attempt's span continues it.
 	TraceParent string `json:"-"`
+	// ErasedAt is when an operator erased the message's content (see ErasureFilter);
+	// nil while it has it.
+	ErasedAt *time.Time `json:"erased_at,omitempty"`
 }
 
 // Payload records one stored blob of a message. Key is the storage's address for it.
@@ -160,6 +163,8 @@ const (
 	// HistoryMDNUndeliverable is an asynchronous MDN we owed the sender that could not
 	// be delivered within its attempts.
 	HistoryMDNUndeliverable HistoryKind = "mdn_undeliverable"
+	// HistoryErased is an operator's erasure of the message's content.
+	HistoryErased HistoryKind = "erased"
 )
 
 // HistoryEntry is one append-only line of a message's history.

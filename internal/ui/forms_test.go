@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"wharf/internal/erasure"
 	"wharf/internal/module"
+	"wharf/internal/persistence/db"
 	"wharf/internal/ui/session"
 )
 
@@ -21,9 +23,10 @@ type formsBundle struct {
 
 func setupForms(t *testing.T) *formsBundle {
 	t.Helper()
-	withIngest, _ := ingestDeps(t)
+	withIngest, blobs := ingestDeps(t)
 	ab := setupAccounts(t, func(d *Deps) {
 		withIngest(d)
+		d.Erasure = erasure.New(d.Store.(*db.Store), blobs, nil)
 		d.PartyPanels = []module.PartyPanels{&fakePanels{orgs: true}}
 		d.Services = &fakeServices{store: d.Store}
 		withOIDC(d)
@@ -186,6 +189,11 @@ func formCases() map[string][]formCase {
 			bad:  []badField{{id: "source", value: ""}, {id: "from", value: "Not A Party"}},
 			kept: []badField{{id: "to", value: "*"}, {id: "target", value: "inbox"}},
 		}},
+		"POST /ui/erasures": {{
+			path: "/ui/erasures",
+			form: url.Values{"party": {"Not A Party"}, "from": {"31.01.2026"}, "to": {"yesterday"}},
+			bad:  []badField{{id: "erasure_party", value: ""}, {id: "erasure_from", value: "31.01.2026"}, {id: "erasure_to", value: "yesterday"}},
+		}},
 		"POST /ui/routes": {{
 			path: "/ui/routes",
 			form: url.Values{"source": {""}, "from": {"Not A Party"}, "to": {"*"}, "target": {"inbox"}},
@@ -253,6 +261,7 @@ var actionRoutes = map[string]string{
 	"POST /ui/certificates/{id}/delete":                              "a confirmed button",
 	"POST /ui/identity-providers/{name}/delete":                      "a confirmed button",
 	"POST /ui/messages/{id}/redispatch":                              "a confirmed button",
+	"POST /ui/messages/{id}/erase":                                   "a confirmed button",
 	"POST /ui/messages/{id}/deliveries/{delivery_id}/redeliver":      "a confirmation with a choice among fixed modes",
 	"POST /ui/notifications/{instance}/test":                         "a button",
 	"POST /ui/event-webhooks/{name}/test":                            "a button",

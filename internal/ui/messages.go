@@ -94,7 +94,9 @@ type messageData struct {
 	// Protocols are the modules' panels, the AS2 section among them.
 	Protocols []protocolPanel
 	// Actions is false when the gateway offers no operator actions; the buttons are hidden.
-	Actions   bool
+	Actions bool
+	// Erase offers an administrator the erasure of a message not erased yet.
+	Erase     bool
 	CSRFToken string
 	// Pruned is what retention removed of the message, nil when nothing.
 	Pruned *persistence.Pruned
@@ -124,6 +126,7 @@ func (s *Server) messageDetail(ctx context.Context, id int64) (messageData, erro
 	d := messageData{Message: m, Actions: s.actions != nil}
 	if sess, ok := session.FromContext(ctx); ok {
 		d.CSRFToken = sess.CSRFToken
+		d.Erase = s.erasure != nil && m.ErasedAt == nil && sess.User.Role == persistence.RoleAdmin
 	}
 	ds, err := s.store.ListDeliveries(ctx, id)
 	if err != nil {
@@ -135,7 +138,7 @@ func (s *Server) messageDetail(ctx context.Context, id int64) (messageData, erro
 	persistence.AttachDownstream(ds, d.History)
 	for _, dl := range ds {
 		d.Deliveries = append(d.Deliveries, deliveryRow{Delivery: dl, Badge: deliveryBadge(dl.State),
-			Redeliverable: redeliverable(dl.State), SessionPlace: sessionPlace(dl), DownstreamBadge: downstreamBadge(dl.Downstream)})
+			Redeliverable: redeliverable(dl.State) && m.ErasedAt == nil, SessionPlace: sessionPlace(dl), DownstreamBadge: downstreamBadge(dl.Downstream)})
 	}
 	if d.Payloads, err = s.store.ListPayloads(ctx, id); err != nil {
 		return d, err
@@ -172,8 +175,18 @@ func messageActor(r *http.Request) string {
 // redispatchMessage matches the routes again for a message and requeues it, once
 // confirmed.
 func (s *Server) redispatchMessage(w http.ResponseWriter, r *http.Request) {
-	if s.actions == nil {
-		http.Error(w, "message actions are not available", http.StatusServiceUnavailable)
+	s.confirmedAction(w, r, s.actions != nil, func(ctx context.Context, id int64) error {
+		_, err := s.actions.Redispatch(ctx, id, messageActor(r))
+		return err
+	}, "message-redispatched", "message-redispatch-refused")
+}
+
+// confirmedAction runs act on the message of the path once the form carries its
+// confirmation, and answers as afterAction does; available false means the gateway
+// offers no such action.
+func (s *Server) confirmedAction(w http.ResponseWriter, r *http.Request, available bool, act func(ctx context.Context, id int64) error, done, refused string) {
+	if !available {
+		http.Error(w, "this action is not available", http.StatusServiceUnavailable)
 		return
 	}
 	id, ok := messagePathID(r, "id")
@@ -185,8 +198,7 @@ func (s *Server) redispatchMessage(w http.ResponseWriter, r *http.Request) {
 		toConfirm(w, r)
 		return
 	}
-	_, err := s.actions.Redispatch(r.Context(), id, messageActor(r))
-	s.afterAction(w, r, id, err, "message-redispatched", "message-redispatch-refused")
+	s.afterAction(w, r, id, act(r.Context(), id), done, refused)
 }
 
 // redeliverMessage requeues one delivery of a message, once confirmed, sent as the form's
@@ -263,6 +275,10 @@ func (s *Server) messagePayload(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	m, err := s.store.GetMessage(ctx, id)
+	if err == nil && m.ErasedAt != nil {
+		http.Error(w, fmt.Sprintf("Message %d was erased: its payloads were deleted.", id), http.StatusGone)
+		return
+	}
 	var p persistence.Payload
 	if err == nil {
 		p, err = s.store.GetPayload(ctx, id, stage)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"wharf/internal/erasure"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
 	"wharf/internal/storage"
@@ -56,7 +57,9 @@ func setupMessages(t *testing.T) *messagesBundle {
 func setupMessagesWith(t *testing.T, blobs storage.Store) *messagesBundle {
 	t.Helper()
 	b := newBundle(t)
-	s := newServer(t, b, func(d *Deps) { d.Actions, d.Payloads = storeActions{b.store}, blobs })
+	s := newServer(t, b, func(d *Deps) {
+		d.Actions, d.Payloads, d.Erasure = storeActions{b.store}, blobs, erasure.New(b.store, blobs, nil)
+	})
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", s.Handler())
 	b.srv = httptest.NewServer(mux)

@@ -99,6 +99,8 @@ type Deps struct {
 	// Storage reports and tests the payload storage on the settings page; nil leaves
 	// the page without its storage card.
 	Storage Storage
+	// Erasure erases messages' content (erasure.go); nil hides the erasure actions.
+	Erasure Erasure
 }
 
 // Actions are the operator actions on messages the UI offers.
@@ -158,6 +160,7 @@ type Server struct {
 	deadLetters DeadLetterActions
 
 	storage Storage
+	erasure Erasure
 }
 
 // New checks d and parses the templates.
@@ -184,6 +187,7 @@ func New(d Deps) (*Server, error) {
 	s.services = d.Services
 	s.processes = d.Processes
 	s.storage = d.Storage
+	s.erasure = d.Erasure
 	s.ingest, s.settingsChanged, s.publicURL = d.Ingest, d.SettingsChanged, d.PublicURL
 	if s.sameOrigin, err = session.SameOrigin(d.PublicURL); err != nil {
 		return nil, fmt.Errorf("ui: %w", err)

@@ -199,7 +199,7 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 			payloadRows = append(payloadRows, []any{p.MessageID, p.Stage, p.Key, p.Size, p.SHA256, now})
 		}
 		t.note(historyRow{messageID: m.ID, kind: persistence.HistoryReceived, actor: nm.Actor,
-			reason: fmt.Sprintf("%s from %s to %s via %s", m.OriginalFileName, m.From, m.To, m.Source)})
+			reason: receivedReason(m)})
 		if !nm.Dispatch {
 			continue
 		}
@@ -258,7 +258,9 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 		}
 		m := out[i]
 		id := strconv.FormatInt(m.ID, 10)
-		if err := t.audit(operatorCtx(ctx, nm.Actor), "send", "message", id, string(m.OriginalFileName),
+		// The record is named by the message's id, not its file name: a file name can be
+		// content an erasure removes, and the audit log is never rewritten.
+		if err := t.audit(operatorCtx(ctx, nm.Actor), "send", "message", id, "message "+id,
 			[]audit.Change{{Path: "from", New: jsonString(string(m.From))}, {Path: "to", New: jsonString(string(m.To))},
 				{Path: "source", New: jsonString(string(m.Source))}, {Path: "size", New: json.RawMessage(strconv.FormatInt(m.Size, 10))}}); err != nil {
 			return nil, err

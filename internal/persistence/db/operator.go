@@ -39,6 +39,9 @@ func (s *Store) Redispatch(ctx context.Context, messageID int64, targets []persi
 		if err != nil {
 			return notFound(err, "message %d", messageID)
 		}
+		if err := t.refuseErased(ctx, messageID); err != nil {
+			return err
+		}
 		if refusal != persistence.RefusalNone && len(want) > 0 {
 			return fmt.Errorf("message %d was refused by its source and gets no deliveries: %w", messageID, persistence.ErrConflict)
 		}
@@ -178,6 +181,9 @@ func (s *Store) Redeliver(ctx context.Context, deliveryID int64, mode persistenc
 		err := t.queryRow(ctx, `SELECT state, message_id FROM deliveries WHERE id = ?`, deliveryID).Scan(&state, &messageID)
 		if err != nil {
 			return notFound(err, "delivery %d", deliveryID)
+		}
+		if err := t.refuseErased(ctx, messageID); err != nil {
+			return err
 		}
 		if !slices.Contains(redeliverable, state) {
 			return fmt.Errorf("delivery %d is %s; only failed, stalled, retrying or delivered deliveries can be redelivered: %w",

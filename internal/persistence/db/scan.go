@@ -59,13 +59,14 @@ func scanRoute(r rowScanner) (persistence.Route, error) {
 	return rt, nil
 }
 
-const messageCols = `id, stage, status, refusal, from_party, to_party, source, original_file_name, size, sha256, correlation_id, origin_event_id, metadata, created_at, updated_at, trace_parent`
+const messageCols = `id, stage, status, refusal, from_party, to_party, source, original_file_name, size, sha256, correlation_id, origin_event_id, metadata, created_at, updated_at, trace_parent, erased_at`
 
 func scanMessage(r rowScanner) (persistence.Message, error) {
 	var m persistence.Message
 	var meta string
 	err := r.Scan(&m.ID, &m.Stage, &m.Status, &m.Refusal, &m.From, &m.To, &m.Source, &m.OriginalFileName,
-		&m.Size, &m.SHA256, &m.CorrelationID, &m.OriginEventID, &meta, timeCol{&m.CreatedAt}, timeCol{&m.UpdatedAt}, &m.TraceParent)
+		&m.Size, &m.SHA256, &m.CorrelationID, &m.OriginEventID, &meta, timeCol{&m.CreatedAt}, timeCol{&m.UpdatedAt}, &m.TraceParent,
+		nullTimeCol{&m.ErasedAt})
 	if err != nil {
 		return m, fmt.Errorf("read message: %w", err)
 	}

@@ -131,6 +131,12 @@ func (t *txn) applyAction(ctx context.Context, a deliveryAction, id int64) (pers
 		r.Err = fmt.Errorf("delivery %d is %s; %s: %w", id, d.State, a.label, persistence.ErrConflict)
 		return r, nil
 	}
+	if a.name != skipAction.name {
+		if err := t.refuseErased(ctx, d.MessageID); err != nil {
+			r.Delivery, r.Err = d, err
+			return r, nil
+		}
+	}
 	set, args := a.set(t)
 	args = append(args, t.s.tv(t.now), id, d.State)
 	rows, err := t.query(ctx, `UPDATE deliveries SET previous_state = state, `+set+`, updated_at = ?

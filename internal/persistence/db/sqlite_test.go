@@ -38,6 +38,7 @@ func TestSQLiteSettings(t *testing.T) {
 		{"busy_timeout", false, "10000"},
 		{"temp_store", false, "2"}, // MEMORY
 		{"temp_store", true, "2"},
+		{"secure_delete", false, "1"}, // erasure: freed content is zeroed
 		{"journal_mode", true, "wal"},
 		{"synchronous", true, "2"},
 		{"query_only", true, "1"},

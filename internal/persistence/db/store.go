@@ -23,6 +23,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"wharf/internal/audit"
+	"wharf/internal/module"
 	"wharf/internal/persistence"
 )
 
@@ -107,9 +108,10 @@ type Store struct {
 	stmtMu sync.Mutex
 	stmts  map[*bun.DB]map[string]*sql.Stmt // SQLite: compiled statements per pool
 
-	onHistory atomic.Pointer[func([]int64)] // see OnHistory
-	onChanges atomic.Pointer[func(Changes)] // see OnChanges
-	group     groupCommit                   // SQLite: write transactions that arrive together commit together
+	onHistory atomic.Pointer[func([]int64)]          // see OnHistory
+	erasers   atomic.Pointer[[]module.MessageEraser] // see SetMessageErasers
+	onChanges atomic.Pointer[func(Changes)]          // see OnChanges
+	group     groupCommit                            // SQLite: write transactions that arrive together commit together
 }
 
 var _ persistence.Store = (*Store)(nil)
@@ -197,6 +199,9 @@ func (s *Store) openSQLite(path string) error {
 	name := "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 	wq := cloneValues(common)
 	wq.Set("_txlock", "immediate")
+	// Erasure: freed and overwritten content is zeroed in the file, not left in free
+	// pages where a copy of the database file would still hold it.
+	wq.Add("_pragma", "secure_delete(on)")
 	writer, err := sql.Open("sqlite", name+"?"+wq.Encode())
 	if err != nil {
 		return err

@@ -438,3 +438,9 @@ CREATE TABLE status_callbacks (
     applied_at  TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (target, webhook_id)
 );
+
+-- Erasure (issue 14): when an operator erased the message's content (NULL while it has
+-- it). The row stays as an anonymized counter; its payload rows go once their blobs are
+-- deleted, and a start finishes the blobs of erased messages a crash left behind.
+ALTER TABLE messages ADD COLUMN erased_at TIMESTAMPTZ;
+CREATE INDEX messages_erased ON messages (erased_at) WHERE erased_at IS NOT NULL;
