@@ -137,6 +137,10 @@ type Delivery struct {
 	// ErrorClass is the class of the last failure while the delivery is retrying or
 	// failed; empty otherwise.
 	ErrorClass string `json:"error_class,omitempty"`
+	// CorrelationID and OriginEventID are the message's, copied when the delivery is
+	// made, so a delivery is traced without its message.
+	CorrelationID string `json:"correlation_id"`
+	OriginEventID string `json:"origin_event_id"`
 }
 
 // HistoryKind names what a history line records.
@@ -170,6 +174,9 @@ type HistoryEntry struct {
 	ToState    string      `json:"to_state,omitempty"`
 	Reason     string      `json:"reason,omitempty"`
 	Actor      string      `json:"actor"`
+	// CorrelationID and OriginEventID are the message's, written with every line.
+	CorrelationID string `json:"correlation_id"`
+	OriginEventID string `json:"origin_event_id"`
 }
 
 // APIToken is a REST credential; only the SHA-256 of the token is stored.

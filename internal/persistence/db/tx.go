@@ -46,6 +46,9 @@ type txn struct {
 	unprepared []string
 	// changes are the transitions OnChanges reports after the commit.
 	changes Changes
+	// refs are the correlation and origin event ids of messages this transaction has
+	// read or inserted, for the history lines it writes (correlation.go).
+	refs map[int64]messageRefs
 }
 
 // maxTxAttempts bounds how often a PostgreSQL transaction is run again after a deadlock
