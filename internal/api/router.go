@@ -80,6 +80,7 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/api/v1/messages/{id}/payload", handle: s.downloadPayload},
 		{method: "POST", path: "/api/v1/messages/{id}/redispatch", body: bodyJSON, handle: s.redispatch},
 		{method: "POST", path: "/api/v1/messages/{id}/deliveries/{delivery_id}/redeliver", body: bodyJSON, handle: s.redeliver},
+		{method: "GET", path: "/api/v1/trace", handle: s.trace},
 
 		{method: "POST", path: "/api/v1/deliveries/{id}/complete", body: bodyJSON, scoped: true, handle: s.settleHandoff(true)},
 		{method: "POST", path: "/api/v1/deliveries/{id}/fail", body: bodyJSON, scoped: true, handle: s.settleHandoff(false)},
