@@ -21,6 +21,8 @@ func parseTraceQuery(r *http.Request) (persistence.TraceQuery, error) {
 	for name, vs := range params {
 		switch name {
 		case "origin_event_id", "correlation_id":
+		case "":
+			return q, invalid("query", "a parameter without a name; give origin_event_id or correlation_id")
 		default:
 			return q, invalid(name, "unknown parameter; give origin_event_id or correlation_id")
 		}
