@@ -12,7 +12,7 @@ import (
 // stalled (delivery_stalled), not_routed (message_not_routed) or refused
 // (message_refused); target and reason name the delivery that made it so, or why the
 // source refused it. ok is false for any other status. The alert names the parties, the
-// file name and the sanitized reason, never the document. Refusals are alike per sending
+// file name, the correlation id and the sanitized reason, never the document. Refusals are alike per sending
 // party (a partner whose certificate changed has every message refused), so their dedupe
 // key is the party's, which a notifier's cooldown then holds to one alert per window.
 func ForMessage(m persistence.Message, target persistence.InstanceName, reason string) (a Alert, ok bool) {
@@ -26,6 +26,11 @@ func ForMessage(m persistence.Message, target persistence.InstanceName, reason s
 		summary += " on " + string(target)
 	}
 	details := []Detail{{"Message", id}, {"From", string(m.From)}, {"To", string(m.To)}}
+	// The correlation id leads from the alert to everything of the same origin (the
+	// Trace page, GET /api/v1/trace).
+	if m.CorrelationID != "" {
+		details = append(details, Detail{"Correlation id", m.CorrelationID})
+	}
 	if m.OriginalFileName != "" {
 		details = append(details, Detail{FileNameDetail, string(m.OriginalFileName)})
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 func TestForMessage(t *testing.T) {
-	m := persistence.Message{ID: 9, From: "acme", To: "local", OriginalFileName: "po.edi"}
+	m := persistence.Message{ID: 9, From: "acme", To: "local", OriginalFileName: "po.edi", CorrelationID: "PO-4711"}
 	for _, tc := range []struct {
 		status persistence.MessageStatus
 		code   Code
@@ -42,10 +42,15 @@ func TestForMessage(t *testing.T) {
 		if a.Link != "/ui/messages/9" || a.Subject.ID != "9" || a.DedupeKey != key {
 			t.Errorf("%s: %+v", tc.status, a)
 		}
+		correlated := false
 		for _, d := range a.Details {
 			if strings.Contains(d.Value, "partner.example") || strings.Contains(d.Value, "pw@") {
 				t.Errorf("%s: detail %q carries the URL", tc.status, d.Value)
 			}
+			correlated = correlated || (d.Label == "Correlation id" && d.Value == "PO-4711")
+		}
+		if !correlated {
+			t.Errorf("%s: the alert does not carry the correlation id: %+v", tc.status, a.Details)
 		}
 	}
 }

@@ -99,6 +99,8 @@ func TestSendMessage(t *testing.T) {
 			{"unknown field", good("", part{name: "priority", value: "high"}), "priority"},
 			{"field twice", good("", part{name: "to", value: "acme"}), "to"},
 			{"control character in correlation id", good("", part{name: "correlation_id", value: "a\x01b"}), "correlation_id"},
+			{"unprintable origin event id", good("", part{name: "origin_event_id", value: "a\u200bb"}), "origin_event_id"},
+			{"correlation id over 255 bytes", good("", part{name: "correlation_id", value: strings.Repeat("x", 256)}), "correlation_id"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

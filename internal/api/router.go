@@ -94,6 +94,8 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/api/v1/messages/{id}/erase", body: bodyJSON, handle: s.eraseMessage},
 		{method: "POST", path: "/api/v1/erasures", body: bodyJSON, handle: s.erase},
 
+		{method: "GET", path: "/api/v1/trace", handle: s.trace},
+
 		{method: "POST", path: "/api/v1/deliveries/{id}/complete", body: bodyJSON, scoped: true, handle: s.settleHandoff(true)},
 		{method: "POST", path: "/api/v1/deliveries/{id}/fail", body: bodyJSON, scoped: true, handle: s.settleHandoff(false)},
 

@@ -458,7 +458,7 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 		default:
 		}
 	}()
-	ctx := logging.WithDeliveryID(logging.WithMessageID(w.attemptCtx, c.Message.ID), c.Delivery.ID)
+	ctx := logging.WithDeliveryID(logging.WithMessage(w.attemptCtx, c.Message.ID, c.Message.CorrelationID), c.Delivery.ID)
 	ctx, span := w.startSpan(ctx, c)
 	var res Result
 	var outcome string

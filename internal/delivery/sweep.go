@@ -169,5 +169,5 @@ func (s *Sweeper) wakeTargets(ds []persistence.Delivery) {
 
 // deliveryCtx carries a delivery's ids into log lines.
 func deliveryCtx(ctx context.Context, d persistence.Delivery) context.Context {
-	return logging.WithDeliveryID(logging.WithMessageID(ctx, d.MessageID), d.ID)
+	return logging.WithDeliveryID(logging.WithMessage(ctx, d.MessageID, d.CorrelationID), d.ID)
 }

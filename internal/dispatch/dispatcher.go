@@ -238,7 +238,7 @@ func (d *Dispatcher) Ingest(ctx context.Context, items []module.Incoming) ([]mod
 		results[i].Message = stored[n]
 		wake = appendNew(wake, targets[n]...)
 		if len(targets[n]) == 0 && items[i].Refused == "" {
-			d.log.WarnContext(logging.WithMessageID(ctx, stored[n].ID), "message not routed", "source", stored[n].Source, "from", stored[n].From, "to", stored[n].To)
+			d.log.WarnContext(logging.WithMessage(ctx, stored[n].ID, stored[n].CorrelationID), "message not routed", "source", stored[n].Source, "from", stored[n].From, "to", stored[n].To)
 		}
 	}
 	d.waker.Wake(wake)

@@ -66,10 +66,8 @@ func CheckHeaderName(name, setter string, reserved ...string) error {
 	if name == "" {
 		return fmt.Errorf("empty header name")
 	}
-	for i := 0; i < len(name); i++ {
-		if !isTokenChar(name[i]) {
-			return fmt.Errorf("header name %q has a character not allowed in a header name", name)
-		}
+	if !IsHeaderName(name) {
+		return fmt.Errorf("header name %q has a character not allowed in a header name", name)
 	}
 	canon := http.CanonicalHeaderKey(name)
 	if slices.Contains(transportHeaders, canon) || slices.Contains(reserved, canon) {
@@ -93,6 +91,20 @@ func CheckHeaderValue(v string) error {
 		}
 	}
 	return nil
+}
+
+// IsHeaderName reports whether name is a header field name: one or more RFC 9110 token
+// characters.
+func IsHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if !isTokenChar(name[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // isTokenChar reports RFC 9110 token characters.

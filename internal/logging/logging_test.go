@@ -18,7 +18,8 @@ func TestContextIDs(t *testing.T) {
 		not  []string
 	}{
 		{"none", context.Background(), nil, []string{"message_id", "delivery_id", "trace_id", "span_id"}},
-		{"message", WithMessageID(context.Background(), 42), []string{"message_id=42"}, []string{"delivery_id"}},
+		{"message", WithMessageID(context.Background(), 42), []string{"message_id=42"}, []string{"delivery_id", "correlation_id"}},
+		{"message and correlation", WithMessage(context.Background(), 42, "PO 4711"), []string{"message_id=42", `correlation_id="PO 4711"`}, []string{"delivery_id"}},
 		{"both", WithDeliveryID(WithMessageID(context.Background(), 7), 9), []string{"message_id=7", "delivery_id=9"}, []string{"trace_id"}},
 		{"span", trace.ContextWithSpanContext(WithMessageID(context.Background(), 5), trace.NewSpanContext(trace.SpanContextConfig{
 			TraceID: trace.TraceID{0x4b, 0xf9, 1}, SpanID: trace.SpanID{0x00, 0xf0, 0x67, 2}, TraceFlags: trace.FlagsSampled,

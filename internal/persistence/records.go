@@ -143,6 +143,11 @@ type Delivery struct {
 	// Downstream is what the receiving side last said (DownstreamStatus of the delivery's
 	// history); filled in a message's detail, nil when nothing was said.
 	Downstream *Downstream `json:"downstream,omitempty"`
+
+	// CorrelationID and OriginEventID are the message's, copied when the delivery is
+	// made, so a delivery is traced without its message.
+	CorrelationID string `json:"correlation_id"`
+	OriginEventID string `json:"origin_event_id"`
 }
 
 // HistoryKind names what a history line records.
@@ -180,6 +185,10 @@ type HistoryEntry struct {
 	Actor      string      `json:"actor"`
 	// ReportedAt is the reporter's own time of a downstream status line; nil otherwise.
 	ReportedAt *time.Time `json:"reported_at,omitempty"`
+
+	// CorrelationID and OriginEventID are the message's, written with every line.
+	CorrelationID string `json:"correlation_id"`
+	OriginEventID string `json:"origin_event_id"`
 }
 
 // APIToken is a REST credential; only the SHA-256 of the token is stored.

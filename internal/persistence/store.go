@@ -238,6 +238,9 @@ type Store interface {
 	ListDeliveries(ctx context.Context, messageID int64) ([]Delivery, error)
 	GetDelivery(ctx context.Context, id int64) (Delivery, error)
 	ListHistory(ctx context.Context, messageID int64) ([]HistoryEntry, error)
+	// Trace returns every message with one origin event id or correlation id, with its
+	// deliveries and history, from one statement.
+	Trace(ctx context.Context, q TraceQuery) (Trace, error)
 	// RecordUnknownSenders counts requests refused before their sender was known, in one
 	// transaction, keeping at most MaxUnknownSenders rows.
 	RecordUnknownSenders(ctx context.Context, hits []UnknownSenderHit) error

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"unicode"
-	"unicode/utf8"
 
 	"wharf/internal/module"
 	"wharf/internal/persistence"
@@ -36,9 +34,6 @@ func MaxUploadBytes(ctx context.Context, st interface {
 	}
 	return vals.MaxUploadBytes(), nil
 }
-
-// MaxReferenceLen bounds a correlation id or origin event id given by a client, in bytes.
-const MaxReferenceLen = 255
 
 // SendInput is a message sent by hand. With Target the message goes to that target
 // instance alone; with only Source it is routed as if that source instance had received
@@ -187,16 +182,8 @@ func parseMetadata(s string) (map[string]string, error) {
 // parseReference checks a client-given correlation or origin event id; empty is allowed
 // (the ingester generates one).
 func parseReference(s string) (string, error) {
-	if !utf8.ValidString(s) {
-		return "", fmt.Errorf("must be UTF-8 text")
-	}
-	if len(s) > MaxReferenceLen {
-		return "", fmt.Errorf("must be at most %d bytes", MaxReferenceLen)
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return "", fmt.Errorf("must not contain control characters")
-		}
+	if err := persistence.CheckReference(s); err != nil {
+		return "", err
 	}
 	return s, nil
 }

@@ -245,7 +245,8 @@ func TestDashboard(t *testing.T) {
 			t.Fatal(err)
 		}
 		nm := persistence.NewMessage{Message: persistence.Message{ID: id, From: acmeParty, To: localParty, Source: pollerInst,
-			OriginalFileName: "order.edi", SHA256: strings.Repeat("0", 64), CreatedAt: now.Add(-m.age)},
+			OriginalFileName: "order.edi", SHA256: strings.Repeat("0", 64), CreatedAt: now.Add(-m.age),
+			CorrelationID: "c", OriginEventID: fmt.Sprint(id)},
 			Dispatch: m.dispatch, Targets: m.targets}
 		if _, err := b.store.InsertMessages(ctx, []persistence.NewMessage{nm}); err != nil {
 			t.Fatal(err)

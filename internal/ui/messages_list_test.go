@@ -49,7 +49,7 @@ func (b *messagesBundle) sent(t *testing.T, partner persistence.PartyName, edit 
 	}
 	m := persistence.Message{ID: id, From: localParty, To: partner, Source: pollerInst,
 		OriginalFileName: persistence.FileName(fmt.Sprintf("invoice-%d.edi", id)), Size: 1,
-		SHA256: strings.Repeat("0", 64)}
+		SHA256: strings.Repeat("0", 64), CorrelationID: fmt.Sprintf("corr-%d", id), OriginEventID: fmt.Sprintf("event-%d", id)}
 	if edit != nil {
 		edit(&m)
 	}

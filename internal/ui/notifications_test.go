@@ -336,7 +336,7 @@ func TestDashboardCountsRetryingAsAProblem(t *testing.T) {
 		t.Fatal(err)
 	}
 	nm := persistence.NewMessage{Message: persistence.Message{ID: id, From: acmeParty, To: localParty, Source: pollerInst,
-		OriginalFileName: "order.edi", SHA256: strings.Repeat("0", 64), CreatedAt: now},
+		OriginalFileName: "order.edi", SHA256: strings.Repeat("0", 64), CreatedAt: now, CorrelationID: "c", OriginEventID: fmt.Sprint(id)},
 		Dispatch: true, Targets: []persistence.InstanceName{writerInst}}
 	if _, err := pb.store.InsertMessages(ctx, []persistence.NewMessage{nm}); err != nil {
 		t.Fatal(err)

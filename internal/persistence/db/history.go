@@ -181,6 +181,7 @@ func (t *txn) readSettling(ctx context.Context, ids []int64, msgs map[int64]pers
 			return err
 		}
 		msgs[m.ID] = m
+		t.knowIDs(m.ID, m.CorrelationID, m.OriginEventID)
 	}
 	if err := closeRows(rows); err != nil {
 		return err
@@ -203,11 +204,14 @@ func (t *txn) readSettling(ctx context.Context, ids []int64, msgs map[int64]pers
 	return closeRows(rows)
 }
 
-const historyInsert = `INSERT INTO message_history (message_id, delivery_id, at, kind, from_state, to_state, reason, actor, reported_at)`
+const historyInsert = `INSERT INTO message_history (message_id, delivery_id, at, kind, from_state, to_state, reason, actor, reported_at, correlation_id, origin_event_id)`
 
 func (t *txn) flushHistory(ctx context.Context) error {
 	if len(t.hist) == 0 {
 		return nil
+	}
+	if err := t.readRefs(ctx); err != nil {
+		return err
 	}
 	rows := make([][]any, len(t.hist))
 	now := t.s.tv(t.now)
@@ -229,10 +233,11 @@ func (t *txn) flushHistory(ctx context.Context) error {
 		if !h.reportedAt.IsZero() {
 			reported = t.s.tv(utc(h.reportedAt))
 		}
-		rows[i] = []any{h.messageID, did, at, string(h.kind), h.from, h.to, h.reason, h.actor, reported}
+		ref := t.refs[h.messageID]
+		rows[i] = []any{h.messageID, did, at, string(h.kind), h.from, h.to, h.reason, h.actor, reported, ref.correlationID, ref.originEventID}
 	}
 	t.hist = nil
-	if err := t.insertRows(ctx, historyInsert, 9, rows); err != nil {
+	if err := t.insertRows(ctx, historyInsert, 11, rows); err != nil {
 		return fmt.Errorf("append history: %w", err)
 	}
 	return nil

@@ -15,7 +15,6 @@ import (
 
 const (
 	maxIDBlock     = 100000
-	maxProvenance  = 255 // correlation and origin event ids
 	maxPayloadKey  = 1024
 	maxBatchTarget = 1000
 )
@@ -53,8 +52,8 @@ func checkNewMessage(nm *persistence.NewMessage) error {
 		check("source", m.Source, persistence.ParseInstanceName),
 		check("original_file_name", m.OriginalFileName, persistence.ParseFileName),
 		checkSHA256("sha256", m.SHA256, true),
-		checkText("correlation_id", m.CorrelationID, maxProvenance),
-		checkText("origin_event_id", m.OriginEventID, maxProvenance),
+		checkReference("correlation_id", m.CorrelationID),
+		checkReference("origin_event_id", m.OriginEventID),
 		checkTraceParent(m.TraceParent),
 	} {
 		if err != nil {
@@ -192,6 +191,7 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 		}
 		m.CreatedAt, m.UpdatedAt = utc(m.CreatedAt), t.now
 		out[i] = m
+		t.knowIDs(m.ID, m.CorrelationID, m.OriginEventID)
 		t.noteStatus(m, m.Status)
 		msgRows = append(msgRows, []any{m.ID, m.Stage, m.Status, m.Refusal, m.From, m.To, m.Source,
 			m.OriginalFileName, m.Size, m.SHA256, m.CorrelationID, m.OriginEventID, encodeMetadata(m.Metadata), t.s.tv(m.CreatedAt), now, m.TraceParent})
@@ -219,7 +219,7 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 			if err != nil {
 				return nil, err
 			}
-			deliveryRows = append(deliveryRows, []any{m.ID, tg, st, next, wakeAt, ses.Key, now, now, policy})
+			deliveryRows = append(deliveryRows, []any{m.ID, tg, st, next, wakeAt, ses.Key, now, now, policy, m.CorrelationID, m.OriginEventID})
 			states[i] = st
 			if reason != "" {
 				notes = append(notes, deliveryNote{m.ID, tg, st, reason})
@@ -245,8 +245,7 @@ func (t *txn) insertMessages(ctx context.Context, batch []persistence.NewMessage
 	if err := t.insertRows(ctx, `INSERT INTO payloads (message_id, stage, key, size, sha256, created_at)`, 6, payloadRows); err != nil {
 		return nil, fmt.Errorf("insert payload records: %w", err)
 	}
-	if err := t.insertRows(ctx, `INSERT INTO deliveries (message_id, target, state, next_attempt_at, next_wakeup_at, session_key, created_at, updated_at, retry_policy)`,
-		9, deliveryRows); err != nil {
+	if err := t.insertRows(ctx, deliveryInsert, deliveryInsertCols, deliveryRows); err != nil {
 		return nil, fmt.Errorf("insert deliveries: %w", err)
 	}
 	if err := t.noteDeliveries(ctx, notes); err != nil {

@@ -35,7 +35,9 @@ func (s *Store) Redispatch(ctx context.Context, messageID int64, targets []persi
 		var stage persistence.MessageStage
 		var refusal persistence.Refusal
 		var from, to persistence.PartyName
-		err := t.queryRow(ctx, `SELECT stage, refusal, from_party, to_party FROM messages WHERE id = ?`, messageID).Scan(&stage, &refusal, &from, &to)
+		var corr, origin string
+		err := t.queryRow(ctx, `SELECT stage, refusal, from_party, to_party, correlation_id, origin_event_id FROM messages WHERE id = ?`,
+			messageID).Scan(&stage, &refusal, &from, &to, &corr, &origin)
 		if err != nil {
 			return notFound(err, "message %d", messageID)
 		}
@@ -79,14 +81,14 @@ func (s *Store) Redispatch(ctx context.Context, messageID int64, targets []persi
 					st, next, wakeAt = persistence.DeliveryParked, nil, nil
 					note = joinNote(note, fmt.Sprintf("parked: session blocked by delivery %d", by))
 				}
-				rowsToAdd = append(rowsToAdd, []any{messageID, tg, st, next, wakeAt, ses.Key, now, now, policy})
+				rowsToAdd = append(rowsToAdd, []any{messageID, tg, st, next, wakeAt, ses.Key, now, now, policy, corr, origin})
 				if note != "" {
 					notes = append(notes, deliveryNote{messageID, tg, st, note})
 				}
 			}
 		}
-		if err := t.insertRows(ctx, `INSERT INTO deliveries (message_id, target, state, next_attempt_at, next_wakeup_at, session_key, created_at, updated_at, retry_policy)`,
-			9, rowsToAdd); err != nil {
+		t.knowIDs(messageID, corr, origin)
+		if err := t.insertRows(ctx, deliveryInsert, deliveryInsertCols, rowsToAdd); err != nil {
 			if isUniqueViolation(err) {
 				return fmt.Errorf("message %d is being redispatched concurrently: %w", messageID, persistence.ErrConflict)
 			}

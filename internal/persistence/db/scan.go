@@ -107,13 +107,13 @@ func scanPayload(r rowScanner) (persistence.Payload, error) {
 	return p, nil
 }
 
-const deliveryCols = `id, message_id, target, state, attempts, next_attempt_at, last_error, wakeups, next_wakeup_at, lease_until, claim_token, ack_deadline, session_key, created_at, updated_at, external_ref, retry_policy, error_class`
+const deliveryCols = `id, message_id, target, state, attempts, next_attempt_at, last_error, wakeups, next_wakeup_at, lease_until, claim_token, ack_deadline, session_key, created_at, updated_at, external_ref, retry_policy, error_class, correlation_id, origin_event_id`
 
 func deliveryDests(d *persistence.Delivery) []any {
 	return []any{&d.ID, &d.MessageID, &d.Target, &d.State, &d.Attempts, nullTimeCol{&d.NextAttemptAt},
 		&d.LastError, &d.Wakeups, nullTimeCol{&d.NextWakeupAt}, nullTimeCol{&d.LeaseUntil}, &d.ClaimToken,
 		nullTimeCol{&d.AckDeadline}, &d.SessionKey, timeCol{&d.CreatedAt}, timeCol{&d.UpdatedAt}, &d.ExternalRef,
-		policyCol{&d.Retry}, &d.ErrorClass}
+		policyCol{&d.Retry}, &d.ErrorClass, &d.CorrelationID, &d.OriginEventID}
 }
 
 func scanDelivery(r rowScanner) (persistence.Delivery, error) {
@@ -141,13 +141,13 @@ func scanTransition(r rowScanner) (transition, error) {
 	return tr, nil
 }
 
-const historyCols = `id, message_id, delivery_id, at, kind, from_state, to_state, reason, actor, reported_at`
+const historyCols = `id, message_id, delivery_id, at, kind, from_state, to_state, reason, actor, reported_at, correlation_id, origin_event_id`
 
 func scanHistory(r rowScanner) (persistence.HistoryEntry, error) {
 	var h persistence.HistoryEntry
 	var did sql.NullInt64
 	var kind string
-	err := r.Scan(&h.ID, &h.MessageID, &did, timeCol{&h.At}, &kind, &h.FromState, &h.ToState, &h.Reason, &h.Actor, nullTimeCol{&h.ReportedAt})
+	err := r.Scan(&h.ID, &h.MessageID, &did, timeCol{&h.At}, &kind, &h.FromState, &h.ToState, &h.Reason, &h.Actor, nullTimeCol{&h.ReportedAt}, &h.CorrelationID, &h.OriginEventID)
 	if err != nil {
 		return h, fmt.Errorf("read history: %w", err)
 	}

@@ -48,6 +48,10 @@ type txn struct {
 	changes Changes
 	// pauses are the partners this transaction paused or resumed, for OnPartnerPause.
 	pauses []PauseEvent
+
+	// refs are the correlation and origin event ids of messages this transaction has
+	// read or inserted, for the history lines it writes (correlation.go).
+	refs map[int64]messageRefs
 }
 
 // maxTxAttempts bounds how often a PostgreSQL transaction is run again after a deadlock

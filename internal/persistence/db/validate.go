@@ -63,3 +63,16 @@ func prefixField(prefix string, err error) error {
 	}
 	return err
 }
+
+// checkReference refuses a correlation or origin event id that is empty or not what
+// persistence.CheckReference admits: no message, delivery or history line is without
+// both ids.
+func checkReference(field, s string) error {
+	if s == "" {
+		return fieldMsg(field, "is empty")
+	}
+	if err := persistence.CheckReference(s); err != nil {
+		return fieldErr(field, err)
+	}
+	return nil
+}

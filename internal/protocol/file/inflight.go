@@ -176,7 +176,7 @@ func (p *Poller) ingestClaimed(ctx context.Context, items []*item) (int, error) 
 		it := items[i]
 		if r.Err == nil {
 			stored++
-			p.log.DebugContext(logging.WithMessageID(ctx, r.Message.ID), "file stored", "path", it.Path)
+			p.log.DebugContext(logging.WithMessage(ctx, r.Message.ID, r.Message.CorrelationID), "file stored", "path", it.Path)
 			p.finishStored(it)
 			continue
 		}

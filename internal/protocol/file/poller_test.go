@@ -356,6 +356,8 @@ func TestPollerUnroutable(t *testing.T) {
 		{"sidecar with trailing data", "acme/d.txt", `{} {}`, "data after"},
 		{"oversized sidecar", "acme/e.txt", `{"correlation_id":"` + strings.Repeat("x", maxSidecarSize) + `"}`, "larger than"},
 		{"sidecar id with a control character", "acme/f.txt", `{"origin_event_id":"a\u0007b"}`, "control character"},
+		{"sidecar id over 255 bytes", "acme/i.txt", `{"correlation_id":"` + strings.Repeat("x", 256) + `"}`, "correlation_id longer than 255 bytes"},
+		{"sidecar id with an unprintable character", "acme/j.txt", `{"origin_event_id":"a\u200bb"}`, "origin_event_id contains the unprintable character U+200B"},
 		{"sidecar metadata with a bad name", "acme/g.txt", `{"metadata":{"a b":"x"}}`, "invalid metadata name"},
 		{"sidecar metadata value too long", "acme/h.txt", `{"metadata":{"order":"` + strings.Repeat("x", 257) + `"}}`, "metadata.order: longer than 256 bytes"},
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"unicode"
 
 	"wharf/internal/persistence"
 )
@@ -18,7 +17,6 @@ const sidecarSuffix = ".meta.json"
 // Sidecar limits.
 const (
 	maxSidecarSize = 16 << 10
-	maxSidecarID   = 256
 )
 
 // sidecar is the optional <file>.meta.json beside a document.
@@ -59,13 +57,8 @@ func parseSidecar(data []byte) (sidecar, error) {
 		return sidecar{}, fmt.Errorf("sidecar: data after the JSON object")
 	}
 	for _, f := range []struct{ name, v string }{{"correlation_id", s.CorrelationID}, {"origin_event_id", s.OriginEventID}} {
-		if len(f.v) > maxSidecarID {
-			return sidecar{}, fmt.Errorf("sidecar: %s longer than %d bytes", f.name, maxSidecarID)
-		}
-		for _, r := range f.v {
-			if unicode.IsControl(r) {
-				return sidecar{}, fmt.Errorf("sidecar: %s contains a control character", f.name)
-			}
+		if err := persistence.CheckReference(f.v); err != nil {
+			return sidecar{}, fmt.Errorf("sidecar: %s %v", f.name, err)
 		}
 	}
 	meta, err := persistence.NormalizeMetadata(s.Metadata)

@@ -16,8 +16,8 @@ import (
 func FuzzParseSidecar(f *testing.F) {
 	for _, s := range []string{
 		`{"correlation_id":"PO-4711","origin_event_id":"erp-9f1c"}`, `{"correlation_id":"c"}`, `{}`,
-		`{"correlation_id":"a\u0007"}`, `{"colour":"red"}`, `{"correlation_id":"c"} {}`, `{"correlation_id":1}`,
-		`{"origin_event_id":"` + strings.Repeat("x", maxSidecarID+1) + `"}`, `null`, ``, `{"correlation_id":"\ud800"}`,
+		`{"correlation_id":"a\u0007"}`, `{"origin_event_id":"a\u200bb"}`, `{"colour":"red"}`, `{"correlation_id":"c"} {}`, `{"correlation_id":1}`,
+		`{"origin_event_id":"` + strings.Repeat("x", persistence.MaxReferenceLen+1) + `"}`, `null`, ``, `{"correlation_id":"\ud800"}`,
 		`{"metadata":{"Order":"17","x-erp":"a b"}}`, `{"metadata":{"bad name":"x"}}`, `{"metadata":{"o":"a\u0000"}}`,
 		`{"metadata":{"o":1}}`, `{"metadata":{"a":"1","A":"2"}}`,
 	} {
@@ -32,7 +32,7 @@ func FuzzParseSidecar(f *testing.F) {
 			return
 		}
 		for _, v := range []string{s.CorrelationID, s.OriginEventID} {
-			if len(v) > maxSidecarID || strings.IndexFunc(v, unicode.IsControl) >= 0 {
+			if len(v) > persistence.MaxReferenceLen || strings.IndexFunc(v, unicode.IsControl) >= 0 || strings.IndexFunc(v, notPrint) >= 0 {
 				t.Fatalf("id %q accepted", v)
 			}
 		}
@@ -51,3 +51,5 @@ func FuzzParseSidecar(f *testing.F) {
 		}
 	})
 }
+
+func notPrint(r rune) bool { return !unicode.IsPrint(r) }

@@ -267,6 +267,7 @@ func TestBrowserFlows(t *testing.T) {
 		{"screenshots", stepScreenshots},
 		{"key columns in view", stepKeyColumns},
 		{"send a message by hand", stepSendByHand},
+		{"trace a message", stepTrace},
 		{"redeliver a failed delivery", stepRedeliver},
 		{"skip a dead letter", stepDeadLetters},
 		{"configure single sign-on", stepConfigureSSO},

@@ -93,6 +93,7 @@ var remoteForm = []formField{
 	{name: "tls_pinned_sha256", label: "Pinned server certificate (SHA-256)", hint: "With pinned trust: the fingerprint of the partner's server certificate.", kind: module.FieldText, group: groupAdvanced},
 	{name: "max_message_size_mib", label: "Largest message (MiB)", kind: module.FieldNumber, enc: encInt, group: groupLimits},
 	{name: "algorithm_protection", label: "CMS algorithm protection (RFC 6211)", hint: "Adds the attribute to our signatures; some IBM products require it.", kind: module.FieldCheckbox, enc: encBool, group: groupAdvanced},
+	{name: "correlation_header", label: "Header carrying the correlation id", hint: "A header of the partner's messages (e.g. X-Correlation-ID) whose value becomes the message's correlation id, to trace it; empty: the AS2 Message-ID.", kind: module.FieldText, group: groupAdvanced},
 }
 
 // LocalFields is the local profile's form showing l.

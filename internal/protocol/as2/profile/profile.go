@@ -183,6 +183,11 @@ type Remote struct {
 	DuplicateContent        DuplicateFilename `json:"duplicate_content"`
 	DuplicateContentWindowH int               `json:"duplicate_content_window_hours"`
 
+	// CorrelationHeader names a header of the partner's messages whose value becomes the
+	// stored message's correlation id; empty (or a message without it) uses the AS2
+	// Message-ID, which is always the origin event id.
+	CorrelationHeader string `json:"correlation_header"`
+
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }

@@ -119,6 +119,9 @@ func (r Remote) Validate() error {
 	if err := checkHosts(r.AsyncMDNHosts); err != nil {
 		errs.Add("async_mdn_hosts", err.Error())
 	}
+	if err := checkHeaderName(r.CorrelationHeader); err != nil {
+		errs.Add("correlation_header", err.Error())
+	}
 	for _, n := range []struct {
 		field     string
 		v, lo, hi int

@@ -71,7 +71,7 @@ func (rc *Receiver) finishInterrupted(ctx context.Context, row inboundRow) {
 		log.Error("look up interrupted AS2 message", "err", err)
 		return
 	}
-	ctx = logging.WithMessageID(ctx, msg.ID)
+	ctx = logging.WithMessage(ctx, msg.ID, msg.CorrelationID)
 	row.MessageID = msg.ID
 	signer := func(ctx context.Context) (*mime.Signer, error) {
 		in, err := rc.deps.Directory.Inbound(ctx, profile.AS2ID(row.AS2From), profile.AS2ID(row.AS2To))

@@ -322,7 +322,7 @@ func (rc *Receiver) take(ctx context.Context, w http.ResponseWriter, x *exchange
 	}
 	// The message is durable: what follows no longer depends on the partner staying
 	// connected.
-	ctx, cancel := context.WithTimeout(logging.WithMessageID(context.WithoutCancel(ctx), msg.ID), finishTimeout)
+	ctx, cancel := context.WithTimeout(logging.WithMessage(context.WithoutCancel(ctx), msg.ID, msg.CorrelationID), finishTimeout)
 	defer cancel()
 	row.MessageID = msg.ID
 	switch {
@@ -366,14 +366,18 @@ func (rc *Receiver) store(ctx context.Context, x *exchange, row *inboundRow, rec
 	if receipt != nil {
 		extra = append(extra, module.ExtraPayload{Stage: persistence.PayloadReceipt, Body: bytes.NewReader(receipt)})
 	}
+	corr, origin, problem := provenance(x.in.Remote, x.r.Header, row.AS2MessageID)
+	if problem != "" {
+		rc.log.WarnContext(ctx, "correlation header not used", "as2_message_id", row.AS2MessageID, "problem", problem)
+	}
 	results, err := rc.deps.Ingest.Ingest(ctx, []module.Incoming{{
 		Source:        row.Instance,
 		From:          persistence.PartyName(row.Partner),
 		To:            persistence.PartyName(row.Organization),
 		FileName:      persistence.FileName(row.FileName),
 		Body:          bytes.NewReader(x.res.Payload),
-		CorrelationID: row.AS2MessageID,
-		OriginEventID: row.AS2MessageID,
+		CorrelationID: corr,
+		OriginEventID: origin,
 		Metadata:      headerMetadata(x.r.Header),
 		Extra:         extra,
 	}})
@@ -398,7 +402,7 @@ func (rc *Receiver) store(ctx context.Context, x *exchange, row *inboundRow, rec
 // message with the Message-ID as origin event id, from the row's partner (two partners
 // may use the same Message-ID).
 func (rc *Receiver) findStored(ctx context.Context, row *inboundRow) (persistence.Message, error) {
-	msg, err := rc.deps.Store.FindMessageByOrigin(ctx, row.Instance, row.AS2MessageID)
+	msg, err := rc.deps.Store.FindMessageByOrigin(ctx, row.Instance, cutID(row.AS2MessageID))
 	if err != nil {
 		return persistence.Message{}, err
 	}

@@ -125,13 +125,16 @@ func (rc *Receiver) keepRefusalErr(ctx context.Context, x *exchange, ref refusal
 	if x.res != nil && x.res.FileName != "" {
 		fileName = x.res.FileName
 	}
-	origin := cutID(x.env.messageID)
+	corr, origin, problem := provenance(x.in.Remote, x.r.Header, x.env.messageID)
+	if problem != "" {
+		rc.log.WarnContext(ctx, "correlation header not used", "as2_message_id", x.env.messageID, "problem", problem)
+	}
 	results, err := rc.deps.Ingest.Ingest(ctx, []module.Incoming{{
 		Source:        rc.name,
 		From:          x.in.Remote.Partner,
 		To:            x.in.Local.Organization,
 		FileName:      fileName,
-		CorrelationID: origin,
+		CorrelationID: corr,
 		OriginEventID: origin,
 		Extra:         extra,
 		Refused:       row.Reason,
@@ -146,7 +149,7 @@ func (rc *Receiver) keepRefusalErr(ctx context.Context, x *exchange, ref refusal
 		return fmt.Errorf("store the refused message: %w", results[0].Err)
 	}
 	row.MessageID = results[0].Message.ID
-	ctx = logging.WithMessageID(ctx, row.MessageID)
+	ctx = logging.WithMessage(ctx, row.MessageID, corr)
 	if err := rc.deps.DB.Write(ctx, func(tx module.Tx) error { return insertRefusal(ctx, tx, &row) }); err != nil {
 		return fmt.Errorf("record the refusal of message %d: %w", row.MessageID, err)
 	}
@@ -188,8 +191,8 @@ func (rc *Receiver) countRefusal(ctx context.Context, x *exchange, ref refusal) 
 }
 
 // maxOriginID is the longest correlation or origin event id a message takes; a longer
-// Message-ID is kept whole on the as2_refusals row.
-const maxOriginID = 255
+// Message-ID is kept whole on the as2_refusals and as2_inbound rows.
+const maxOriginID = persistence.MaxReferenceLen
 
 func cutID(s string) string {
 	if len(s) <= maxOriginID {

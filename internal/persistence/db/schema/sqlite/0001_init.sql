@@ -60,8 +60,9 @@ CREATE TABLE messages (
     original_file_name TEXT NOT NULL,
     size               INTEGER NOT NULL,
     sha256             TEXT NOT NULL,
-    correlation_id     TEXT NOT NULL,
-    origin_event_id    TEXT NOT NULL,
+    -- Correlation: no message is without both ids (the store refuses empty ones too).
+    correlation_id     TEXT NOT NULL CHECK (correlation_id <> ''),
+    origin_event_id    TEXT NOT NULL CHECK (origin_event_id <> ''),
     -- Ordered sessions: the source's metadata, a JSON object of strings.
     metadata           TEXT NOT NULL DEFAULT '{}',
     created_at         TEXT NOT NULL,
@@ -89,6 +90,9 @@ CREATE TABLE payloads (
 CREATE TABLE deliveries (
     id              INTEGER PRIMARY KEY AUTOINCREMENT,
     message_id      INTEGER NOT NULL REFERENCES messages (id),
+    -- Correlation: the message's ids, copied at insert, so a delivery is traced alone.
+    correlation_id  TEXT NOT NULL CHECK (correlation_id <> ''),
+    origin_event_id TEXT NOT NULL CHECK (origin_event_id <> ''),
     target          TEXT NOT NULL,
     state           TEXT NOT NULL,
     -- The state before the last transition, set by every transition statement
@@ -142,6 +146,10 @@ CREATE INDEX deliveries_parked ON deliveries (session_key, id) WHERE state = 'pa
 CREATE TABLE message_history (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
     message_id  INTEGER NOT NULL REFERENCES messages (id),
+    -- Correlation: the message's correlation id, written by the history writer.
+    correlation_id  TEXT NOT NULL CHECK (correlation_id <> ''),
+    -- Correlation: the message's origin event id, written by the history writer.
+    origin_event_id TEXT NOT NULL CHECK (origin_event_id <> ''),
     delivery_id INTEGER REFERENCES deliveries (id),
     at          TEXT NOT NULL,
     kind        TEXT NOT NULL,

@@ -61,6 +61,8 @@ CREATE TABLE as2_remote_profiles (
     gcm_confirmed                   BOOLEAN NOT NULL,
     duplicate_content               TEXT NOT NULL,
     duplicate_content_window_hours  INTEGER NOT NULL,
+    -- Correlation: the partner's header that carries the correlation id ('' = Message-ID).
+    correlation_header              TEXT NOT NULL DEFAULT '',
     created_at                      TIMESTAMPTZ NOT NULL,
     updated_at                      TIMESTAMPTZ NOT NULL
 );

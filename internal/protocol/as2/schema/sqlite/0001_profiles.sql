@@ -61,6 +61,8 @@ CREATE TABLE as2_remote_profiles (
     gcm_confirmed                   INTEGER NOT NULL,
     duplicate_content               TEXT NOT NULL,
     duplicate_content_window_hours  INTEGER NOT NULL,
+    -- Correlation: the partner's header that carries the correlation id ('' = Message-ID).
+    correlation_header              TEXT NOT NULL DEFAULT '',
     created_at                      TEXT NOT NULL,
     updated_at                      TEXT NOT NULL
 ) STRICT;
