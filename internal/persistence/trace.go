@@ -55,4 +55,7 @@ type TracedMessage struct {
 	// History is every line of the message, of all kinds, in id order; a line about a
 	// delivery names it.
 	History []HistoryEntry `json:"history"`
+	// Pruned says what retention removed of the message (its payloads, its history before
+	// a time, and where that history was archived); nil when retention removed nothing.
+	Pruned *Pruned `json:"pruned,omitempty"`
 }

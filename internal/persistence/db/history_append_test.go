@@ -20,6 +20,19 @@ func retentionFile(path string) bool {
 	return strings.HasPrefix(filepath.Base(path), "retention")
 }
 
+// erasureRewrite is the one change to history rows besides retention: an erasure blanks
+// the reason text that quoted the erased document, in erasure_history.go alone, and
+// touches no other column.
+var erasureRewrite = regexp.MustCompile(`(?is)^.UPDATE\s+message_history\s+SET\s+reason\s*=\s*\?\s+WHERE\b[^;]*$`)
+
+// allowedRewrite tells whether a file may hold a statement that changes history.
+func allowedRewrite(path, stmt string) bool {
+	if retentionFile(path) {
+		return true
+	}
+	return filepath.Base(path) == "erasure_history.go" && erasureRewrite.MatchString(stmt)
+}
+
 func TestHistoryRewriteMatcher(t *testing.T) {
 	for _, tc := range []struct {
 		sql  string
@@ -43,7 +56,8 @@ func TestHistoryRewriteMatcher(t *testing.T) {
 }
 
 // TestHistoryIsAppendOnly reads every Go source of the project: no string in it updates,
-// deletes, truncates or drops message history, except in a retention file. History is
+// deletes, truncates or drops message history, except in a retention file (and the
+// erasure's blanking of reasons in erasure_history.go). History is
 // written by the store's history writer alone and is only ever appended to.
 func TestHistoryIsAppendOnly(t *testing.T) {
 	root := filepath.Join("..", "..", "..")
@@ -71,8 +85,8 @@ func TestHistoryIsAppendOnly(t *testing.T) {
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			lit, ok := n.(*ast.BasicLit)
-			if ok && lit.Kind == token.STRING && historyRewrite.MatchString(lit.Value) && !retentionFile(path) {
-				t.Errorf("%s changes or removes history rows (%s): history is append-only; only retention prunes it", path, historyRewrite.FindString(lit.Value))
+			if ok && lit.Kind == token.STRING && historyRewrite.MatchString(lit.Value) && !allowedRewrite(path, lit.Value) {
+				t.Errorf("%s changes or removes history rows (%s): history is append-only; only retention prunes it and erasure blanks reasons", path, historyRewrite.FindString(lit.Value))
 			}
 			return true
 		})

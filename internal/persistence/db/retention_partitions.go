@@ -57,7 +57,7 @@ func (s *Store) ensurePartition(ctx context.Context, start, end time.Time) error
 			return err
 		}
 		for _, q := range []string{
-			`CREATE TABLE ` + name + ` (LIKE message_history INCLUDING DEFAULTS)`,
+			`CREATE TABLE ` + name + ` (LIKE message_history INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`,
 			`WITH moved AS (DELETE FROM message_history_default WHERE at >= ? AND at < ? RETURNING *) INSERT INTO ` + name + ` SELECT * FROM moved`,
 			`ALTER TABLE message_history ATTACH PARTITION ` + name + ` FOR VALUES FROM ('` + start.Format(time.RFC3339) + `') TO ('` + end.Format(time.RFC3339) + `')`,
 		} {

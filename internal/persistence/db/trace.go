@@ -20,7 +20,7 @@ const traceQuery = `WITH m AS (
 		SELECT id, created_at FROM messages WHERE %s = ? ORDER BY id LIMIT ?
 	)
 	SELECT 0 AS rk, x.id, x.id AS message_id, NULL AS delivery_id, x.created_at AS t1, x.updated_at AS t2,
-		NULL AS t3, NULL AS t4, x.size AS n1, x.stage AS s1, x.status AS s2, x.from_party AS s3, x.to_party AS s4,
+		x.erased_at AS t3, NULL AS t4, x.size AS n1, x.stage AS s1, x.status AS s2, x.from_party AS s3, x.to_party AS s4,
 		x.source AS s5, x.original_file_name AS s6, x.correlation_id AS s7, x.origin_event_id AS s8, x.sha256 AS s9,
 		x.metadata AS s10
 	FROM messages x JOIN m ON m.id = x.id
@@ -30,7 +30,7 @@ const traceQuery = `WITH m AS (
 		d.origin_event_id, '', ''
 	FROM deliveries d JOIN m ON m.id = d.message_id
 	UNION ALL
-	SELECT 2, h.id, h.message_id, h.delivery_id, h.at, NULL, NULL, NULL, 0,
+	SELECT 2, h.id, h.message_id, h.delivery_id, h.at, h.reported_at, NULL, NULL, 0,
 		h.kind, h.from_state, h.to_state, h.reason, h.actor, '', h.correlation_id, h.origin_event_id, '', ''
 	FROM message_history h JOIN m ON m.id = h.message_id
 	WHERE h.at >= (SELECT MIN(created_at) FROM m)
@@ -79,7 +79,26 @@ func (s *Store) Trace(ctx context.Context, q persistence.TraceQuery) (persistenc
 	if err != nil {
 		return persistence.Trace{}, fmt.Errorf("trace %s: %w", q, err)
 	}
-	return assembleTrace(rows)
+	out, err := assembleTrace(rows)
+	if err != nil {
+		return out, err
+	}
+	// What retention pruned of the traced messages, read after: a pruned message's
+	// trace says what is missing from it.
+	ids := make([]int64, len(out.Messages))
+	for i, m := range out.Messages {
+		ids[i] = m.ID
+	}
+	pruned, err := s.PrunedFor(ctx, ids)
+	if err != nil {
+		return out, fmt.Errorf("trace %s: %w", q, err)
+	}
+	for i := range out.Messages {
+		if p, ok := pruned[out.Messages[i].ID]; ok {
+			out.Messages[i].Pruned = &p
+		}
+	}
+	return out, nil
 }
 
 // assembleTrace builds the trace from its rows, which come messages first, then
@@ -116,6 +135,10 @@ func assembleTrace(rows []traceRow) (persistence.Trace, error) {
 			tm.History = append(tm.History, x.history())
 		}
 	}
+	for i := range out.Messages {
+		tm := &out.Messages[i]
+		persistence.AttachDownstream(tm.Deliveries, tm.History)
+	}
 	return out, nil
 }
 
@@ -127,6 +150,7 @@ func (x traceRow) message() (persistence.Message, error) {
 	if x.t2 != nil {
 		m.UpdatedAt = *x.t2
 	}
+	m.ErasedAt = x.t3
 	var err error
 	if m.Metadata, err = decodeMetadata(x.s[9]); err != nil {
 		return m, fmt.Errorf("read message %d: %w", m.ID, err)
@@ -146,7 +170,8 @@ func (x traceRow) delivery() persistence.Delivery {
 
 func (x traceRow) history() persistence.HistoryEntry {
 	h := persistence.HistoryEntry{ID: x.id, MessageID: x.messageID, At: x.t1, Kind: persistence.HistoryKind(x.s[0]),
-		FromState: x.s[1], ToState: x.s[2], Reason: x.s[3], Actor: x.s[4], CorrelationID: x.s[6], OriginEventID: x.s[7]}
+		FromState: x.s[1], ToState: x.s[2], Reason: x.s[3], Actor: x.s[4], CorrelationID: x.s[6], OriginEventID: x.s[7],
+		ReportedAt: x.t2}
 	if x.deliveryID.Valid {
 		id := x.deliveryID.Int64
 		h.DeliveryID = &id
