@@ -14,7 +14,8 @@ const erasedReason = "(erased: this text named the document)"
 
 // eraseMentions rewrites the reasons of the messages' history lines that name the
 // original file name: the received line gets the erased name, any other (a target's
-// answer such as the path it wrote) erasedReason, and so does a delivery's last error.
+// answer such as the path it wrote) erasedReason, and so does a delivery's last error
+// and every reason a receiving side gave in a downstream status line.
 // History stays append-only otherwise: the lines, their kinds, states, times and actors
 // stay as they were.
 func (t *txn) eraseMentions(ctx context.Context, ids []int64) error {
@@ -35,6 +36,12 @@ func (t *txn) eraseMentions(ctx context.Context, ids []int64) error {
 		if _, err := t.exec(ctx, `UPDATE message_history SET reason = ? WHERE message_id = ? AND LOWER(reason) LIKE ? ESCAPE '\'`,
 			erasedReason, m.ID, like); err != nil {
 			return fmt.Errorf("erase the history of message %d: %w", m.ID, err)
+		}
+		// What a receiving side said about the document (a callback's reason, an MDN's
+		// note) is its own words and may quote the document.
+		if _, err := t.exec(ctx, `UPDATE message_history SET reason = ? WHERE message_id = ? AND kind = ? AND reason <> ''`,
+			erasedReason, m.ID, persistence.HistoryDownstreamStatus); err != nil {
+			return fmt.Errorf("erase the downstream reasons of message %d: %w", m.ID, err)
 		}
 		if _, err := t.exec(ctx, `UPDATE deliveries SET last_error = ? WHERE message_id = ? AND LOWER(last_error) LIKE ? ESCAPE '\'`,
 			erasedReason, m.ID, like); err != nil {

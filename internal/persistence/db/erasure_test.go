@@ -63,6 +63,10 @@ func TestEraseMessages(t *testing.T) {
 		eraser := &recordingEraser{}
 		s.SetMessageErasers([]module.MessageEraser{eraser})
 		done, busy := settledMessages(t, s, 3)
+		// The in-house system's report quotes the document: its words go with it.
+		ds := must1[[]persistence.Delivery](t)(s.ListDeliveries(ctx, done[0].ID))
+		must1[persistence.Delivery](t)(s.SettleReceipt(ctx, persistence.DownstreamReport{DeliveryID: ds[0].ID,
+			Status: "received", Reason: "secret order 4711 queued", Reporter: "callback:" + string(writer), ReportedAt: time.Now()}))
 		f := persistence.ErasureFilter{Party: acme, From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour)}
 		before := must1[[]persistence.StatusCount](t)(s.CountMessagesByStatus(ctx))
 
@@ -100,6 +104,9 @@ func TestEraseMessages(t *testing.T) {
 				t.Fatalf("history ends with %+v, want an erased line by user:ann", h[len(h)-1])
 			}
 			for _, h := range history(t, s, m.ID) {
+				if strings.Contains(h.Reason, "secret order") {
+					t.Fatalf("history line %s still quotes the receiving side: %q", h.Kind, h.Reason)
+				}
 				if strings.Contains(h.Reason, string(m.OriginalFileName)) {
 					t.Fatalf("history line %s still names the file: %q", h.Kind, h.Reason)
 				}

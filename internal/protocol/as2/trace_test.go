@@ -4,17 +4,21 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"wharf/internal/module"
 	"wharf/internal/protocol/as2/mime"
+	"wharf/internal/stdwebhook"
 
 	_ "wharf/internal/protocol/httppost"
 )
@@ -33,20 +37,24 @@ type traceView struct {
 			State         string `json:"state"`
 			Attempts      int    `json:"attempts"`
 			CorrelationID string `json:"correlation_id"`
+			Downstream    *struct {
+				Status string `json:"status"`
+			} `json:"downstream"`
 		} `json:"deliveries"`
 		History []struct {
-			DeliveryID    *int64 `json:"delivery_id"`
-			Kind          string `json:"kind"`
-			FromState     string `json:"from_state"`
-			ToState       string `json:"to_state"`
-			Actor         string `json:"actor"`
-			CorrelationID string `json:"correlation_id"`
+			DeliveryID    *int64     `json:"delivery_id"`
+			Kind          string     `json:"kind"`
+			FromState     string     `json:"from_state"`
+			ToState       string     `json:"to_state"`
+			Actor         string     `json:"actor"`
+			CorrelationID string     `json:"correlation_id"`
+			ReportedAt    *time.Time `json:"reported_at"`
 		} `json:"history"`
 	} `json:"messages"`
 }
 
 // flakyERP is an in-house system that answers 503 to the first document and takes the
-// rest, keeping the correlation header of each.
+// rest for later processing (202 with its job id), keeping the correlation header of each.
 type flakyERP struct {
 	mu   sync.Mutex
 	seen []string
@@ -60,15 +68,41 @@ func (e *flakyERP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "busy", http.StatusServiceUnavailable)
 		return
 	}
-	w.WriteHeader(http.StatusOK)
+	w.Header().Set("X-Job-Id", "job-4711")
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// sendCallback posts one status callback to the gateway's callback endpoint of target,
+// signed with secret per Standard Webhooks, and requires it taken (202).
+func (p *peer) sendCallback(target, secret, id, body string) {
+	p.t.Helper()
+	req, err := http.NewRequest("POST", "http://"+p.g.Addr()+"/api/v1/callbacks/"+target, strings.NewReader(body))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	key, err := stdwebhook.Key(secret)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	stdwebhook.Sign(req.Header, key, id, time.Now(), []byte(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		data, _ := io.ReadAll(resp.Body)
+		p.t.Fatalf("callback %s: %d %s", id, resp.StatusCode, data)
+	}
 }
 
 // TestTraceOfAMessageToTwoTargets is the trace check: a document sent with an origin
 // event id goes to a partner over AS2 (answered by an asynchronous MDN) and to an
-// in-house system over HTTP (refused once, then taken). One trace call by the origin id
-// returns the message with its final status, both deliveries with theirs, the retry
-// and the MDN. Lines of later kinds (downstream statuses reported by callbacks) join a
-// delivery's wanted lines in want below.
+// in-house system over HTTP (refused once, then taken for processing), which reports
+// back with two signed status callbacks (received, then processed). One trace call by
+// the origin id returns the message with its final status, both deliveries with theirs,
+// the retry, the MDN and both callbacks with the in-house system's own times.
 func TestTraceOfAMessageToTwoTargets(t *testing.T) {
 	eachGatewayDB(t, func(t *testing.T, dbURL string) {
 		a, b := startPeer(t, "WHARF-A", dbURL), startPeer(t, "WHARF-B", "")
@@ -79,7 +113,12 @@ func TestTraceOfAMessageToTwoTargets(t *testing.T) {
 		t.Cleanup(srv.Close)
 		zero := 0.0
 		a.json("POST", "/api/v1/plugins/configs/http-poster", map[string]any{"name": "erp_poster", "enabled": true,
-			"url": srv.URL + "/in", "retry": map[string]any{"strategy": "fixed", "base": "1s", "max_retries": 3, "jitter": zero}}, nil)
+			"url": srv.URL + "/in", "retry": map[string]any{"strategy": "fixed", "base": "1s", "max_retries": 3, "jitter": zero},
+			"handoff": map[string]any{"statuses": []int{202}, "reference": map[string]any{"header": "X-Job-Id"}, "deadline": "1h"}}, nil)
+		var created struct {
+			Secret string `json:"secret"`
+		}
+		a.json("POST", "/api/v1/callbacks/erp_poster/secrets", map[string]any{}, &created)
 		a.json("POST", "/api/v1/services/http-poster/erp_poster/start", map[string]any{}, nil)
 		a.json("POST", "/api/v1/routes", map[string]any{"source": "file_poller_default", "from": "local", "to": "b", "target": "erp_poster"}, nil)
 
@@ -88,6 +127,23 @@ func TestTraceOfAMessageToTwoTargets(t *testing.T) {
 
 		var tr traceView
 		path := "/api/v1/trace?origin_event_id=" + url.QueryEscape("erp-event-4711")
+		poll(t, func() bool {
+			a.do("GET", path, "", nil, &tr)
+			if len(tr.Messages) != 1 {
+				return false
+			}
+			for _, d := range tr.Messages[0].Deliveries {
+				if d.Target == "erp_poster" && d.State == "awaiting_ack" {
+					return true
+				}
+			}
+			return false
+		})
+		// The in-house system reports with its own clock: received, then processed.
+		a.sendCallback("erp_poster", created.Secret, "cb-received",
+			`{"external_ref":"job-4711","status":"received","timestamp":"2026-03-01T10:00:00Z"}`)
+		a.sendCallback("erp_poster", created.Secret, "cb-processed",
+			`{"external_ref":"job-4711","status":"processed","timestamp":"2026-03-01T10:05:00Z"}`)
 		poll(t, func() bool {
 			a.do("GET", path, "", nil, &tr)
 			return len(tr.Messages) == 1 && tr.Messages[0].Status == "delivered"
@@ -107,9 +163,10 @@ func TestTraceOfAMessageToTwoTargets(t *testing.T) {
 			lines    []string
 		}{
 			"erp_poster": {"delivered", 2, []string{"delivery_changed:queued>delivering", "delivery_changed:delivering>retrying",
-				"delivery_changed:retrying>delivering", "delivery_changed:delivering>delivered"}},
+				"delivery_changed:retrying>delivering", "delivery_changed:delivering>awaiting_ack",
+				"downstream_status:>received", "downstream_status:>processed", "delivery_changed:awaiting_ack>delivered"}},
 			"as2_sender_default": {"delivered", 1, []string{"delivery_changed:queued>delivering", "delivery_changed:delivering>awaiting_ack",
-				"receipt_received:awaiting_ack>delivered", "delivery_changed:awaiting_ack>delivered"}},
+				"downstream_status:>processed", "delivery_changed:awaiting_ack>delivered"}},
 		}
 		if len(m.Deliveries) != len(want) {
 			t.Fatalf("%d deliveries, want %d", len(m.Deliveries), len(want))
@@ -128,6 +185,23 @@ func TestTraceOfAMessageToTwoTargets(t *testing.T) {
 			}
 			if !isSubsequence(w.lines, lines) {
 				t.Errorf("delivery to %s has lines %v, want %v among them in order", d.Target, lines, w.lines)
+			}
+		}
+		reported := map[string]string{}
+		for _, h := range m.History {
+			if h.Kind == "downstream_status" && h.ReportedAt != nil {
+				reported[h.Actor+" "+h.ToState] = h.ReportedAt.UTC().Format(time.RFC3339)
+			}
+		}
+		for line, at := range map[string]string{"callback:erp_poster received": "2026-03-01T10:00:00Z", "callback:erp_poster processed": "2026-03-01T10:05:00Z"} {
+			if reported[line] != at {
+				t.Errorf("downstream line %q reported at %q, want %s (all: %v)", line, reported[line], at, reported)
+			}
+		}
+		for _, d := range m.Deliveries {
+			want := map[string]string{"erp_poster": "processed", "as2_sender_default": "processed"}[d.Target]
+			if d.Downstream == nil || d.Downstream.Status != want {
+				t.Errorf("delivery to %s: downstream %+v, want %s", d.Target, d.Downstream, want)
 			}
 		}
 		for _, h := range m.History {
