@@ -38,7 +38,7 @@ func (s *Server) messagesLive(w http.ResponseWriter, r *http.Request) {
 			if !c.anyMessage() {
 				return nil, nil
 			}
-			d := messagesData{Filter: form, Statuses: persistence.AllMessageStatuses}
+			d := s.newMessagesData(form)
 			if err := s.listMessages(ctx, &d, f); err != nil {
 				return nil, err
 			}
