@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,8 @@ func TestDashboardDaysReadTheDailyCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 		nm := persistence.NewMessage{Message: persistence.Message{ID: id, From: acmeParty, To: localParty, Source: pollerInst,
-			OriginalFileName: "order.edi", Size: 10, SHA256: strings.Repeat("0", 64), CreatedAt: now.Add(-age)}, Dispatch: true}
+			OriginalFileName: "order.edi", Size: 10, SHA256: strings.Repeat("0", 64), CreatedAt: now.Add(-age),
+			CorrelationID: fmt.Sprint("c", id), OriginEventID: fmt.Sprint("e", id)}, Dispatch: true}
 		if _, err := b.store.InsertMessages(ctx, []persistence.NewMessage{nm}); err != nil {
 			t.Fatal(err)
 		}
