@@ -370,6 +370,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 			}
 		}
 	}
+	if err := g.listenForAlerts(); err != nil {
+		return err
+	}
 	if err := g.startPlugins(ctx); err != nil {
 		return err
 	}

@@ -3,7 +3,9 @@ package browsertest
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,7 +81,20 @@ func TestAPIProcessShowsPluginProcess(t *testing.T) {
 	}
 	waitBody(t, c, "/ui/services", `data-state="running"`)
 
-	// An alert raised in the plugin process reaches the API's notifications page.
+	// An alert raised in the plugin process reaches the API's notifications page, through
+	// a notifier instance that a third process runs.
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(hook.Close)
+	h.mustJSON("POST", "/api/v1/plugins/configs/notification-webhook", map[string]any{"name": "ops", "url": hook.URL + "/hook", "format": "generic"}, nil)
+	notifierGW := gatewaytest.Start(t, gatewaytest.Options{DBURL: dbURL, NATSURL: natsURL, ShareWith: apiGW.DataDir,
+		Roles: &gateway.Roles{Plugins: true, PluginType: persistence.PluginNotificationWebhook}})
+	h.mustJSON("POST", "/api/v1/services/notification-webhook/ops/start", map[string]any{}, nil)
+	if got := instanceState(t, notifierGW, "ops"); got != services.StateRunning {
+		t.Fatalf("the notifier process has the instance %s", got)
+	}
 	plugGW.Alerts.Raise(alert.Alert{Code: alert.PluginFailed, Severity: alert.SeverityCritical,
 		Subject: alert.Subject{Kind: "plugin", Name: "file_writer_default"}, Summary: "Writer lost its disk in the plugin process"})
 	waitBody(t, c, "/ui/notifications", "Writer lost its disk in the plugin process")
@@ -176,4 +191,3 @@ func waitSSE(t *testing.T, events <-chan string, want string) {
 		}
 	}
 }
-
