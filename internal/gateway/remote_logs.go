@@ -54,6 +54,7 @@ type logsServer struct {
 	g      *Gateway
 	ring   *logging.Ring
 	asked  atomic.Int64 // unix nanoseconds of the latest request
+	seq    uint64       // the newest record published or skipped; the publisher's own
 	stop   chan struct{}
 	done   chan struct{}
 	closer sync.Once
@@ -61,11 +62,21 @@ type logsServer struct {
 
 // serveLogs starts answering for the process's ring; Close ends the publishing.
 func (g *Gateway) serveLogs() (*logsServer, error) {
+	ls, err := g.answerLogs()
+	if err != nil {
+		return nil, err
+	}
+	go ls.publish()
+	return ls, nil
+}
+
+// answerLogs answers tail requests; the caller runs the publishing.
+func (g *Gateway) answerLogs() (*logsServer, error) {
 	ls := &logsServer{g: g, ring: g.logs, stop: make(chan struct{}), done: make(chan struct{})}
+	_, ls.seq = ls.ring.After(0, 0)
 	if _, err := g.Bus.Respond(logsTailSubject(g.holder), ls.answer); err != nil {
 		return nil, fmt.Errorf("serve log tail: %w", err)
 	}
-	go ls.publish()
 	return ls, nil
 }
 
@@ -97,7 +108,6 @@ func (ls *logsServer) publish() {
 	defer close(ls.done)
 	wake, cancel := ls.ring.Subscribe()
 	defer cancel()
-	_, seq := ls.ring.After(0, 0)
 	tick := time.NewTicker(logsPublishEvery)
 	defer tick.Stop()
 	pending := false
@@ -114,19 +124,27 @@ func (ls *logsServer) publish() {
 			continue
 		}
 		pending = false
-		if time.Since(time.Unix(0, ls.asked.Load())) > logsInterest {
-			_, seq = ls.ring.After(0, 0) // nobody follows: skip what was logged
-			continue
-		}
-		batch, newest := ls.ring.After(seq, maxTailRecords)
-		seq = newest
-		if len(batch) == 0 {
-			continue
-		}
-		// Publishing logs nothing on failure: a log record about it would be published
-		// again in turn.
-		_ = ls.g.Bus.Publish(logsLiveSubject(ls.g.holder), mustJSON(logsTailReply{Entries: trimBytes(batch)}))
+		ls.step()
 	}
+}
+
+// step publishes the records logged since the last step, if someone follows them, and
+// returns how many it published.
+func (ls *logsServer) step() int {
+	if time.Since(time.Unix(0, ls.asked.Load())) > logsInterest {
+		_, ls.seq = ls.ring.After(0, 0) // nobody follows: skip what was logged
+		return 0
+	}
+	batch, newest := ls.ring.After(ls.seq, maxTailRecords)
+	ls.seq = newest
+	if len(batch) == 0 {
+		return 0
+	}
+	batch = trimBytes(batch)
+	// Publishing logs nothing on failure: a log record about it would be published
+	// again in turn.
+	_ = ls.g.Bus.Publish(logsLiveSubject(ls.g.holder), mustJSON(logsTailReply{Entries: batch}))
+	return len(batch)
 }
 
 // trimBytes keeps the newest records of batch (oldest first) that fit maxTailBytes.
