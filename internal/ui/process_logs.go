@@ -22,17 +22,17 @@ type ProcessLogs interface {
 	Watch(ctx context.Context, processID string) (wake <-chan struct{}, cancel func(), err error)
 }
 
-// maxProcessID bounds the process parameter; process ids are short hex strings.
+// maxProcessID bounds the process parameter.
 const maxProcessID = 64
 
-// validProcessID accepts what a process id can be, so a bus subject is built only from
-// letters, digits, '-' and '_'.
+// validProcessID accepts what a process id is (lower-case hexadecimal, as the heartbeats
+// store it), so a bus subject is built only from those characters.
 func validProcessID(id string) bool {
 	if id == "" || len(id) > maxProcessID {
 		return false
 	}
 	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+		if !(r >= 'a' && r <= 'f' || r >= '0' && r <= '9') {
 			return false
 		}
 	}
