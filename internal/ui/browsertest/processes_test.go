@@ -6,15 +6,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"wharf/internal/alert"
-	"wharf/internal/bus"
-	"wharf/internal/gateway"
 	"wharf/internal/gateway/gatewaytest"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db/dbtest"
@@ -26,21 +22,9 @@ import (
 // log (chosen in the selector) and follows it live, shows an alert the plugin process
 // raised, and stops and starts an instance the plugin process runs.
 func TestAPIProcessShowsPluginProcess(t *testing.T) {
-	dbURL := dbtest.PostgresURL(t)
-	nats, err := bus.StartEmbedded(context.Background(), bus.EmbeddedOptions{ListenAddr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nats.Close() })
-	natsURL := "nats://" + nats.Addr().String()
-	apiGW := gatewaytest.Start(t, gatewaytest.Options{DBURL: dbURL, NATSURL: natsURL, Roles: &gateway.Roles{API: true}})
-	plugGW := gatewaytest.Start(t, gatewaytest.Options{DBURL: dbURL, NATSURL: natsURL, ShareWith: apiGW.DataDir,
-		Roles: &gateway.Roles{Plugins: true, PluginType: persistence.PluginFileWriter}})
-	raw, err := os.ReadFile(filepath.Join(plugGW.DataDir, "holder.id"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plugID := strings.TrimSpace(string(raw))
+	dist := gatewaytest.StartDistributed(t, dbtest.PostgresURL(t), persistence.PluginFileWriter)
+	apiGW, plugGW := dist.API, dist.Plugin
+	plugID := plugGW.ProcessID()
 
 	h := &harness{t: t, g: apiGW.Gateway, gw: apiGW, base: apiGW.URL()}
 	c, _ := h.signedIn(t, "olga")
@@ -70,13 +54,13 @@ func TestAPIProcessShowsPluginProcess(t *testing.T) {
 		t.Fatalf("stop from the Services page = %d\n%s", r.status, r.body)
 	}
 	waitSSE(t, events, "file_writer_default")
-	if got := instanceState(t, plugGW, "file_writer_default"); got != services.StateStopped {
+	if got := plugGW.InstanceState("file_writer_default"); got != services.StateStopped {
 		t.Fatalf("after stop the plugin process has the instance %s", got)
 	}
 	if r := c.post(t, "/ui/services/file-writer/file_writer_default/start", nil); r.status != http.StatusSeeOther {
 		t.Fatalf("start from the Services page = %d\n%s", r.status, r.body)
 	}
-	if got := instanceState(t, plugGW, "file_writer_default"); got != services.StateRunning {
+	if got := plugGW.InstanceState("file_writer_default"); got != services.StateRunning {
 		t.Fatalf("after start the plugin process has the instance %s", got)
 	}
 	waitBody(t, c, "/ui/services", `data-state="running"`)
@@ -89,29 +73,14 @@ func TestAPIProcessShowsPluginProcess(t *testing.T) {
 	}))
 	t.Cleanup(hook.Close)
 	h.mustJSON("POST", "/api/v1/plugins/configs/notification-webhook", map[string]any{"name": "ops", "url": hook.URL + "/hook", "format": "generic"}, nil)
-	notifierGW := gatewaytest.Start(t, gatewaytest.Options{DBURL: dbURL, NATSURL: natsURL, ShareWith: apiGW.DataDir,
-		Roles: &gateway.Roles{Plugins: true, PluginType: persistence.PluginNotificationWebhook}})
+	notifierGW := dist.StartPlugin(t, persistence.PluginNotificationWebhook)
 	h.mustJSON("POST", "/api/v1/services/notification-webhook/ops/start", map[string]any{}, nil)
-	if got := instanceState(t, notifierGW, "ops"); got != services.StateRunning {
+	if got := notifierGW.InstanceState("ops"); got != services.StateRunning {
 		t.Fatalf("the notifier process has the instance %s", got)
 	}
 	plugGW.Alerts.Raise(alert.Alert{Code: alert.PluginFailed, Severity: alert.SeverityCritical,
 		Subject: alert.Subject{Kind: "plugin", Name: "file_writer_default"}, Summary: "Writer lost its disk in the plugin process"})
 	waitBody(t, c, "/ui/notifications", "Writer lost its disk in the plugin process")
-}
-
-func instanceState(t *testing.T, g *gatewaytest.Gateway, name persistence.InstanceName) services.State {
-	t.Helper()
-	list, err := g.Services.List(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, st := range list {
-		if st.Name == name {
-			return st.State
-		}
-	}
-	return ""
 }
 
 // waitBody polls path until its page holds want, and returns the page.
