@@ -82,6 +82,8 @@ type Gateway struct {
 	sweepLock *sweepLock
 	holder    string // the process's id, kept across restarts in its data directory
 	heartbeat *heartbeat
+	logs      *logging.Ring // the process's newest log records (remote_logs.go)
+	logsSrv   *logsServer
 
 	server   *http.Server
 	listener net.Listener
@@ -114,7 +116,7 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 	if err != nil {
 		return nil, err
 	}
-	g = &Gateway{cfg: cfg, log: log, Telemetry: tel, roles: roles}
+	g = &Gateway{cfg: cfg, log: log, Telemetry: tel, roles: roles, logs: logs}
 	// The named result is nil on an error return; the clean-up needs what was built.
 	built := g
 	defer func() {
@@ -266,7 +268,7 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 	g.UI, err = ui.New(ui.Deps{Store: g.Store, Sessions: sessions, Sealer: box, Logger: log.With("component", "ui"), Issuer: "Wharf",
 		Actions: ops{g}, DeadLetters: ops{g}, Payloads: g.Blobs, PartyReferences: g.partyReferences(), Services: g.serviceControl(), Processes: g.Store,
 		Ingest: g.Dispatcher, SettingsChanged: ops{g}.SettingsChanged, PublicURL: baseURL,
-		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, Panels: g.messagePanels(),
+		Events: busSignals{bus: g.Bus, log: log}, Logs: logs, ProcessLogs: processLogs{g}, Panels: g.messagePanels(),
 		PartyPanels: g.partyPanels(), Indexes: g.messageIndexes(), Facters: g.messageFacters(), OIDC: g.OIDC,
 		Notifications: g.Notifications, NotificationEvents: busSignals{bus: g.Bus, log: log}, EventWebhooks: g.eventWebhooks(),
 		Storage: g, Erasure: g.Erasure})
@@ -368,6 +370,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 			}
 		}
 	}
+	if err := g.listenForAlerts(); err != nil {
+		return err
+	}
 	if err := g.startPlugins(ctx); err != nil {
 		return err
 	}
@@ -376,6 +381,11 @@ func (g *Gateway) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	logsSrv, err := g.serveLogs()
+	if err != nil {
+		return err
+	}
+	g.logsSrv = logsSrv
 	if g.roles.Sweeper {
 		if err := g.Sweeper.Start(ctx); err != nil {
 			return err
@@ -498,6 +508,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			errs = append(errs, g.Health.Stop(ctx))
 		}
 		g.heartbeat.stop()
+		if g.logsSrv != nil {
+			g.logsSrv.Close()
+		}
 		// The alerts raised so far go out on the bus while the modules still listen.
 		if g.Alerts != nil {
 			errs = append(errs, g.Alerts.Stop(ctx))

@@ -232,3 +232,23 @@ func (t tee) WithGroup(name string) slog.Handler {
 	}
 	return out
 }
+
+// After returns up to limit entries logged after seq, oldest first, and the sequence
+// number of the newest entry the ring holds (seq itself when it holds nothing newer).
+func (r *Ring) After(seq uint64, limit int) ([]Entry, uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.entries)
+	var out []Entry
+	for i := 0; i < n; i++ {
+		// Oldest first: from next round the ring.
+		e := r.entries[(r.next+i)%n]
+		if e.Seq > seq && len(out) < limit {
+			out = append(out, e)
+		}
+	}
+	if r.seq > seq {
+		seq = r.seq
+	}
+	return out, seq
+}

@@ -86,3 +86,30 @@ func TestRingSubscribe(t *testing.T) {
 	default:
 	}
 }
+
+func TestRingAfter(t *testing.T) {
+	r := NewRing(3, slog.LevelDebug)
+	log := slog.New(r.Handler())
+	for _, m := range []string{"one", "two", "three", "four"} {
+		log.Info(m)
+	}
+	for _, tc := range []struct {
+		seq   uint64
+		limit int
+		want  []string
+	}{
+		{0, 10, []string{"two", "three", "four"}}, // "one" fell out of the ring
+		{2, 10, []string{"three", "four"}},
+		{2, 1, []string{"three"}},
+		{4, 10, nil},
+	} {
+		got, newest := r.After(tc.seq, tc.limit)
+		var msgs []string
+		for _, e := range got {
+			msgs = append(msgs, e.Message)
+		}
+		if !slices.Equal(msgs, tc.want) || newest != 4 {
+			t.Errorf("After(%d, %d) = %v, %d; want %v, 4", tc.seq, tc.limit, msgs, newest, tc.want)
+		}
+	}
+}

@@ -109,7 +109,20 @@ func (rt *Runtime) clock() time.Time { return rt.now().UTC() }
 
 // Start listens for alerts on the bus and runs the summaries and the retention.
 func (rt *Runtime) Start(ctx context.Context) error {
-	if rt.core.Bus != nil {
+	if err := rt.Listen(); err != nil {
+		return err
+	}
+	rt.quit, rt.done = make(chan struct{}), make(chan struct{})
+	go rt.run()
+	return nil
+}
+
+// Listen only listens for alerts on the bus, for the notifier instances this process
+// runs: a plugin process of a distributed installation hears alerts without running the
+// summaries and the retention, which the API process runs. Listening twice is listening
+// once.
+func (rt *Runtime) Listen() error {
+	if rt.core.Bus != nil && rt.unsub == nil {
 		unsub, err := rt.core.Bus.Subscribe(alert.BusSubject, func(_ string, data []byte) {
 			a, err := alert.Decode(data)
 			if err != nil {
@@ -123,8 +136,6 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		}
 		rt.unsub = unsub
 	}
-	rt.quit, rt.done = make(chan struct{}), make(chan struct{})
-	go rt.run()
 	return nil
 }
 

@@ -155,10 +155,11 @@ type sseEvent struct {
 
 // liveStream describes one SSE endpoint.
 type liveStream struct {
-	messages      bool          // follows message events
-	logs          bool          // follows the log ring
-	notifications bool          // follows the notification log's changes
-	every         time.Duration // least time between two renders, so bursts coalesce
+	messages      bool            // follows message events
+	logs          bool            // follows the log ring
+	logWake       <-chan struct{} // follows another source of log lines instead of the ring
+	notifications bool            // follows the notification log's changes
+	every         time.Duration   // least time between two renders, so bursts coalesce
 	render        func(ctx context.Context, c changes) ([]sseEvent, error)
 }
 
@@ -181,6 +182,9 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request, ls liveStream
 		var cancel func()
 		logWake, cancel = s.logs.Subscribe()
 		defer cancel()
+	}
+	if ls.logWake != nil {
+		logWake = ls.logWake
 	}
 
 	var noteWake <-chan struct{}

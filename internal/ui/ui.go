@@ -74,6 +74,9 @@ type Deps struct {
 	Events MessageEvents
 	// Logs is the process's recent log records for the logs page; nil leaves it empty.
 	Logs *logging.Ring
+	// ProcessLogs reads other processes' log rings over the bus, for the logs page's
+	// process selector; nil shows only this process.
+	ProcessLogs ProcessLogs
 	// Panels are the modules' parts of a message's detail (the AS2 section), by module
 	// name.
 	Panels map[string]module.MessagePanels
@@ -145,6 +148,7 @@ type Server struct {
 	sameOrigin      func(http.Handler) http.Handler // see session.SameOrigin
 	live            *hub
 	logs            *logging.Ring
+	processLogs     ProcessLogs
 	panels          map[string]module.MessagePanels
 	partyPanels     []module.PartyPanels
 	indexes         []module.MessageIndex
@@ -193,6 +197,7 @@ func New(d Deps) (*Server, error) {
 		return nil, fmt.Errorf("ui: %w", err)
 	}
 	s.live, s.logs, s.panels = newHub(), d.Logs, d.Panels
+	s.processLogs = d.ProcessLogs
 	if d.Events != nil {
 		cancel, err := d.Events.SubscribeMessages(s.live.publish)
 		if err != nil {
