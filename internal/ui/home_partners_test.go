@@ -35,7 +35,7 @@ func newCertForUI(t *testing.T) []persistence.Certificate {
 func TestDashboardChecklist(t *testing.T) {
 	b := setupMessages(t) // local, acme and beta exist; no identity, nothing sent
 	c := b.signedIn(t)
-	steps := regexp.MustCompile(`<li class="setup-(done|todo)"><span[^>]*>[^<]*</span> <a href="([^"]+)">`)
+	steps := regexp.MustCompile(`<li class="setup-(done|open)"><span[^>]*>[^<]*</span> <a href="([^"]+)">`)
 	read := func() []string {
 		t.Helper()
 		body := c.get(t, "/ui/").body
@@ -45,7 +45,7 @@ func TestDashboardChecklist(t *testing.T) {
 		}
 		return out
 	}
-	want := []string{"todo /ui/organizations/local", "done /ui/partners/new", "todo /ui/partners/acme"}
+	want := []string{"open /ui/organizations/local", "done /ui/partners/new", "open /ui/partners/acme"}
 	if got := read(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("checklist = %q, want %q", got, want)
 	}
