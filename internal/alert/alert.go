@@ -77,6 +77,9 @@ const (
 	// EventWebhookDisabled is an event-webhook subscription disabled after failing for its
 	// disable_after; it resolves when an operator enables it again.
 	EventWebhookDisabled Code = "event_webhook_disabled"
+	// StatusCallbackUnapplied is a verified status callback that changed nothing: it named
+	// no delivery of its target, or the store refused what it said.
+	StatusCallbackUnapplied Code = "status_callback_unapplied"
 )
 
 // CodeInfo is one row of the code table.
@@ -104,6 +107,7 @@ var Codes = []CodeInfo{
 	{SessionBlocked, "Ordered session blocked", SeverityCritical},
 	{PartnerPaused, "Sending to a partner paused", SeverityCritical},
 	{EventWebhookDisabled, "Event webhook disabled", SeverityWarning},
+	{StatusCallbackUnapplied, "Status callback not applied", SeverityWarning},
 }
 
 // ParseCode parses an alert code.

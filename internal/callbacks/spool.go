@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"wharf/internal/alert"
 	"wharf/internal/durable"
 	"wharf/internal/persistence"
 )
@@ -59,6 +60,10 @@ type Spool struct {
 	store    Applier
 	outcomes Outcomes
 	log      *slog.Logger
+	// Alerts hears of each verified callback that changed nothing (it named no delivery,
+	// or the store refused it): the in-house system said something nobody took. Set it
+	// before Start; nil raises nothing.
+	Alerts alert.Raiser
 
 	mu      sync.Mutex // guards f and pending; held while the journal is written
 	f       *os.File
@@ -301,6 +306,7 @@ func (s *Spool) applyOnce(ctx context.Context) (int, error) {
 		if o == persistence.CallbackUnmatched {
 			s.log.Warn("status callback names no delivery of its target", "target", batch[i].Target,
 				"webhook_id", batch[i].WebhookID)
+			s.unapplied(batch[i], "it names no delivery of "+string(batch[i].Target))
 		}
 	}
 	return len(batch), s.trim(len(batch))
@@ -316,6 +322,7 @@ func (s *Spool) applyEach(ctx context.Context, batch []persistence.StatusCallbac
 		switch {
 		case errors.As(err, &fe):
 			s.log.Error("status callback refused by the store; dropped", "target", cb.Target, "webhook_id", cb.WebhookID, "error", err)
+			s.unapplied(cb, "the gateway refused it: "+fe.Error())
 		case err != nil:
 			return nil, err
 		default:
@@ -323,6 +330,31 @@ func (s *Spool) applyEach(ctx context.Context, batch []persistence.StatusCallbac
 		}
 	}
 	return outs, nil
+}
+
+// unapplied raises the alert of a verified callback that changed nothing, one a day at
+// most per target and webhook-id (the notifier's cooldown works on the dedupe key).
+func (s *Spool) unapplied(cb persistence.StatusCallback, why string) {
+	if s.Alerts == nil {
+		return
+	}
+	ref := cb.ExternalRef
+	switch {
+	case cb.DeliveryID != 0:
+		ref = fmt.Sprintf("delivery %d", cb.DeliveryID)
+	case cb.MessageID != 0:
+		ref = fmt.Sprintf("message %d", cb.MessageID)
+	}
+	target := string(cb.Target)
+	s.Alerts.Raise(alert.Alert{
+		Severity: alert.StatusCallbackUnapplied.Info().Severity, Code: alert.StatusCallbackUnapplied,
+		Subject: alert.Subject{Kind: "plugin", ID: target, Name: target},
+		Summary: fmt.Sprintf("A status callback to %s was not applied: %s", target, why),
+		Details: []alert.Detail{{Label: "Webhook id", Value: cb.WebhookID}, {Label: "Names", Value: ref},
+			{Label: "Status", Value: cb.Status}},
+		DedupeKey: "status_callback_unapplied:" + target + ":" + cb.WebhookID,
+		Link:      "/ui/plugins",
+	})
 }
 
 // trim drops the first n callbacks from the journal: the whole file is emptied when

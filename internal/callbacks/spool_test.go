@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"wharf/internal/alert"
+	"wharf/internal/alert/alerttest"
 	"wharf/internal/persistence"
 )
 
@@ -101,7 +103,7 @@ func TestSpoolKeepsWhatIsNotApplied(t *testing.T) {
 }
 
 // refusingStore refuses any batch holding webhook-id "bad" as the store refuses invalid
-// input, and applies the rest.
+// input, finds no delivery for "stray", and applies the rest.
 type refusingStore struct {
 	mu      sync.Mutex
 	applied []string
@@ -117,6 +119,10 @@ func (r *refusingStore) ApplyCallbacks(_ context.Context, cbs []persistence.Stat
 	}
 	out := make([]persistence.CallbackOutcome, len(cbs))
 	for i, c := range cbs {
+		if c.WebhookID == "stray" {
+			out[i] = persistence.CallbackUnmatched
+			continue
+		}
 		r.applied = append(r.applied, c.WebhookID)
 		out[i] = persistence.CallbackApplied
 	}
@@ -124,7 +130,8 @@ func (r *refusingStore) ApplyCallbacks(_ context.Context, cbs []persistence.Stat
 }
 
 // TestSpoolDropsWhatTheStoreRefuses: one callback the store refuses does not hold up the
-// others, and leaves the journal with the rest.
+// others, and leaves the journal with the rest; it and one that names no delivery are
+// alerts, not only log lines.
 func TestSpoolDropsWhatTheStoreRefuses(t *testing.T) {
 	dir := t.TempDir()
 	st := &refusingStore{}
@@ -132,8 +139,10 @@ func TestSpoolDropsWhatTheStoreRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Journaled before the worker runs, so the three go in one batch.
-	for _, id := range []string{"a", "bad", "c"} {
+	alerts := &alerttest.Recorder{}
+	sp.Alerts = alerts
+	// Journaled before the worker runs, so the four go in one batch.
+	for _, id := range []string{"a", "bad", "stray", "c"} {
 		line, err := encodeLine(callback(id))
 		if err != nil {
 			t.Fatal(err)
@@ -143,7 +152,7 @@ func TestSpoolDropsWhatTheStoreRefuses(t *testing.T) {
 		}
 		sp.pending = append(sp.pending, callback(id))
 	}
-	if n, err := sp.applyOnce(context.Background()); err != nil || n != 3 {
+	if n, err := sp.applyOnce(context.Background()); err != nil || n != 4 {
 		t.Fatalf("applyOnce = %d, %v", n, err)
 	}
 	if !slices.Equal(st.applied, []string{"a", "c"}) || sp.Pending() != 0 {
@@ -151,6 +160,16 @@ func TestSpoolDropsWhatTheStoreRefuses(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(dir, JournalName)); err != nil || fi.Size() != 0 {
 		t.Fatalf("journal after applying: %v, %v", fi, err)
+	}
+	var unapplied []string
+	for _, a := range alerts.Alerts() {
+		if a.Code == alert.StatusCallbackUnapplied && a.Subject.ID == "erp" {
+			unapplied = append(unapplied, a.Details[0].Value)
+		}
+	}
+	slices.Sort(unapplied)
+	if !slices.Equal(unapplied, []string{"bad", "stray"}) {
+		t.Fatalf("alerts of callbacks not applied: %v (all: %v)", unapplied, alerts.Codes())
 	}
 	if err := sp.Stop(context.Background()); err != nil {
 		t.Fatal(err)

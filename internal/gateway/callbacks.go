@@ -19,6 +19,7 @@ func (g *Gateway) startCallbacks() (api.Callbacks, error) {
 	if err != nil {
 		return nil, err
 	}
+	sp.Alerts = g.Alerts
 	sp.Start()
 	g.callbackSpool = sp
 	return callbacks.Intake{
