@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"wharf/internal/bus"
+	"wharf/internal/logging/logtest"
 	"wharf/internal/persistence/db/dbtest"
 )
 
@@ -163,7 +164,7 @@ type roleProc struct {
 	cmd    *exec.Cmd
 	dir    string
 	addr   string
-	stderr *syncBuffer
+	stderr *logtest.Buffer
 }
 
 // startRole starts `wharf args…` on a data directory of its own and waits for its
@@ -173,7 +174,7 @@ func startRole(t *testing.T, env []string, args ...string) *roleProc {
 	dir := t.TempDir()
 	cmd := exec.Command(wharfBinary(t), append(args, "--data-dir", dir)...)
 	cmd.Env = childEnv(env...)
-	p := &roleProc{cmd: cmd, dir: dir, stderr: &syncBuffer{}}
+	p := &roleProc{cmd: cmd, dir: dir, stderr: &logtest.Buffer{}}
 	cmd.Stderr = p.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -341,22 +342,4 @@ func (c *apiClient) send(name, content string) error {
 		return fmt.Errorf("send %s: %d %s", name, resp.StatusCode, b)
 	}
 	return nil
-}
-
-// syncBuffer is a child's stderr, read while the child writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -24,6 +24,7 @@ import (
 	"testing"
 
 	"wharf/internal/erasure"
+	"wharf/internal/logging/logtest"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
@@ -43,7 +44,7 @@ type bundle struct {
 	srv    *httptest.Server
 	token  string
 	dir    string
-	logs   *syncBuffer
+	logs   *logtest.Buffer
 }
 
 // eachStore runs fn against a fresh store of every database under test.
@@ -63,7 +64,7 @@ func setup(t *testing.T, store persistence.Store) *bundle {
 func setupWith(t *testing.T, store persistence.Store, mods []ModuleAPI) *bundle {
 	t.Helper()
 	dir := t.TempDir()
-	b := &bundle{t: t, store: store, dir: dir, logs: &syncBuffer{}}
+	b := &bundle{t: t, store: store, dir: dir, logs: &logtest.Buffer{}}
 	b.ops = &testOps{store: store, services: map[persistence.InstanceName]ServiceStatus{}}
 	b.sealer = newTestSealer(t)
 	logger := slog.New(slog.NewTextHandler(io.MultiWriter(b.logs, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -452,24 +453,6 @@ func (s *testSealer) Open(sealed []byte) ([]byte, error) {
 		return nil, errors.New("sealed value too short")
 	}
 	return s.aead.Open(nil, sealed[:n], sealed[n:], nil)
-}
-
-// syncBuffer collects log output from the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // testWriter sends log lines to t.Log.

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"wharf/internal/alert"
 	"wharf/internal/gateway/gatewaytest"
+	"wharf/internal/logging/logtest"
 	"wharf/internal/notification"
 	"wharf/internal/stdwebhook"
 )
@@ -56,24 +56,6 @@ func (k *hook) byCode(t *testing.T, code string) []hookReq {
 	return out
 }
 
-// syncBuffer collects log lines from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startLogged runs a gateway with every log line, down to debug, kept in logs as well
 // as logged to the test, and the default settings.
 func startLogged(t *testing.T, dbURL string, logs io.Writer) *harness {
@@ -106,7 +88,7 @@ func TestFailedDeliveryNotifies(t *testing.T) {
 	canaries := []string{"CANARY"}
 	for name, url := range databases(t) {
 		t.Run(name, func(t *testing.T) {
-			logs := &syncBuffer{}
+			logs := &logtest.Buffer{}
 			h := startLogged(t, url, logs)
 			receiver := &hook{}
 			hookSrv := httptest.NewServer(receiver)
