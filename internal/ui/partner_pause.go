@@ -88,19 +88,7 @@ func (s *Server) resumePartnerPage(w http.ResponseWriter, r *http.Request) {
 		resume = rs.ResumePartner
 	}
 	_, err := resume(r.Context(), party.Name, messageActor(r))
-	switch {
-	case errors.Is(err, persistence.ErrConflict):
-		setFlash(w, "partner-not-paused")
-	case errors.Is(err, persistence.ErrNotFound):
-		s.notFound(w, r)
-		return
-	case err != nil:
-		s.fail(w, r, err)
-		return
-	default:
-		setFlash(w, "partner-resumed")
-	}
-	http.Redirect(w, r, partnerPages.Path+"/"+string(party.Name), http.StatusSeeOther)
+	s.actionDone(w, r, err, partnerPages.Path+"/"+string(party.Name), persistence.ErrConflict, "partner-not-paused", "partner-resumed")
 }
 
 // pauseCardOf is the pause card of a partner page, from the partner's activity and, after

@@ -214,10 +214,16 @@ func (s *Server) userPage(w http.ResponseWriter, r *http.Request) {
 // userDone finishes a user action: the store's last-user refusal becomes a flash on the
 // user's page, a vanished user a 404, and success the flash named ok.
 func (s *Server) userDone(w http.ResponseWriter, r *http.Request, u persistence.User, err error, ok string) {
-	path := "/ui/users/" + string(u.Name)
+	s.actionDone(w, r, err, "/ui/users/"+string(u.Name), persistence.ErrLastUser, "user-last", ok)
+}
+
+// actionDone finishes an action that redirects to path: the refusal refused becomes the
+// flash refusedFlash, a vanished record a 404, another error the error page, and success
+// the flash ok.
+func (s *Server) actionDone(w http.ResponseWriter, r *http.Request, err error, path string, refused error, refusedFlash, ok string) {
 	switch {
-	case errors.Is(err, persistence.ErrLastUser):
-		setFlash(w, "user-last")
+	case errors.Is(err, refused):
+		setFlash(w, refusedFlash)
 	case errors.Is(err, persistence.ErrNotFound):
 		s.notFound(w, r)
 		return
