@@ -19,6 +19,9 @@ func (rt *Runtime) Pass(ctx context.Context) (more bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	if len(subs) == 0 {
+		return false, rt.skipAll(ctx)
+	}
 	now := rt.clock()
 	var woken []string
 	err = rt.db.Write(ctx, func(tx module.Tx) error {
@@ -91,4 +94,25 @@ func (rt *Runtime) Retain(ctx context.Context) (int64, error) {
 		return nil
 	})
 	return n, err
+}
+
+// skipAll moves the cursor past the newest history row without reading the rows: with no
+// enabled subscription no event is queued, and a subscription made later starts from the
+// transitions after it. It writes only when the cursor moves.
+func (rt *Runtime) skipAll(ctx context.Context) error {
+	err := rt.db.Write(ctx, func(tx module.Tx) error {
+		last, err := events.LastID(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE event_cursor SET last_id = ?, gap_since = NULL WHERE name = 'webhooks' AND last_id < ?`,
+			last, last); err != nil {
+			return fmt.Errorf("move the event cursor: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("event outbox: %w", err)
+	}
+	return nil
 }
