@@ -91,6 +91,7 @@ type Runtime struct {
 	unsub     func()
 	quit      chan struct{}
 	done      chan struct{}
+	full      bool // the loop runs the summaries and the retention, not only retries
 }
 
 // New returns the runtime over the core's database and bus.
@@ -109,19 +110,26 @@ func (rt *Runtime) clock() time.Time { return rt.now().UTC() }
 
 // Start listens for alerts on the bus and runs the summaries and the retention.
 func (rt *Runtime) Start(ctx context.Context) error {
-	if err := rt.Listen(); err != nil {
+	if err := rt.subscribe(); err != nil {
 		return err
 	}
-	rt.quit, rt.done = make(chan struct{}), make(chan struct{})
-	go rt.run()
+	rt.startLoop(true)
 	return nil
 }
 
 // Listen only listens for alerts on the bus, for the notifier instances this process
-// runs: a plugin process of a distributed installation hears alerts without running the
-// summaries and the retention, which the API process runs. Listening twice is listening
-// once.
+// runs, and keeps retrying the alerts the database did not take: a plugin process of a
+// distributed installation hears alerts without running the summaries and the retention,
+// which the API process runs. Listening twice is listening once.
 func (rt *Runtime) Listen() error {
+	if err := rt.subscribe(); err != nil {
+		return err
+	}
+	rt.startLoop(false)
+	return nil
+}
+
+func (rt *Runtime) subscribe() error {
 	if rt.core.Bus != nil && rt.unsub == nil {
 		unsub, err := rt.core.Bus.Subscribe(alert.BusSubject, func(_ string, data []byte) {
 			a, err := alert.Decode(data)
@@ -137,6 +145,20 @@ func (rt *Runtime) Listen() error {
 		rt.unsub = unsub
 	}
 	return nil
+}
+
+// startLoop starts the background work once: the retries of held alerts always, the
+// summaries and the retention when full; a full start replaces a loop that only retries.
+func (rt *Runtime) startLoop(full bool) {
+	if rt.quit != nil {
+		if rt.full || !full {
+			return
+		}
+		close(rt.quit)
+		<-rt.done
+	}
+	rt.quit, rt.done, rt.full = make(chan struct{}), make(chan struct{}), full
+	go rt.run(full)
 }
 
 // Stop ends the listening and the background work.
@@ -161,16 +183,20 @@ func (rt *Runtime) Stop(ctx context.Context) error {
 	return nil
 }
 
-func (rt *Runtime) run() {
+func (rt *Runtime) run(full bool) {
 	defer close(rt.done)
-	t := time.NewTicker(summaryInterval)
-	defer t.Stop()
+	var summaries <-chan time.Time // nil, so never ready, unless full
+	if full {
+		t := time.NewTicker(summaryInterval)
+		defer t.Stop()
+		summaries = t.C
+	}
 	retry := time.NewTicker(heldRetryInterval)
 	defer retry.Stop()
 	lastRetention := time.Time{}
 	for {
 		select {
-		case <-t.C:
+		case <-summaries:
 		case <-retry.C:
 			rt.recordHeld(context.Background())
 			continue

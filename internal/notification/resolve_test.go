@@ -120,3 +120,34 @@ func TestAlertsHeardDuringAnOutageAreRecordedAfterIt(t *testing.T) {
 		}
 	})
 }
+
+// A runtime that only listens (a plugin process of a distributed installation) retries
+// the alerts it holds on its own, without the summaries the API process runs.
+func TestListeningRuntimeRecordsHeldAlertsAfterAnOutage(t *testing.T) {
+	forEach(t, func(t *testing.T, b *bundle) {
+		sqlDB := &downSQL{SQL: b.store.ModuleSQL()}
+		b.rt.db, b.rt.q.DB = sqlDB, sqlDB
+		ctx := context.Background()
+		if err := b.rt.Listen(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.rt.Stop(ctx) })
+		sqlDB.down.Store(true)
+		subject := alert.Subject{Kind: "database", Name: "database"}
+		b.rt.hear(ctx, alert.Alert{Code: alert.DatabaseUnavailable, Subject: subject, Summary: "The database does not answer"})
+		if n := b.rt.Held(); n != 1 {
+			t.Fatalf("%d alerts held during the outage, want 1", n)
+		}
+		sqlDB.down.Store(false)
+		deadline := time.Now().Add(10 * time.Second)
+		for b.rt.Held() > 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the held alert was not recorded within 10 s of the database answering")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if _, total, err := b.rt.ListAlerts(ctx, Filter{Code: alert.DatabaseUnavailable}); err != nil || total != 1 {
+			t.Fatalf("after the outage: %d alerts (%v), want 1", total, err)
+		}
+	})
+}
