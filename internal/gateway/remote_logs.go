@@ -103,35 +103,39 @@ func (ls *logsServer) answer(_ string, data []byte) []byte {
 }
 
 // publish sends the ring's new records, at most one batch per logsPublishEvery, while a
-// request came within logsInterest.
+// request came within logsInterest. A process nobody follows runs no timer: each new
+// record only moves the cursor past it.
 func (ls *logsServer) publish() {
 	defer close(ls.done)
 	wake, cancel := ls.ring.Subscribe()
 	defer cancel()
-	tick := time.NewTicker(logsPublishEvery)
-	defer tick.Stop()
-	pending := false
+	var due <-chan time.Time // nil while no batch is waiting
 	for {
 		select {
 		case <-ls.stop:
 			return
 		case <-wake:
-			pending = true
-			continue
-		case <-tick.C:
+			if !ls.followed() {
+				_, ls.seq = ls.ring.After(0, 0)
+			} else if due == nil {
+				due = time.After(logsPublishEvery)
+			}
+		case <-due:
+			due = nil
+			ls.step()
 		}
-		if !pending {
-			continue
-		}
-		pending = false
-		ls.step()
 	}
+}
+
+// followed reports whether someone asked for the records within logsInterest.
+func (ls *logsServer) followed() bool {
+	return time.Since(time.Unix(0, ls.asked.Load())) <= logsInterest
 }
 
 // step publishes the records logged since the last step, if someone follows them, and
 // returns how many it published.
 func (ls *logsServer) step() int {
-	if time.Since(time.Unix(0, ls.asked.Load())) > logsInterest {
+	if !ls.followed() {
 		_, ls.seq = ls.ring.After(0, 0) // nobody follows: skip what was logged
 		return 0
 	}

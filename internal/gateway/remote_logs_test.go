@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,7 +89,7 @@ func TestLogsLivePublishesOnlyWhileFollowed(t *testing.T) {
 	ring := logging.NewRing(100, slog.LevelDebug)
 	log := slog.New(ring.Handler())
 	owner := &Gateway{Bus: b, holder: "p1", logs: ring, log: slog.New(slog.DiscardHandler)}
-	ls, err := owner.answerLogs() // steps run by hand, not on the publisher's ticks
+	ls, err := owner.answerLogs() // steps run by hand, not by the publisher
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,5 +121,46 @@ func TestLogsLivePublishesOnlyWhileFollowed(t *testing.T) {
 	case <-wake:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the follower was not woken by the published records")
+	}
+}
+
+// The publisher skips what nobody follows and sends a follower's new records in a batch.
+func TestLogsPublisherSendsOnlyFollowedRecords(t *testing.T) {
+	b, err := bus.StartEmbedded(context.Background(), bus.EmbeddedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	ring := logging.NewRing(100, slog.LevelDebug)
+	log := slog.New(ring.Handler())
+	owner := &Gateway{Bus: b, holder: "p1", logs: ring, log: slog.New(slog.DiscardHandler)}
+	ls, err := owner.serveLogs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ls.Close)
+	var batches atomic.Int64
+	sub, err := b.Subscribe(logsLiveSubject("p1"), func(string, []byte) { batches.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+
+	log.Info("unwatched")
+	pl := processLogs{&Gateway{Bus: b, holder: "api", log: slog.New(slog.DiscardHandler)}}
+	got, err := pl.Tail(context.Background(), "p1", slog.LevelDebug, "", 10) // asks, so the process is followed from here
+	if err != nil || len(got) != 1 {
+		t.Fatalf("tail: %v, %v; want the one record", got, err)
+	}
+	if n := batches.Load(); n != 0 {
+		t.Fatalf("%d batches published before anyone followed", n)
+	}
+	log.Info("watched")
+	deadline := time.Now().Add(10 * time.Second)
+	for batches.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the followed record was not published within 10 s")
+		}
+		time.Sleep(10 * time.Millisecond) // polling the publisher, with the deadline above
 	}
 }
