@@ -11,7 +11,7 @@ var _ retention.Metrics = (*Registry)(nil)
 func newRetentionMetrics(reg prometheus.Registerer) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "wharf_retention_pruned_total",
-		Help: "What the pruning job of this process removed: messages whose payloads went (payloads), history lines deleted (history_lines) and months of history archived and dropped (history_months).",
+		Help: "What the pruning job of this process removed: messages whose payloads went (payloads), history lines deleted (history_lines) and months of history archived and dropped (history_months), idle ordered sessions (idle_sessions) and webhook-ids of status callbacks past their repeat window (callback_ids).",
 	}, []string{"kind"})
 	reg.MustRegister(c)
 	return c

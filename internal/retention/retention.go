@@ -27,6 +27,8 @@ type Store interface {
 	ExpiredHistoryMonths(ctx context.Context, now time.Time, global int) ([]persistence.HistoryPartition, error)
 	ExportHistoryMonth(ctx context.Context, p persistence.HistoryPartition, w io.Writer) (int64, error)
 	DropHistoryMonth(ctx context.Context, p persistence.HistoryPartition, key string, rows int64) error
+	PruneIdleSessions(ctx context.Context, now time.Time, limit int) (int, error)
+	PruneCallbackIDs(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
 // Blobs is what the job needs of payload storage.
@@ -45,6 +47,8 @@ const (
 	KindPayloads     = "payloads"
 	KindHistoryLines = "history_lines"
 	KindHistoryMonth = "history_months"
+	KindSessions     = "idle_sessions"
+	KindCallbackIDs  = "callback_ids"
 )
 
 // Batch bounds the messages or history lines one transaction prunes.
@@ -63,6 +67,8 @@ type Report struct {
 	Blobs        int // blobs deleted
 	HistoryLines int
 	Archives     []string // keys of the months archived and dropped
+	Sessions     int      // idle ordered sessions
+	CallbackIDs  int      // webhook-ids of status callbacks past their repeat window
 }
 
 // Job prunes by the retention settings.
@@ -151,7 +157,8 @@ func (j *Job) rest() error {
 }
 
 // Run prunes once: partitions ahead, the daily counts (before anything is removed),
-// payloads, history lines and expired history months.
+// payloads, history lines, expired history months, idle ordered sessions and old
+// webhook-ids of status callbacks.
 func (j *Job) Run(ctx context.Context) (Report, error) {
 	var rep Report
 	now := j.Now()
@@ -164,7 +171,8 @@ func (j *Job) Run(ctx context.Context) (Report, error) {
 	}
 	defer func() {
 		j.log.Info("retention run", "payloads_pruned", rep.Payloads, "blobs_deleted", rep.Blobs,
-			"history_lines_pruned", rep.HistoryLines, "history_months_archived", len(rep.Archives))
+			"history_lines_pruned", rep.HistoryLines, "history_months_archived", len(rep.Archives),
+			"idle_sessions_pruned", rep.Sessions, "callback_ids_pruned", rep.CallbackIDs)
 	}()
 	var cur db.PruneCursor
 	for {
@@ -221,7 +229,30 @@ func (j *Job) Run(ctx context.Context) (Report, error) {
 		rep.Archives = append(rep.Archives, key)
 		j.count(KindHistoryMonth, 1)
 	}
-	return rep, nil
+	if rep.Sessions, err = j.pruneAll(ctx, KindSessions, now, j.store.PruneIdleSessions); err != nil {
+		return rep, err
+	}
+	rep.CallbackIDs, err = j.pruneAll(ctx, KindCallbackIDs, now, j.store.PruneCallbackIDs)
+	return rep, err
+}
+
+// pruneAll runs prune in batches, resting between them, until a batch comes back short.
+func (j *Job) pruneAll(ctx context.Context, kind string, now time.Time, prune func(context.Context, time.Time, int) (int, error)) (int, error) {
+	total := 0
+	for {
+		n, err := prune(ctx, now, Batch)
+		if err != nil {
+			return total, err
+		}
+		total += n
+		j.count(kind, n)
+		if n < Batch {
+			return total, nil
+		}
+		if err := j.rest(); err != nil {
+			return total, err
+		}
+	}
 }
 
 func (j *Job) count(kind string, n int) {
