@@ -68,7 +68,9 @@ func (rt *Runtime) detailsCard(ctx context.Context, org persistence.PartyName) (
 }
 
 func certSummary(c persistence.Certificate) string {
-	return fmt.Sprintf("%s, valid until %s, SHA-256 %s", c.Subject, c.NotAfter.UTC().Format(time.DateOnly), c.Fingerprint)
+	// The card is shown to operators and passed on to partners in other zones: the
+	// expiry names its zone.
+	return fmt.Sprintf("%s, valid until %s UTC, SHA-256 %s", c.Subject, c.NotAfter.UTC().Format(time.DateOnly+" 15:04"), c.Fingerprint)
 }
 
 // PartyDownload hands out the profile file and the certificates of an organization's

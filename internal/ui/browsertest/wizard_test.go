@@ -153,6 +153,9 @@ func TestPartnerWizard(t *testing.T) {
 			// The card shows what a partner needs, says the address is a guess, and
 			// offers the file and the certificate.
 			page := ca.get(t, "/ui/organizations/local").body
+			if !regexp.MustCompile(`valid until \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC`).MatchString(page) {
+				t.Error("the certificates' expiry on the organization page does not name its zone")
+			}
 			for _, want := range []string{"Our AS2 details", "WHARF-A", "a guess from the receiver", "Download the profile file",
 				"/ui/organizations/local/panels/as2/downloads/signing.cer"} {
 				if !strings.Contains(page, want) {
