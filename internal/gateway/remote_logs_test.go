@@ -126,28 +126,15 @@ func TestLogsLivePublishesOnlyWhileFollowed(t *testing.T) {
 
 // The publisher skips what nobody follows and sends a follower's new records in a batch.
 func TestLogsPublisherSendsOnlyFollowedRecords(t *testing.T) {
-	b, err := bus.StartEmbedded(context.Background(), bus.EmbeddedOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	ring := logging.NewRing(100, slog.LevelDebug)
-	log := slog.New(ring.Handler())
-	owner := &Gateway{Bus: b, holder: "p1", logs: ring, log: slog.New(slog.DiscardHandler)}
-	ls, err := owner.serveLogs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ls.Close)
+	log, pl, owner := logsPair(t)
 	var batches atomic.Int64
-	sub, err := b.Subscribe(logsLiveSubject("p1"), func(string, []byte) { batches.Add(1) })
+	sub, err := owner.Bus.Subscribe(logsLiveSubject("p1"), func(string, []byte) { batches.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 
 	log.Info("unwatched")
-	pl := processLogs{&Gateway{Bus: b, holder: "api", log: slog.New(slog.DiscardHandler)}}
 	got, err := pl.Tail(context.Background(), "p1", slog.LevelDebug, "", 10) // asks, so the process is followed from here
 	if err != nil || len(got) != 1 {
 		t.Fatalf("tail: %v, %v; want the one record", got, err)
