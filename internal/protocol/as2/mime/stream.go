@@ -86,7 +86,8 @@ func (s *Stream) envelopedFields() [][2]string {
 }
 
 // WriteBody builds the message from the payload read from r and writes the HTTP body
-// to w. Once the MICs are computed, known (when not nil) is called with them before the
+// to w; an encrypted body is encrypted, and written to w, by a goroutine of WriteBody's
+// own, never two writes at once and none after WriteBody returns. Once the MICs are computed, known (when not nil) is called with them before the
 // body's last byte is written, so that whatever a partner's receipt is checked against
 // is recorded before the partner can have the whole message; an error from known ends
 // the body. It returns the MICs.
@@ -100,13 +101,16 @@ func (s *Stream) WriteBody(w io.Writer, r io.Reader, known func(MICs) error) (MI
 	var (
 		outer io.Writer = hold // where the signed message (or the payload's entity) goes
 		env   *cms.EncryptWriter
+		enc   *stage              // encryption, in a goroutine of its own
 		after *cms.CompressWriter // compression of the signed message
 	)
 	if o.Encrypt != nil {
 		if env, err = cms.NewEncryptWriter(hold, o.Encrypt.Recipients, o.Encrypt.EncryptOptions); err != nil {
 			return MICs{}, fmt.Errorf("build: %w", err)
 		}
-		outer = env
+		enc = newStage(env)
+		defer enc.abort()
+		outer = enc
 		if f := s.envelopedFields(); f != nil {
 			if _, err := io.WriteString(outer, entityHeader(f)); err != nil {
 				return MICs{}, err
@@ -180,6 +184,9 @@ func (s *Stream) WriteBody(w io.Writer, r io.Reader, known func(MICs) error) (MI
 		}
 	}
 	if env != nil {
+		if err := enc.Close(); err != nil {
+			return MICs{}, err
+		}
 		if err := env.Close(); err != nil {
 			return MICs{}, fmt.Errorf("build: %w", err)
 		}

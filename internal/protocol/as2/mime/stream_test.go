@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"wharf/internal/protocol/as2/cms"
@@ -39,7 +40,7 @@ func TestStreamUnpackRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var body bytes.Buffer
+			var body lockedBuffer
 			writtenAtMICs := -1
 			mics, err := s.WriteBody(&body, bytes.NewReader(payload), func(MICs) error {
 				writtenAtMICs = body.Len()
@@ -64,6 +65,31 @@ func TestStreamUnpackRoundTrip(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockedBuffer is a buffer that WriteBody's encryption goroutine writes while the test
+// looks at its length.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Len()
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Bytes()
 }
 
 // An error of the MIC callback ends the body before its last byte.
@@ -108,5 +134,30 @@ func TestStreamRefusesGCM(t *testing.T) {
 		EncryptOptions: cms.EncryptOptions{Cipher: cms.AES128GCM}}})
 	if !errors.Is(err, cms.ErrUnsupportedAlgorithm) {
 		t.Fatalf("err = %v, want ErrUnsupportedAlgorithm", err)
+	}
+}
+
+// failingWriter fails every write after the first n bytes.
+type failingWriter struct{ n int }
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	if len(p) > f.n {
+		return 0, errors.New("connection reset")
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
+
+// A body whose destination fails ends with the destination's error, the encryption
+// stage's goroutine included.
+func TestStreamDestinationFails(t *testing.T) {
+	ours := testIdentity(t, "ours")
+	s, err := NewStream("a.bin", BuildOptions{Compress: true, Encrypt: &Encryption{Recipients: []*x509.Certificate{ours.cert}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.WriteBody(&failingWriter{n: 300 << 10}, bytes.NewReader(mixedPayload(4<<20)), nil)
+	if err == nil || !strings.Contains(err.Error(), "connection reset") {
+		t.Fatalf("err = %v, want the destination's", err)
 	}
 }
