@@ -225,6 +225,8 @@ func New(deps Deps, name persistence.InstanceName, cfg *Config) (delivery.Delive
 		return nil, err
 	}
 	c.log = c.log.With("plugin", string(persistence.PluginAS2Sender))
+	tempDir := cmp.Or(deps.TempDir, os.TempDir())
+	removeStaleSpools(tempDir, c.now(), c.log)
 	return &Sender{
 		core:     c,
 		name:     name,
@@ -233,7 +235,7 @@ func New(deps Deps, name persistence.InstanceName, cfg *Config) (delivery.Delive
 		asyncURL: deps.AsyncMDNURL,
 		product:  deps.Product,
 		clients:  clients{idle: cfg.Options().MaxConcurrent, tel: deps.Telemetry},
-		tempDir:  cmp.Or(deps.TempDir, os.TempDir()),
+		tempDir:  tempDir,
 	}, nil
 }
 

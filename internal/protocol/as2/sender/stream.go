@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
+	"time"
 
 	"wharf/internal/protocol/as2/mime"
 )
@@ -110,7 +113,7 @@ func (m *streamed) spool(ctx context.Context, dir string) (mime.MICs, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return mime.MICs{}, fmt.Errorf("spool directory: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "as2-send-*.body")
+	f, err := os.CreateTemp(dir, spoolPattern)
 	if err != nil {
 		return mime.MICs{}, fmt.Errorf("spool file: %w", err)
 	}
@@ -137,6 +140,29 @@ func (m *streamed) spool(ctx context.Context, dir string) (mime.MICs, error) {
 		return mime.MICs{}, err
 	}
 	return *mics, nil
+}
+
+// spoolPattern names spool files; staleSpool is the age from which one is left over
+// from a process that ended during an attempt (an attempt lasts a request timeout at
+// most, minutes).
+const (
+	spoolPattern = "as2-send-*.body"
+	staleSpool   = 24 * time.Hour
+)
+
+// removeStaleSpools deletes the spool files in dir that a process which ended during an
+// attempt left behind; a spool of another process's running attempt is younger.
+func removeStaleSpools(dir string, now time.Time, log *slog.Logger) {
+	names, _ := filepath.Glob(filepath.Join(dir, spoolPattern))
+	for _, name := range names {
+		st, err := os.Stat(name)
+		if err != nil || now.Sub(st.ModTime()) < staleSpool {
+			continue
+		}
+		if err := os.Remove(name); err != nil {
+			log.Warn("remove a stale AS2 spool file", "file", name, "error", err)
+		}
+	}
 }
 
 // cleanup removes the spool file.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -243,4 +244,28 @@ func discardServer(t *testing.T) (url string, got func() int64) {
 // attemptWith is the claim's attempt with its document read through open.
 func attemptWith(c persistence.Claim, open func(context.Context) (io.ReadCloser, error)) delivery.Attempt {
 	return delivery.Attempt{Delivery: c.Delivery, Message: c.Message, Number: c.Delivery.Attempts, Open: open}
+}
+
+// A new sender removes the spool files an ended process left behind, and only those old
+// enough that no running attempt can own them.
+func TestStaleSpoolsRemoved(t *testing.T) {
+	dir := t.TempDir()
+	stale, fresh, other := filepath.Join(dir, "as2-send-1.body"), filepath.Join(dir, "as2-send-2.body"), filepath.Join(dir, "inbound-1.tmp")
+	for _, f := range []string{stale, fresh, other} {
+		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * staleSpool)
+	for _, f := range []string{stale, other} {
+		if err := os.Chtimes(f, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeStaleSpools(dir, time.Now(), testLogger(t))
+	for f, want := range map[string]bool{stale: false, fresh: true, other: true} {
+		if _, err := os.Stat(f); (err == nil) != want {
+			t.Errorf("%s exists: %v, want %v", filepath.Base(f), err == nil, want)
+		}
+	}
 }
