@@ -4,32 +4,20 @@ import (
 	"bytes"
 	"crypto/x509"
 	"errors"
-	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 
+	"wharf/internal/logging/logtest"
+	"wharf/internal/protocol/as2/as2test"
 	"wharf/internal/protocol/as2/cms"
 )
-
-// mixedPayload is size bytes: random in its first half, EDI text in the second.
-func mixedPayload(size int) []byte {
-	b := make([]byte, size)
-	rnd := rand.NewChaCha8([32]byte{7})
-	_, _ = rnd.Read(b[:size/2])
-	line := []byte("ISA*00*          *00*          *ZZ*SENDER*ZZ*RECEIVER~\r\n")
-	for i := size / 2; i < size; {
-		i += copy(b[i:], line)
-	}
-	return b
-}
 
 // A streamed message of every protection but GCM unpacks with our receiver's code to the
 // payload, with the layers Build makes and the MIC the sender expects; the MICs are
 // handed over before the body's last byte.
 func TestStreamUnpackRoundTrip(t *testing.T) {
 	ours, partner := testIdentity(t, "ours"), testIdentity(t, "partner")
-	payload := mixedPayload(600 << 10)
+	payload := as2test.MixedPayload(600 << 10)
 	for _, tt := range buildCases(ours, partner) {
 		if tt.opts.Encrypt != nil && tt.opts.Encrypt.Cipher.AEAD() {
 			continue
@@ -40,19 +28,20 @@ func TestStreamUnpackRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var body lockedBuffer
+			var body logtest.Buffer
 			writtenAtMICs := -1
 			mics, err := s.WriteBody(&body, bytes.NewReader(payload), func(MICs) error {
-				writtenAtMICs = body.Len()
+				writtenAtMICs = len(body.String())
 				return nil
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if writtenAtMICs < 0 || writtenAtMICs >= body.Len() {
-				t.Errorf("MICs handed over after %d of %d bytes, want before the last", writtenAtMICs, body.Len())
+			written := []byte(body.String())
+			if writtenAtMICs < 0 || writtenAtMICs >= len(written) {
+				t.Errorf("MICs handed over after %d of %d bytes, want before the last", writtenAtMICs, len(written))
 			}
-			checkUnpacked(t, ours, partner, tt, s.ContentType, s.Header, body.Bytes(), payload, mics)
+			checkUnpacked(t, ours, partner, tt, s.ContentType, s.Header, written, payload, mics)
 
 			// A second body of the same stream opens as well, under another key.
 			var again bytes.Buffer
@@ -60,36 +49,11 @@ func TestStreamUnpackRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkUnpacked(t, ours, partner, tt, s.ContentType, s.Header, again.Bytes(), payload, mics)
-			if tt.opts.Encrypt != nil && bytes.Equal(again.Bytes(), body.Bytes()) {
+			if tt.opts.Encrypt != nil && bytes.Equal(again.Bytes(), written) {
 				t.Error("the same envelope twice")
 			}
 		})
 	}
-}
-
-// lockedBuffer is a buffer that WriteBody's encryption goroutine writes while the test
-// looks at its length.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) Len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Len()
-}
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Bytes()
 }
 
 // An error of the MIC callback ends the body before its last byte.
@@ -115,7 +79,7 @@ func TestStreamRefusesBoundaryInContent(t *testing.T) {
 	partner := testIdentity(t, "partner")
 	const boundary = "----=_wharf_fixed"
 	for _, at := range []int{0, 255<<10 + 3, 256<<10 - 5, 600 << 10} {
-		payload := mixedPayload(700 << 10)
+		payload := as2test.MixedPayload(700 << 10)
 		copy(payload[at:], boundary)
 		s, err := NewStream("a.bin", BuildOptions{Sign: partner.signer(cms.SHA256), newBoundary: func() string { return boundary }})
 		if err != nil {
@@ -156,7 +120,7 @@ func TestStreamDestinationFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.WriteBody(&failingWriter{n: 300 << 10}, bytes.NewReader(mixedPayload(4<<20)), nil)
+	_, err = s.WriteBody(&failingWriter{n: 300 << 10}, bytes.NewReader(as2test.MixedPayload(4<<20)), nil)
 	if err == nil || !strings.Contains(err.Error(), "connection reset") {
 		t.Fatalf("err = %v, want the destination's", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
 	"wharf/internal/persistence/db/dbtest"
+	"wharf/internal/protocol/as2/as2test"
 	"wharf/internal/protocol/as2/cms"
 	"wharf/internal/protocol/as2/mime"
 	"wharf/internal/protocol/as2/profile"
@@ -32,7 +33,7 @@ import (
 // no zlib) and our receiver's code opens it too, byte for byte; the peer's signed MDN
 // matches the MIC the record holds.
 func TestLargeMessageStreamedToPeer(t *testing.T) {
-	payload := largePayload(64<<20 + 1)
+	payload := as2test.MixedPayload(64<<20 + 1)
 	for _, chunked := range []profile.Chunking{profile.ChunkedAuto, profile.ChunkedNever} {
 		t.Run(string(chunked), func(t *testing.T) {
 			dbtest.ForEachModules(t, moduleSchemas(t), func(t *testing.T, s *db.Store) {
@@ -100,7 +101,7 @@ func TestStreamedAsyncMDNOvertakesAnswer(t *testing.T) {
 			accepted <- err
 			w.WriteHeader(http.StatusOK)
 		})
-		msg := b.ingest(t, "order.edi", largePayload(streamThreshold+1))
+		msg := b.ingest(t, "order.edi", as2test.MixedPayload(streamThreshold+1))
 		c := b.claim(t, time.Now())
 		// The MDN settled the delivery before the attempt's result: the engine finds
 		// its claim gone and leaves the delivery as the MDN settled it.
@@ -125,7 +126,7 @@ func TestStreamedRetryBuildsAgain(t *testing.T) {
 	dbtest.ForEachModules(t, moduleSchemas(t), func(t *testing.T, s *db.Store) {
 		b, p := harness(t, s, nil)
 		p.setAnswer(answerStatus(http.StatusServiceUnavailable, nil))
-		payload := largePayload(streamThreshold + 100)
+		payload := as2test.MixedPayload(streamThreshold + 100)
 		msg := b.ingest(t, "order.edi", payload)
 		b.attempt(t, time.Now())
 		p.setAnswer(p.answerMDN(positive))
@@ -153,7 +154,7 @@ func TestStreamedSendMemoryBounded(t *testing.T) {
 		srv, got := discardServer(t)
 		b := setup(t, s, srv, func(o *profile.Outbound) { o.Remote.MDNMode = profile.MDNNone })
 		const size = 64 << 20
-		b.ingest(t, "large.bin", largePayload(size))
+		b.ingest(t, "large.bin", as2test.MixedPayload(size))
 		c := b.claim(t, time.Now())
 
 		runtime.GC()
@@ -206,9 +207,9 @@ func TestStreamedDocumentOverLimit(t *testing.T) {
 	dbtest.ForEachModules(t, moduleSchemas(t), func(t *testing.T, s *db.Store) {
 		srv, _ := discardServer(t)
 		b := setup(t, s, srv, func(o *profile.Outbound) { o.Remote.MaxMessageSizeMiB = 9 })
-		b.ingest(t, "large.bin", largePayload(streamThreshold+1))
+		b.ingest(t, "large.bin", as2test.MixedPayload(streamThreshold+1))
 		c := b.claim(t, time.Now())
-		grown := largePayload(10 << 20)
+		grown := as2test.MixedPayload(10 << 20)
 		c.Message.Size = streamThreshold + 1
 		res := b.sender.Deliver(context.Background(), attemptWith(c, func(context.Context) (io.ReadCloser, error) {
 			return io.NopCloser(bytes.NewReader(grown)), nil
