@@ -86,6 +86,44 @@ func TestLargeMessageStreamedToPeer(t *testing.T) {
 	}
 }
 
+// Streamed messages of the other protections open with openssl too, and their MICs
+// match the peer's receipt (the peer opens encrypted messages only; mime's round trip
+// covers the others).
+func TestStreamedProtectionsToPeer(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*profile.Outbound)
+	}{
+		{"compressed after signing", func(o *profile.Outbound) { o.Remote.CompressionOrder = profile.CompressAfterSigning }},
+		{"compressed, encrypted, unsigned", func(o *profile.Outbound) { o.Remote.SigningAlgorithm = profile.SignNone }},
+		{"encrypted only, aes128, oaep", func(o *profile.Outbound) {
+			o.Remote.Compress, o.Remote.SigningAlgorithm = false, profile.SignNone
+			o.Remote.EncryptionAlgorithm, o.Remote.KeyTransport = profile.EncryptAES128CBC, profile.KeyTransportOAEP
+		}},
+	}
+	payload := as2test.MixedPayload(streamThreshold + 3)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dbtest.ForEachModules(t, moduleSchemas(t), func(t *testing.T, s *db.Store) {
+				b, p := harness(t, s, tt.mutate)
+				p.setAnswer(p.answerMDN(positive))
+				msg := b.ingest(t, "order.edi", payload)
+				d, _ := b.attempt(t, time.Now())
+				if got := b.delivery(t, d.ID); got.State != persistence.DeliveryDelivered {
+					t.Fatalf("delivery %s (%s)", got.State, got.LastError)
+				}
+				reqs := p.requests()
+				if len(reqs) != 1 || !bytes.Equal(reqs[0].payload, payload) || !slices.Equal(reqs[0].transferEncoding, []string{"chunked"}) {
+					t.Fatalf("peer got %d requests", len(reqs))
+				}
+				if rec := b.records(t, msg.ID)[0]; rec.MDN == nil || !rec.MDN.MICMatched {
+					t.Errorf("record %+v", rec)
+				}
+			})
+		})
+	}
+}
+
 // An async MDN that the partner posts before it answers the POST, so before the sender
 // records the answer, is judged against the MICs of the streamed message: they are
 // recorded before the body's last byte leaves.
