@@ -576,52 +576,6 @@ func (s *Sender) prepare(ctx context.Context, a delivery.Attempt, out profile.Ou
 	return msg, delivery.Result{}, true
 }
 
-// gcmTooLarge explains the refusal of a GCM message above maxGCMMessage.
-func gcmTooLarge(size int64, partner persistence.PartyName) string {
-	return fmt.Sprintf("the document (%d bytes) is larger than %d MiB, the largest sent with AES-GCM, whose envelope is built in memory; choose an AES-CBC cipher for partner %s",
-		size, maxGCMMessage>>20, partner)
-}
-
-// prepareStream readies a message too large to build in memory: built while it is sent,
-// or, when the partner refuses chunked requests, built into a spool file now.
-func (s *Sender) prepareStream(ctx context.Context, a delivery.Attempt, rem profile.Remote, opts mime.BuildOptions, msg outgoing) (outgoing, delivery.Result, bool) {
-	st, err := mime.NewStream(string(a.Message.OriginalFileName), opts)
-	if err != nil {
-		return outgoing{}, delivery.Permanent(delivery.ClassInternal, fmt.Errorf("cannot build the AS2 message: %v", err)), false
-	}
-	m := &streamed{stream: st, open: a.Open, limit: int64(rem.MaxMessageSizeMiB) << 20}
-	msg.streamed = m
-	if rem.Chunked != profile.ChunkedNever {
-		return msg, delivery.Result{}, true
-	}
-	mics, err := m.spool(ctx, s.tempDir)
-	if err != nil {
-		m.cleanup()
-		return outgoing{}, s.buildFault(ctx, rem, err), false
-	}
-	if rem.MDNMode != profile.MDNNone {
-		msg.rec.ExpectedMICs, msg.rec.fallbackMICs = builtMICs(&mics, msg.expected), builtMICs(&mics, msg.fallback)
-	}
-	return msg, delivery.Result{}, true
-}
-
-// buildFault is the result of a streamed message whose build failed on our side: a
-// document larger than the partner's limit is permanent, anything else is tried again.
-func (s *Sender) buildFault(ctx context.Context, rem profile.Remote, err error) delivery.Result {
-	switch {
-	case errors.Is(err, errTooLarge):
-		return delivery.Permanent(delivery.ClassInternal, fmt.Errorf("the document exceeds the partner's limit of %d MiB", rem.MaxMessageSizeMiB))
-	case errors.Is(err, errReadDoc):
-		s.log.WarnContext(ctx, "read the document", "error", err)
-		return delivery.Transient(delivery.ClassInternal, errors.New("cannot read the document"))
-	case errors.Is(err, errRecord):
-		s.log.ErrorContext(ctx, "record the MICs of an AS2 message", "error", err)
-		return delivery.Transient(delivery.ClassInternal, errors.New("cannot record the AS2 message"))
-	}
-	s.log.ErrorContext(ctx, "build an AS2 message", "error", err)
-	return delivery.Transient(delivery.ClassInternal, errors.New("cannot build the AS2 message"))
-}
-
 // countingReader counts what the document yields and keeps its read error, which is
 // the storage's fault rather than the message's.
 type countingReader struct {
@@ -685,20 +639,8 @@ func (s *Sender) send(ctx context.Context, rec *OutboundRecord, out profile.Outb
 	s.log.DebugContext(ctx, "sending AS2 message", "as2_message_id", rec.AS2MessageID, "attempt", rec.Attempts, "bytes", req.ContentLength)
 
 	resp, err := client.Do(req)
-	if m := msg.streamed; m != nil && m.spoolPath == "" {
-		mics, fault := m.result()
-		if mics != nil && rec.MDNMode != profile.MDNNone {
-			rec.ExpectedMICs, rec.fallbackMICs = builtMICs(mics, msg.expected), builtMICs(mics, msg.fallback)
-		}
-		if err != nil && fault != nil {
-			res := s.buildFault(ctx, rem, fault)
-			outcome := OutcomeRetry
-			if res.Kind == persistence.OutcomeFailed {
-				outcome = OutcomeFailed
-			}
-			s.finish(ctx, rec, sendResult{Outcome: outcome, Reason: res.Err.Error()})
-			return res
-		}
+	if res, failed := s.streamedResult(ctx, rec, rem, msg, err); failed {
+		return res
 	}
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
