@@ -104,6 +104,7 @@ func (rt *Runtime) senderDeps() sender.Deps {
 		Alerts:      rt.core.Alerts,
 		Product:     rt.core.Product,
 		Telemetry:   rt.core.Telemetry,
+		TempDir:     filepath.Join(rt.core.DataDir, "tmp"),
 	}
 }
 

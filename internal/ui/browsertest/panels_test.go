@@ -23,6 +23,7 @@ func remoteForm(endpoint string) url.Values {
 		"duplicate_content": {"accept"}, "duplicate_content_window_hours": {"24"},
 		"connect_timeout_seconds": {"5"}, "request_timeout_seconds": {"60"}, "receipt_timeout_minutes": {"60"},
 		"max_message_size_mib": {"100"}, "compress": {"true"}, "compression_order": {"after_signing"}, "tls_trust": {"system"},
+		"chunked": {"never"},
 	}
 }
 
@@ -37,6 +38,7 @@ func remoteJSON(endpoint string) map[string]any {
 		"duplicate_content": "accept", "duplicate_content_window_hours": 24,
 		"connect_timeout_seconds": 5, "request_timeout_seconds": 60, "receipt_timeout_minutes": 60,
 		"max_message_size_mib": 100, "compress": true, "compression_order": "after_signing",
+		"chunked": "never",
 	}
 }
 
@@ -172,7 +174,7 @@ func TestPartnerAS2PanelTools(t *testing.T) {
 	var stored map[string]any
 	h.mustJSON("GET", "/api/v1/as2/remote-profiles/b", nil, &stored)
 	if stored["as2_id"] != "PARTNER-B" || stored["max_message_size_mib"] != float64(100) || stored["signed_mdn"] != false ||
-		stored["compression_order"] != "after_signing" {
+		stored["compression_order"] != "after_signing" || stored["chunked"] != "never" {
 		t.Errorf("stored profile = %v", stored)
 	}
 	page := c.get(t, "/ui/partners/b")

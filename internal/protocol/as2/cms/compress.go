@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 )
 
 // Compress builds a DER CompressedData ContentInfo (RFC 3274, zlib) of
@@ -40,19 +39,11 @@ type Compressor struct {
 // the same at both (BenchmarkCompress).
 const compressLevel = 2
 
-// zlibWriters keeps zlib writers between messages: each holds about a megabyte of
-// compressor state, which would otherwise be allocated per message.
-var zlibWriters sync.Pool
-
-// NewCompressor compresses into w.
+// NewCompressor compresses into w, at compressLevel: a message built in memory is
+// small, and its bytes stay what they have always been.
 func NewCompressor(w io.Writer) *Compressor {
 	c := &Compressor{n: countWriter{w: w}}
-	if zw, ok := zlibWriters.Get().(*zlib.Writer); ok {
-		zw.Reset(&c.n)
-		c.zw = zw
-	} else {
-		c.zw, _ = zlib.NewWriterLevel(&c.n, compressLevel) // fails only for an invalid level
-	}
+	c.zw = getZlib(compressLevel, &c.n)
 	return c
 }
 
@@ -62,8 +53,8 @@ func (c *Compressor) Write(p []byte) (int, error) { return c.zw.Write(p) }
 // Close ends the zlib stream and returns the DER that precedes it.
 func (c *Compressor) Close() ([]byte, error) {
 	err := c.zw.Close()
-	c.n.w = nil // the pooled writer must not keep the caller's buffer alive
-	zlibWriters.Put(c.zw)
+	c.n.w = nil
+	putZlib(compressLevel, c.zw)
 	c.zw = nil
 	if err != nil {
 		return nil, err

@@ -13,7 +13,8 @@
 //
 // Input may be BER as well as DER: indefinite lengths and constructed
 // (chunked) OCTET STRINGs are accepted everywhere, because OpenAS2 and other
-// Bouncy Castle based products write them. Output is always DER.
+// Bouncy Castle based products write them. Output is DER, but for the stream
+// writers below, whose content length is not known when they start.
 //
 // # What streams
 //
@@ -34,9 +35,14 @@
 //     collects the content first.
 //   - A Compressor deflates into the caller's buffer and returns the DER
 //     header to put in front once the compressed size is known.
+//   - EncryptWriter (CBC only) and CompressWriter write content of unknown
+//     length as it comes: BER with indefinite lengths, the content in
+//     primitive OCTET STRINGs of 128 KiB, as openssl cms -stream writes it. A
+//     CompressWriter picks its zlib level from the content's first 64 KiB.
 //   - Signatures need the whole content hashed before anything can be
-//     written. SignDigest signs RSA-PSS from a digest the caller computed on
-//     the way; PKCS #1 v1.5 signatures go through pkcs7 with the content.
+//     written. SignDigest signs from a digest the caller computed on the way
+//     (a streamed message, and RSA-PSS); Build's PKCS #1 v1.5 signatures go
+//     through pkcs7 with the content.
 //
 // # Tolerance
 //

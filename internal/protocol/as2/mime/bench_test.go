@@ -1,8 +1,10 @@
 package mime
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/x509"
+	"io"
 	"net/http"
 	"testing"
 
@@ -50,6 +52,27 @@ func BenchmarkUnpack10KiB(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Unpack(built.ContentType, http.Header{}, built.Body, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStream64MiB compresses, signs and encrypts 64 MiB of random bytes as a stream,
+// the path of a large message of content that does not compress.
+func BenchmarkStream64MiB(b *testing.B) {
+	_, opts, _ := benchmarkSetup(b)
+	payload := make([]byte, 64<<20)
+	if _, err := rand.Read(payload); err != nil {
+		b.Fatal(err)
+	}
+	s, err := NewStream("bench.bin", opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(payload)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.WriteBody(io.Discard, bytes.NewReader(payload), nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	gomime "mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -73,28 +72,34 @@ type Built struct {
 	// with a CBC cipher: WriteBody encrypts as it writes, so the envelope is
 	// never held whole.
 	Body []byte
+	MICs
+	// MICContent is what the MICs cover. Only Build keeps it; BuildFrom drops
+	// it once the MICs are computed.
+	MICContent []byte
+
+	plain   []byte // what WriteBody encrypts when Body is nil
+	encrypt *Encryption
+	size    int64
+}
+
+// MICs are the MICs of a built message.
+type MICs struct {
 	// MIC is what the partner should return for MICAlgorithm.
 	MIC MIC
 	// ExpectedMICs are the values a correct partner may return: the MIC for
 	// the requested algorithm and, when it differs, the one for the signing
 	// digest (products disagree on which to use).
 	ExpectedMICs []MIC
-	// MICContent is what the MICs cover. Only Build keeps it; BuildFrom drops
-	// it once the MICs are computed.
-	MICContent []byte
 
-	mics    []MIC  // every MIC computed
-	plain   []byte // what WriteBody encrypts when Body is nil
-	encrypt *Encryption
-	size    int64
+	mics []MIC // every MIC computed
 }
 
 // MICWith returns the MIC with another algorithm, if the message was built
 // with it (MICAlgorithm, the signing digest or one of MICAlgorithms).
-func (b *Built) MICWith(alg cms.DigestAlgorithm) (MIC, bool) {
-	for _, m := range b.mics {
-		if m.Algorithm == alg {
-			return m, true
+func (m *MICs) MICWith(alg cms.DigestAlgorithm) (MIC, bool) {
+	for _, mic := range m.mics {
+		if mic.Algorithm == alg {
+			return mic, true
 		}
 	}
 	return MIC{}, false
@@ -175,48 +180,18 @@ const (
 // build does the work of Build and BuildFrom; keep holds on to the MIC
 // content, which Build's callers read.
 func build(r io.Reader, size int64, fileName string, opts BuildOptions, keep bool) (*Built, error) {
-	if opts.newBoundary == nil {
-		opts.newBoundary = randomBoundary
+	l, err := newLayout(fileName, opts)
+	if err != nil {
+		return nil, err
 	}
-	ct := opts.ContentType
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
-	if _, _, err := gomime.ParseMediaType(ct); err != nil {
-		return nil, fmt.Errorf("build: payload content type %q: %w", ct, err)
-	}
-	disposition := "attachment"
-	if fileName != "" {
-		disposition = gomime.FormatMediaType("attachment", map[string]string{"filename": fileName})
-		if disposition == "" {
-			return nil, fmt.Errorf("build: file name %q cannot be written in Content-Disposition", fileName)
-		}
-	}
-	var signDigest cms.DigestAlgorithm
-	if s := opts.Sign; s != nil {
-		if s.Certificate == nil || s.Key == nil {
-			return nil, errors.New("build: signing needs a certificate and a key")
-		}
-		signDigest = digestOrDefault(s.Digest)
-	}
-	micAlg := opts.MICAlgorithm
-	if micAlg == "" {
-		micAlg = signDigest
-	}
-	if micAlg == "" {
-		micAlg = cms.SHA256
-	}
-	mics, err := newMICHasher(append([]cms.DigestAlgorithm{micAlg, signDigest}, opts.MICAlgorithms...))
+	opts, micAlg, signDigest, payloadFields := l.opts, l.micAlg, l.signDigest, l.payloadFields
+	ct, disposition := payloadFields[0][1], payloadFields[2][1]
+	mics, err := l.newHasher()
 	if err != nil {
 		return nil, err
 	}
 	size = max(size, 0)
 	out := &Built{Header: http.Header{}}
-	payloadFields := [][2]string{
-		{"Content-Type", ct},
-		{"Content-Transfer-Encoding", "binary"},
-		{"Content-Disposition", disposition},
-	}
 
 	if !opts.Compress && opts.Sign == nil && opts.Encrypt == nil {
 		// Nothing to wrap: the payload's own fields become HTTP headers and
@@ -348,24 +323,37 @@ func addHeader(buf *layerBuf, fields [][2]string) {
 // setFields sets the HTTP Content-Type and headers from the outermost
 // entity's fields.
 func (b *Built) setFields(fields [][2]string) {
+	b.ContentType = httpFields(fields, b.Header)
+}
+
+// httpFields sets h from the outermost entity's fields, but for the
+// Content-Type, which it returns.
+func httpFields(fields [][2]string, h http.Header) (contentType string) {
 	for _, f := range fields {
 		if f[0] == "Content-Type" {
-			b.ContentType = cleanField(f[1])
+			contentType = cleanField(f[1])
 		} else {
-			b.Header.Set(f[0], cleanField(f[1]))
+			h.Set(f[0], cleanField(f[1]))
 		}
 	}
+	return contentType
 }
 
 // setMICs records the MICs once their content is hashed.
 func (b *Built) setMICs(h *micHasher, micAlg, signDigest cms.DigestAlgorithm) {
-	b.mics = h.mics()
-	b.MIC, _ = b.MICWith(micAlg)
-	b.ExpectedMICs = []MIC{b.MIC}
+	b.MICs = newMICs(h, micAlg, signDigest)
+}
+
+// newMICs are the MICs once their content is hashed.
+func newMICs(h *micHasher, micAlg, signDigest cms.DigestAlgorithm) MICs {
+	m := MICs{mics: h.mics()}
+	m.MIC, _ = m.MICWith(micAlg)
+	m.ExpectedMICs = []MIC{m.MIC}
 	if signDigest != "" && signDigest != micAlg {
-		m, _ := b.MICWith(signDigest)
-		b.ExpectedMICs = append(b.ExpectedMICs, m)
+		mic, _ := m.MICWith(signDigest)
+		m.ExpectedMICs = append(m.ExpectedMICs, mic)
 	}
+	return m
 }
 
 // compressLayer compresses the entity in buf (fields make its header) into a new buffer
@@ -602,17 +590,30 @@ func signLayer(buf *layerBuf, md []byte, s *Signer, newBoundary func() string) (
 		boundary = randomBoundary()
 	}
 	buf.prepend([]byte("--" + boundary + "\r\n"))
-	buf.write([]byte("\r\n--" + boundary + "\r\n"))
-	buf.write([]byte(entityHeader([][2]string{
+	buf.write(signatureTrailer(boundary, sig))
+	return signedFields(digest, boundary), nil
+}
+
+// signatureTrailer is what follows the signed entity in a multipart/signed:
+// the signature part and the closing delimiter.
+func signatureTrailer(boundary string, sig []byte) []byte {
+	var b bytes.Buffer
+	b.WriteString("\r\n--" + boundary + "\r\n")
+	b.WriteString(entityHeader([][2]string{
 		{"Content-Type", `application/pkcs7-signature; name="smime.p7s"; smime-type=signed-data`},
 		{"Content-Transfer-Encoding", "base64"},
 		{"Content-Disposition", `attachment; filename="smime.p7s"`},
-	})))
-	buf.write(base64Lines(sig))
-	buf.write([]byte("--" + boundary + "--\r\n"))
+	}))
+	b.Write(base64Lines(sig))
+	b.WriteString("--" + boundary + "--\r\n")
+	return b.Bytes()
+}
+
+// signedFields are the header fields of a multipart/signed.
+func signedFields(digest cms.DigestAlgorithm, boundary string) [][2]string {
 	ct := fmt.Sprintf(`multipart/signed; protocol="application/pkcs7-signature"; micalg=%s; boundary="%s"`,
 		digest.MICName(), boundary)
-	return [][2]string{{"Content-Type", ct}}, nil
+	return [][2]string{{"Content-Type", ct}}
 }
 
 // base64Lines encodes b in lines of 76 characters, each ended by CRLF.

@@ -16,14 +16,17 @@ import (
 	"wharf/internal/protocol/as2/cms"
 )
 
-func TestBuildUnpackRoundTrip(t *testing.T) {
-	ours, partner := testIdentity(t, "ours"), testIdentity(t, "partner")
-	payload := []byte(strings.Repeat("ISA*00*          *00*~\r\n", 300))
-	tests := []struct {
-		name   string
-		opts   BuildOptions
-		layers []Layer
-	}{
+// buildCase is a choice of protection and the layers a receiver finds.
+type buildCase struct {
+	name   string
+	opts   BuildOptions
+	layers []Layer
+}
+
+// buildCases are the protections a message can have; ours is the receiver, partner the
+// signer.
+func buildCases(ours, partner identity) []buildCase {
+	return []buildCase{
 		{"plain", BuildOptions{}, nil},
 		{"compressed", BuildOptions{Compress: true}, []Layer{LayerCompressed}},
 		{"signed", BuildOptions{Sign: partner.signer(cms.SHA256)}, []Layer{LayerSigned}},
@@ -51,36 +54,48 @@ func TestBuildUnpackRoundTrip(t *testing.T) {
 		{"compressed after signing, unsigned", BuildOptions{Compress: true, CompressAfterSigning: true},
 			[]Layer{LayerCompressed}},
 	}
-	for _, tt := range tests {
+}
+
+func TestBuildUnpackRoundTrip(t *testing.T) {
+	ours, partner := testIdentity(t, "ours"), testIdentity(t, "partner")
+	payload := []byte(strings.Repeat("ISA*00*          *00*~\r\n", 300))
+	for _, tt := range buildCases(ours, partner) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.ContentType = "application/edi-x12"
 			built, err := Build(payload, "order 850.edi", tt.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			header := built.Header.Clone()
-			micAlg := built.MIC.Algorithm
-			header.Set("Disposition-Notification-Options", "signed-receipt-protocol=optional, pkcs7-signature; signed-receipt-micalg=optional, "+micAlg.MICName())
-			res, err := Unpack(built.ContentType, header, built.Body, UnpackOptions{
-				Decryption:          []cms.Recipient{ours.recipient()},
-				PartnerCertificates: []*x509.Certificate{partner.cert},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(res.Payload, payload) || res.FileName != "order 850.edi" || res.ContentType != "application/edi-x12" {
-				t.Errorf("payload %d bytes, file name %q, type %q", len(res.Payload), res.FileName, res.ContentType)
-			}
-			if !slices.Equal(res.Layers, tt.layers) {
-				t.Errorf("layers %v, want %v", res.Layers, tt.layers)
-			}
-			if tt.opts.Sign != nil && res.Signer.AlgorithmProtection != tt.opts.Sign.AlgorithmProtection {
-				t.Errorf("algorithm protection %v, want %v", res.Signer.AlgorithmProtection, tt.opts.Sign.AlgorithmProtection)
-			}
-			if !res.MIC.Equal(built.MIC) || !MatchMIC(res.MIC, built.ExpectedMICs) {
-				t.Errorf("receiver MIC %s, sender expects %s", res.MIC, built.MIC)
-			}
+			checkUnpacked(t, ours, partner, tt, built.ContentType, built.Header, built.Body, payload, built.MICs)
 		})
+	}
+}
+
+// checkUnpacked unpacks a built body as our receiver does and checks the payload, the
+// layers, the signature's options and the MIC against what the sender expects.
+func checkUnpacked(t *testing.T, ours, partner identity, tt buildCase, contentType string, h http.Header, body, payload []byte, mics MICs) {
+	t.Helper()
+	header := h.Clone()
+	header.Set("Disposition-Notification-Options", "signed-receipt-protocol=optional, pkcs7-signature; signed-receipt-micalg=optional, "+mics.MIC.Algorithm.MICName())
+	res, err := Unpack(contentType, header, body, UnpackOptions{
+		Decryption:          []cms.Recipient{ours.recipient()},
+		PartnerCertificates: []*x509.Certificate{partner.cert},
+		MaxDecompressedSize: int64(len(payload)) + 1<<20,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(res.Payload, payload) || res.FileName != "order 850.edi" || res.ContentType != "application/edi-x12" {
+		t.Errorf("payload %d bytes, file name %q, type %q", len(res.Payload), res.FileName, res.ContentType)
+	}
+	if !slices.Equal(res.Layers, tt.layers) {
+		t.Errorf("layers %v, want %v", res.Layers, tt.layers)
+	}
+	if tt.opts.Sign != nil && res.Signer.AlgorithmProtection != tt.opts.Sign.AlgorithmProtection {
+		t.Errorf("algorithm protection %v, want %v", res.Signer.AlgorithmProtection, tt.opts.Sign.AlgorithmProtection)
+	}
+	if !res.MIC.Equal(mics.MIC) || !MatchMIC(res.MIC, mics.ExpectedMICs) {
+		t.Errorf("receiver MIC %s, sender expects %s", res.MIC, mics.MIC)
 	}
 }
 

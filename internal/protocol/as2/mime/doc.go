@@ -33,7 +33,11 @@
 // it, so each layer's header fields and the signature part are written
 // around the content rather than copying it; the MICs are computed as the
 // content goes by, and a CBC-encrypted message is not held at all: WriteBody
-// encrypts it on the way out. Unpack holds each layer in memory (the body,
+// encrypts it on the way out. A Stream holds nothing of the message: its
+// WriteBody reads the payload and writes the body in chunks, every layer a
+// writer in front of the next (cms.CompressWriter, the multipart/signed with
+// its digest taken in passing, cms.EncryptWriter in a goroutine of its own),
+// and hands the MICs over before the body's last byte. Unpack holds each layer in memory (the body,
 // the decrypted entity, the payload), bounded by the receiver's body limit
 // and UnpackOptions.MaxDecompressedSize. A compressed layer is bounded
 // besides by UnpackOptions.MaxDecompressionRatio times its compressed size,

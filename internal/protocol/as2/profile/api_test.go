@@ -190,6 +190,7 @@ func TestAPIRemoteProfiles(t *testing.T) {
 			"connect_timeout_seconds": float64(10), "max_message_size_mib": float64(512),
 			"algorithm_protection": false,
 			"gcm_confirmed":        false, "duplicate_content": "accept", "duplicate_content_window_hours": float64(24),
+			"chunked": "auto",
 		} {
 			if got, ok := body[k]; !ok || fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("POST answer %s = %v, want %v", k, got, want)
@@ -268,6 +269,7 @@ func TestAPIRefusesBadInput(t *testing.T) {
 			{"gcm unconfirmed", "POST", base, `{` + good + `,"encryption_algorithm":"aes256-gcm"}`, "gcm_confirmed"},
 			{"gcm not confirmed", "POST", base, `{` + good + `,"encryption_algorithm":"aes128-gcm","gcm_confirmed":false}`, "gcm_confirmed"},
 			{"bad duplicate content", "POST", base, `{` + good + `,"duplicate_content":"drop"}`, "duplicate_content"},
+			{"bad chunked", "POST", base, `{` + good + `,"chunked":"sometimes"}`, "chunked"},
 			{"bad content window", "POST", base, `{` + good + `,"duplicate_content_window_hours":0}`, "duplicate_content_window_hours"},
 			{"bad AS2 id", "POST", base, `{"partner":"acme","as2_id":" ACME"}`, "as2_id"},
 			{"wrong type", "POST", base, `{` + good + `,"compress":"yes"}`, "compress"},

@@ -32,7 +32,8 @@ func TestFormFieldsShowProfiles(t *testing.T) {
 	}{
 		{"new remote", RemoteFields(NewRemote()), map[string]string{"as2_id": "", "connect_timeout_seconds": "10",
 			"signing_algorithm": "sha256", "compress": "true", "allow_sha1": "", "partner_certificate_ids": "", "our_signing_certificate_id": "",
-			"algorithm_protection": "", "gcm_confirmed": "", "duplicate_content": "accept", "duplicate_content_window_hours": "24"}},
+			"algorithm_protection": "", "gcm_confirmed": "", "duplicate_content": "accept", "duplicate_content_window_hours": "24",
+			"chunked": "auto"}},
 		{"stored remote", RemoteFields(stored), map[string]string{"as2_id": "PARTNER", "partner_certificate_ids": "3, 4",
 			"async_mdn_hosts": "a.example, b.example", "our_signing_certificate_id": "7", "algorithm_protection": "true"}},
 		{"new local", LocalFields(NewLocal()), map[string]string{"as2_id": "", "max_message_size_mib": "512",
@@ -139,4 +140,30 @@ func TestFormsAreGrouped(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The partner form sets chunked, and refuses a value outside its list.
+func TestRemoteFormChunked(t *testing.T) {
+	forEachDB(t, func(t *testing.T, e *env) {
+		form := storedRemoteForm(e)
+		form.Set("chunked", "sometimes")
+		if _, err := e.store.SaveRemoteForm(e.ctx, "acme", form); fieldOf(err) != "chunked" {
+			t.Fatalf("chunked sometimes: %v", err)
+		}
+		form.Set("chunked", "never")
+		r, err := e.store.SaveRemoteForm(e.ctx, "acme", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Chunked != ChunkedNever {
+			t.Errorf("saved chunked %q, want never", r.Chunked)
+		}
+		stored, err := e.store.GetRemote(e.ctx, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored.Chunked != ChunkedNever || valueOf(RemoteFields(stored), "chunked") != "never" {
+			t.Errorf("stored chunked %q, the form shows %q", stored.Chunked, valueOf(RemoteFields(stored), "chunked"))
+		}
+	})
 }

@@ -188,6 +188,11 @@ type Remote struct {
 	// Message-ID, which is always the origin event id.
 	CorrelationHeader string `json:"correlation_header"`
 
+	// Chunked says whether a message too large to be built in memory goes out with
+	// Transfer-Encoding: chunked (auto) or is spooled to a file first and sent with a
+	// Content-Length (never).
+	Chunked Chunking `json:"chunked"`
+
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -199,6 +204,7 @@ func NewRemote() Remote {
 	return Remote{
 		Compress:                 true,
 		CompressionOrder:         CompressBeforeSigning,
+		Chunked:                  ChunkedAuto,
 		SigningAlgorithm:         SignSHA256,
 		EncryptionAlgorithm:      EncryptAES256CBC,
 		KeyTransport:             KeyTransportRSA,

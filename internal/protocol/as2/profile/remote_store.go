@@ -17,7 +17,7 @@ const remoteCols = `partner, as2_id, endpoint_url, partner_certificate_ids, our_
 	async_mdn_hosts, duplicate_filename, duplicate_filename_window_hours, connect_timeout_seconds,
 	request_timeout_seconds, receipt_timeout_minutes, retry, tls_trust_certificate_ids, max_message_size_mib,
 	compression_order, algorithm_protection, tls_trust, tls_pinned_sha256,
-	gcm_confirmed, duplicate_content, duplicate_content_window_hours, correlation_header, created_at, updated_at`
+	gcm_confirmed, duplicate_content, duplicate_content_window_hours, correlation_header, chunked, created_at, updated_at`
 
 // remoteRow is a remote profile as its columns hold it.
 type remoteRow struct {
@@ -34,7 +34,7 @@ func scanRemote(tx module.Tx, row module.Row) (Remote, error) {
 		&c.hosts, &r.DuplicateFilename, &r.DuplicateFilenameWindowH, &r.ConnectTimeoutSeconds,
 		&r.RequestTimeoutSeconds, &r.ReceiptTimeoutMinutes, &c.retry, &c.trustIDs, &r.MaxMessageSizeMiB,
 		&r.CompressionOrder, &r.AlgorithmProtection, &r.TLSTrust, &r.TLSPinnedSHA256,
-		&r.GCMConfirmed, &r.DuplicateContent, &r.DuplicateContentWindowH, &r.CorrelationHeader, tx.ScanTime(&r.CreatedAt), tx.ScanTime(&r.UpdatedAt))
+		&r.GCMConfirmed, &r.DuplicateContent, &r.DuplicateContentWindowH, &r.CorrelationHeader, &r.Chunked, tx.ScanTime(&r.CreatedAt), tx.ScanTime(&r.UpdatedAt))
 	if err != nil {
 		return Remote{}, err
 	}
@@ -172,7 +172,7 @@ func (s *Store) CreateRemote(ctx context.Context, r Remote) (Remote, error) {
 		now := tx.Now()
 		var err error
 		out, err = scanRemote(tx, tx.QueryRow(ctx, `INSERT INTO as2_remote_profiles (`+remoteCols+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			RETURNING `+remoteCols,
 			r.Partner, r.AS2ID, r.EndpointURL, c.partnerIDs, nullID(r.OurSigningCertificateID),
 			nullID(r.OurDecryptionCertificateID), r.Compress, r.SigningAlgorithm, r.EncryptionAlgorithm,
@@ -180,7 +180,7 @@ func (s *Store) CreateRemote(ctx context.Context, r Remote) (Remote, error) {
 			r.RequireEncrypted, r.AllowSHA1, r.MICPreference, c.hosts, r.DuplicateFilename,
 			r.DuplicateFilenameWindowH, r.ConnectTimeoutSeconds, r.RequestTimeoutSeconds,
 			r.ReceiptTimeoutMinutes, c.retry, c.trustIDs, r.MaxMessageSizeMiB, r.CompressionOrder, r.AlgorithmProtection, r.TLSTrust, r.TLSPinnedSHA256,
-			r.GCMConfirmed, r.DuplicateContent, r.DuplicateContentWindowH, r.CorrelationHeader, tx.Time(now), tx.Time(now)))
+			r.GCMConfirmed, r.DuplicateContent, r.DuplicateContentWindowH, r.CorrelationHeader, r.Chunked, tx.Time(now), tx.Time(now)))
 		if tx.IsUniqueViolation(err) {
 			return fmt.Errorf("partner %q or AS2 id %q was taken meanwhile: %w", r.Partner, r.AS2ID, persistence.ErrConflict)
 		}
@@ -306,14 +306,14 @@ func (s *Store) UpdateRemote(ctx context.Context, r Remote) (Remote, error) {
 			receipt_timeout_minutes = ?, retry = ?, tls_trust_certificate_ids = ?, max_message_size_mib = ?,
 			compression_order = ?, algorithm_protection = ?, tls_trust = ?, tls_pinned_sha256 = ?,
 			gcm_confirmed = ?, duplicate_content = ?, duplicate_content_window_hours = ?, correlation_header = ?,
-			updated_at = ? WHERE partner = ? RETURNING `+remoteCols,
+			chunked = ?, updated_at = ? WHERE partner = ? RETURNING `+remoteCols,
 			r.AS2ID, r.EndpointURL, c.partnerIDs, nullID(r.OurSigningCertificateID),
 			nullID(r.OurDecryptionCertificateID), r.Compress, r.SigningAlgorithm, r.EncryptionAlgorithm,
 			r.KeyTransport, r.MDNMode, r.SignedMDN, r.MDNMICAlgorithm, r.AsyncMDNURL, r.RequireSigned,
 			r.RequireEncrypted, r.AllowSHA1, r.MICPreference, c.hosts, r.DuplicateFilename,
 			r.DuplicateFilenameWindowH, r.ConnectTimeoutSeconds, r.RequestTimeoutSeconds,
 			r.ReceiptTimeoutMinutes, c.retry, c.trustIDs, r.MaxMessageSizeMiB, r.CompressionOrder, r.AlgorithmProtection, r.TLSTrust, r.TLSPinnedSHA256,
-			r.GCMConfirmed, r.DuplicateContent, r.DuplicateContentWindowH, r.CorrelationHeader, tx.Time(tx.Now()), r.Partner))
+			r.GCMConfirmed, r.DuplicateContent, r.DuplicateContentWindowH, r.CorrelationHeader, r.Chunked, tx.Time(tx.Now()), r.Partner))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return notFoundParty(persistence.PartyPartner, r.Partner, "remote")

@@ -100,6 +100,7 @@ func (r Remote) Validate() error {
 		{"duplicate_filename", validEnum(r.DuplicateFilename, ParseDuplicateFilename)},
 		{"compression_order", validEnum(r.CompressionOrder, ParseCompressionOrder)},
 		{"duplicate_content", validEnum(r.DuplicateContent, ParseDuplicateFilename)},
+		{"chunked", validEnum(r.Chunked, ParseChunking)},
 	} {
 		if e.err != nil {
 			errs.Add(e.field, e.err.Error())

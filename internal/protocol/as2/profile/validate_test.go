@@ -128,6 +128,8 @@ func TestRemoteValidate(t *testing.T) {
 		{"gcm confirmed", func(r *Remote) { r.EncryptionAlgorithm, r.GCMConfirmed = EncryptAES256GCM, true }, ""},
 		{"cbc needs no confirmation", func(r *Remote) { r.EncryptionAlgorithm, r.GCMConfirmed = EncryptAES128CBC, false }, ""},
 		{"bad duplicate content policy", func(r *Remote) { r.DuplicateContent = "drop" }, "duplicate_content"},
+		{"empty chunked", func(r *Remote) { r.Chunked = "" }, "chunked"},
+		{"chunked never", func(r *Remote) { r.Chunked = ChunkedNever }, ""},
 		{"empty duplicate content policy", func(r *Remote) { r.DuplicateContent = "" }, "duplicate_content"},
 		{"content window zero", func(r *Remote) { r.DuplicateContentWindowH = 0 }, "duplicate_content_window_hours"},
 		{"content window huge", func(r *Remote) { r.DuplicateContentWindowH = MaxDuplicateWindowHours + 1 }, "duplicate_content_window_hours"},

@@ -5,7 +5,6 @@ import (
 	"crypto"
 	"crypto/x509"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,26 +17,13 @@ import (
 	"wharf/internal/protocol/as2/mime"
 )
 
-// largePayload is size bytes: random in its first half, EDI text in the second, so
-// compression has work to do and leaves a large envelope.
-func largePayload(size int) []byte {
-	b := make([]byte, size)
-	rnd := rand.NewChaCha8([32]byte{1})
-	_, _ = rnd.Read(b[:size/2])
-	line := []byte("ISA*00*          *00*          *ZZ*SENDER*ZZ*RECEIVER~\r\n")
-	for i := size / 2; i < size; {
-		i += copy(b[i:], line)
-	}
-	return b
-}
-
 // A large message goes out with its envelope encrypted as the request is written: the
 // body is exactly as long as announced, the partner (openssl here, and Unpack) opens it,
 // and a body made again for a resend is a fresh envelope of the same length.
 func TestLargeMessageStreamsItsEnvelope(t *testing.T) {
 	ours, partner := as2test.NewIdentity(t, "wharf-org"), as2test.NewIdentity(t, "acme-partner")
 	recipient := cms.Recipient{Certificate: partner.Cert, Key: partner.Key.(crypto.Decrypter)}
-	payload := largePayload(32 << 20)
+	payload := as2test.MixedPayload(32 << 20)
 	built, err := mime.BuildFrom(io.MultiReader(bytes.NewReader(payload)), int64(len(payload)), "large.edi", mime.BuildOptions{
 		Compress: true,
 		Sign:     &mime.Signer{Certificate: ours.Cert, Key: ours.Key, Digest: cms.SHA256},
@@ -141,7 +127,7 @@ func TestLargeMessageStreamsItsEnvelope(t *testing.T) {
 // every body made for the request.
 func TestStreamedBodyEnds(t *testing.T) {
 	partner := as2test.NewIdentity(t, "acme-partner")
-	built, err := mime.BuildFrom(bytes.NewReader(largePayload(1<<20)), 1<<20, "x.bin", mime.BuildOptions{
+	built, err := mime.BuildFrom(bytes.NewReader(as2test.MixedPayload(1<<20)), 1<<20, "x.bin", mime.BuildOptions{
 		Encrypt: &mime.Encryption{Recipients: []*x509.Certificate{partner.Cert}},
 	})
 	if err != nil {

@@ -49,6 +49,9 @@ type received struct {
 	// (compressed after signing).
 	compressedOutside bool
 	err               error
+	// contentLength and transferEncoding are the request's framing.
+	contentLength    int64
+	transferEncoding []string
 }
 
 func newPeer(t *testing.T, ours, partner as2test.Identity) *peer {
@@ -82,7 +85,7 @@ func (p *peer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.t.Errorf("peer: read request: %v", err)
 		return
 	}
-	rcv := received{header: r.Header.Clone(), body: body}
+	rcv := received{header: r.Header.Clone(), body: body, contentLength: r.ContentLength, transferEncoding: r.TransferEncoding}
 	p.mu.Lock()
 	n := len(p.got)
 	p.mu.Unlock()

@@ -168,7 +168,7 @@ func TestRequestHeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := requestHeader(built, tt.p)
+			h := requestHeader(built.ContentType, built.Header, tt.p)
 			for name, want := range tt.want {
 				got, ok := h[name]
 				if want == "" {

@@ -298,6 +298,22 @@ func startSend(ctx context.Context, db module.SQL, r *OutboundRecord, fresh bool
 	return nil
 }
 
+// recordMICs stores the MICs of a message built while it is sent. They are known only
+// once its content has been hashed, and are recorded before the body's last byte goes
+// out, so a receipt, which the partner can only write once it has the whole message, is
+// always judged against them, an async MDN that overtakes the POST's answer included.
+func recordMICs(ctx context.Context, db module.SQL, id int64, expected, fallback []string) error {
+	err := db.Write(ctx, func(tx module.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE as2_outbound SET expected_mics = ?, fallback_mics = ? WHERE id = ?`,
+			strings.Join(expected, "\n"), strings.Join(fallback, "\n"), id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record the MICs of AS2 message %d: %w", id, err)
+	}
+	return nil
+}
+
 // sendResult is what the partner's answer told us about a send, short of an MDN.
 type sendResult struct {
 	Outcome         Outcome

@@ -45,9 +45,9 @@ type headerParams struct {
 }
 
 // requestHeader assembles the HTTP header of an AS2 request: the AS2 fields and the
-// built message's MIME fields. Field names keep the spelling AS2 products write, since a
-// few compare them case-sensitively.
-func requestHeader(b *mime.Built, p headerParams) http.Header {
+// built message's MIME fields (its Content-Type and the others). Field names keep the
+// spelling AS2 products write, since a few compare them case-sensitively.
+func requestHeader(contentType string, fields http.Header, p headerParams) http.Header {
 	h := http.Header{}
 	set := func(name, value string) { h[name] = []string{headerValue(value)} }
 	set("AS2-Version", as2Version)
@@ -58,8 +58,8 @@ func requestHeader(b *mime.Built, p headerParams) http.Header {
 	set("Subject", p.Subject)
 	set("Date", p.Date.UTC().Format(time.RFC1123Z))
 	set("MIME-Version", "1.0")
-	set("Content-Type", b.ContentType)
-	for k, v := range b.Header {
+	set("Content-Type", contentType)
+	for k, v := range fields {
 		if len(v) > 0 {
 			set(k, v[0])
 		}
@@ -94,12 +94,19 @@ func setBody(req *http.Request, b *mime.Built) (stop func()) {
 		req.GetBody = open
 		return func() {}
 	}
+	return setPipeBody(req, b.WriteBody)
+}
+
+// setPipeBody gives req a body that fill writes as the transport reads it, each copy
+// (GetBody makes one for a resend on a fresh connection) by a goroutine of its own; stop
+// closes every copy and waits for its goroutine.
+func setPipeBody(req *http.Request, fill func(io.Writer) error) (stop func()) {
 	var (
 		mu     sync.Mutex
 		bodies []*pipeBody
 	)
 	open := func() (io.ReadCloser, error) {
-		body := newPipeBody(b.WriteBody)
+		body := newPipeBody(fill)
 		mu.Lock()
 		defer mu.Unlock()
 		bodies = append(bodies, body)

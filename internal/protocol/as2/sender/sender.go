@@ -2,6 +2,7 @@ package sender
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -52,6 +54,9 @@ type Deps struct {
 	Alerts alert.Raiser
 	// Product returns the product string for User-Agent; nil shows the version.
 	Product func() string
+	// TempDir holds the bodies of large messages built ahead of sending, for partners
+	// whose profile says chunked never; empty means os.TempDir().
+	TempDir string
 }
 
 // core is what the sender and the intake share.
@@ -180,10 +185,12 @@ const largeMessage = 32 << 20
 // Sender is a running as2-sender instance: a delivery.Deliverer that sends each message
 // to its partner as the partner's remote profile says.
 //
-// An attempt holds the message in memory about once while it builds and sends it: the
-// document is read into the buffer that becomes the (compressed, signed) entity, and a
-// CBC envelope is encrypted as the request is written. A GCM envelope is held whole
-// besides, as GCM's tag covers all of it. The partner profile's max_message_size_mib
+// A document below streamThreshold is built in memory, held about once: it is read into
+// the buffer that becomes the (compressed, signed) entity, and a CBC envelope is
+// encrypted as the request is written. A larger one is built while it is sent (see
+// streamed), in bounded memory, or spooled to a file first when the partner refuses
+// chunked requests. A GCM envelope is always built whole, as GCM's tag covers all of
+// it, and is refused above maxGCMMessage. The partner profile's max_message_size_mib
 // bounds the size.
 type Sender struct {
 	*core
@@ -193,6 +200,7 @@ type Sender struct {
 	asyncURL func(org string) string
 	clients  clients
 	product  func() string
+	tempDir  string
 }
 
 func (s *Sender) productName() string {
@@ -217,6 +225,8 @@ func New(deps Deps, name persistence.InstanceName, cfg *Config) (delivery.Delive
 		return nil, err
 	}
 	c.log = c.log.With("plugin", string(persistence.PluginAS2Sender))
+	tempDir := cmp.Or(deps.TempDir, os.TempDir())
+	removeStaleSpools(tempDir, c.now(), c.log)
 	return &Sender{
 		core:     c,
 		name:     name,
@@ -225,6 +235,7 @@ func New(deps Deps, name persistence.InstanceName, cfg *Config) (delivery.Delive
 		asyncURL: deps.AsyncMDNURL,
 		product:  deps.Product,
 		clients:  clients{idle: cfg.Options().MaxConcurrent, tel: deps.Telemetry},
+		tempDir:  tempDir,
 	}, nil
 }
 
@@ -256,6 +267,7 @@ func (s *Sender) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 	if !ok {
 		return res
 	}
+	defer msg.cleanup()
 	msg.rec.ID, msg.rec.AS2MessageID = rec.ID, rec.AS2MessageID
 	if fresh {
 		msg.rec.AS2MessageID = newMessageID(s.domain, a.Message.ID, a.Delivery.ID)
@@ -266,6 +278,11 @@ func (s *Sender) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 		return delivery.Transient(delivery.ClassInternal, errors.New("cannot record the AS2 message"))
 	}
 	msg.header.MessageID = rec.AS2MessageID
+	if m := msg.streamed; m != nil && m.spoolPath == "" && rec.MDNMode != profile.MDNNone {
+		m.record = func(mics mime.MICs) error {
+			return recordMICs(ctx, s.db, rec.ID, builtMICs(&mics, msg.expected), builtMICs(&mics, msg.fallback))
+		}
+	}
 	return s.send(ctx, &rec, out, msg)
 }
 
@@ -378,12 +395,37 @@ func (s *Sender) redeliveredSince(ctx context.Context, d persistence.Delivery, s
 	return mode, found, nil
 }
 
-// outgoing is a built message ready to POST.
+// outgoing is a message ready to POST: built in memory, or streamed.
 type outgoing struct {
 	built    *mime.Built
+	streamed *streamed
 	header   headerParams
 	rec      OutboundRecord
 	endpoint string
+	// expected and fallback are the algorithms of the MICs the record keeps.
+	expected, fallback []cms.DigestAlgorithm
+}
+
+// setBody gives req the message's body and returns what ends it.
+func (o outgoing) setBody(ctx context.Context, req *http.Request) (stop func()) {
+	if o.streamed != nil {
+		return o.streamed.setBody(ctx, req)
+	}
+	return setBody(req, o.built)
+}
+
+// fields are the message's Content-Type and the other MIME fields sent as HTTP headers.
+func (o outgoing) fields() (string, http.Header) {
+	if o.streamed != nil {
+		return o.streamed.stream.ContentType, o.streamed.stream.Header
+	}
+	return o.built.ContentType, o.built.Header
+}
+
+func (o outgoing) cleanup() {
+	if o.streamed != nil {
+		o.streamed.cleanup()
+	}
 }
 
 // prepare reads the document and builds the message per the profiles. A problem another
@@ -451,26 +493,9 @@ func (s *Sender) prepare(ctx context.Context, a delivery.Attempt, out profile.Ou
 		opts.MICAlgorithms = append(slices.Clone(expected), fallback...)
 	}
 
-	doc, err := a.Open(ctx)
-	if err != nil {
-		s.log.WarnContext(ctx, "open the document", "error", err)
-		return outgoing{}, delivery.Transient(delivery.ClassInternal, errors.New("cannot read the document")), false
-	}
-	defer doc.Close()
-	src := &countingReader{r: doc}
-	var r io.Reader = src
-	if limit > 0 {
-		r = io.LimitReader(src, limit+1)
-	}
-	built, err := mime.BuildFrom(r, a.Message.Size, string(a.Message.OriginalFileName), opts)
-	switch {
-	case src.err != nil:
-		s.log.WarnContext(ctx, "read the document", "error", src.err)
-		return outgoing{}, delivery.Transient(delivery.ClassInternal, errors.New("cannot read the document")), false
-	case limit > 0 && src.n > limit:
-		return fail("the document exceeds the partner's limit of %d MiB", rem.MaxMessageSizeMiB)
-	case err != nil:
-		return fail("cannot build the AS2 message: %v", err)
+	gcm := opts.Encrypt != nil && opts.Encrypt.Cipher.AEAD()
+	if gcm && a.Message.Size > maxGCMMessage {
+		return fail("%s", gcmTooLarge(a.Message.Size, a.Message.To))
 	}
 
 	rec := OutboundRecord{
@@ -490,18 +515,16 @@ func (s *Sender) prepare(ctx context.Context, a delivery.Attempt, out profile.Ou
 		ExpectedMICs:        []string{},
 		fallbackMICs:        []string{},
 	}
-	if rem.MDNMode != profile.MDNNone {
-		rec.ExpectedMICs, rec.fallbackMICs = builtMICs(built, expected), builtMICs(built, fallback)
-	}
 	// Partners only look for the field's presence; the AS2 id stands in when the local
 	// profile names no address.
 	notify := loc.MDNNotificationTo
 	if notify == "" {
 		notify = string(loc.AS2ID)
 	}
-	return outgoing{
-		built: built,
-		rec:   rec,
+	msg := outgoing{
+		rec:      rec,
+		expected: expected,
+		fallback: fallback,
 		header: headerParams{
 			From:         loc.AS2ID,
 			To:           rem.AS2ID,
@@ -514,7 +537,43 @@ func (s *Sender) prepare(ctx context.Context, a delivery.Attempt, out profile.Ou
 			AsyncURL:     asyncURL,
 		},
 		endpoint: rem.EndpointURL,
-	}, delivery.Result{}, true
+	}
+	if a.Message.Size >= streamThreshold && !gcm {
+		return s.prepareStream(ctx, a, rem, opts, msg)
+	}
+
+	doc, err := a.Open(ctx)
+	if err != nil {
+		s.log.WarnContext(ctx, "open the document", "error", err)
+		return outgoing{}, delivery.Transient(delivery.ClassInternal, errors.New("cannot read the document")), false
+	}
+	defer doc.Close()
+	src := &countingReader{r: doc}
+	var r io.Reader = src
+	readLimit := limit
+	if gcm && (readLimit == 0 || readLimit > maxGCMMessage) {
+		readLimit = maxGCMMessage
+	}
+	if readLimit > 0 {
+		r = io.LimitReader(src, readLimit+1)
+	}
+	built, err := mime.BuildFrom(r, a.Message.Size, string(a.Message.OriginalFileName), opts)
+	switch {
+	case src.err != nil:
+		s.log.WarnContext(ctx, "read the document", "error", src.err)
+		return outgoing{}, delivery.Transient(delivery.ClassInternal, errors.New("cannot read the document")), false
+	case limit > 0 && src.n > limit:
+		return fail("the document exceeds the partner's limit of %d MiB", rem.MaxMessageSizeMiB)
+	case gcm && src.n > maxGCMMessage:
+		return fail("%s", gcmTooLarge(src.n, a.Message.To))
+	case err != nil:
+		return fail("cannot build the AS2 message: %v", err)
+	}
+	msg.built = built
+	if rem.MDNMode != profile.MDNNone {
+		msg.rec.ExpectedMICs, msg.rec.fallbackMICs = builtMICs(&built.MICs, expected), builtMICs(&built.MICs, fallback)
+	}
+	return msg, delivery.Result{}, true
 }
 
 // countingReader counts what the document yields and keeps its read error, which is
@@ -535,7 +594,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 // builtMICs are the message's MICs with algs, as the record keeps them.
-func builtMICs(b *mime.Built, algs []cms.DigestAlgorithm) []string {
+func builtMICs(b *mime.MICs, algs []cms.DigestAlgorithm) []string {
 	var mics []mime.MIC
 	for _, a := range algs {
 		if m, ok := b.MICWith(a); ok {
@@ -571,14 +630,18 @@ func (s *Sender) send(ctx context.Context, rec *OutboundRecord, out profile.Outb
 	if err != nil {
 		return s.fail(ctx, rec, delivery.ClassInternal, errors.New("the endpoint URL cannot be used"), 0, "")
 	}
-	stop := setBody(req, msg.built)
+	stop := msg.setBody(ctx, req)
 	defer stop()
-	req.Header = requestHeader(msg.built, msg.header)
+	contentType, fields := msg.fields()
+	req.Header = requestHeader(contentType, fields, msg.header)
 	req.Header.Set("User-Agent", s.productName())
 	client := s.clients.get(rec.Partner, out)
 	s.log.DebugContext(ctx, "sending AS2 message", "as2_message_id", rec.AS2MessageID, "attempt", rec.Attempts, "bytes", req.ContentLength)
 
 	resp, err := client.Do(req)
+	if res, failed := s.streamedResult(ctx, rec, rem, msg, err); failed {
+		return res
+	}
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			cause := errors.New("interrupted")

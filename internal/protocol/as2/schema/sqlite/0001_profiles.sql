@@ -63,6 +63,9 @@ CREATE TABLE as2_remote_profiles (
     duplicate_content_window_hours  INTEGER NOT NULL,
     -- Correlation: the partner's header that carries the correlation id ('' = Message-ID).
     correlation_header              TEXT NOT NULL DEFAULT '',
+    -- Issue 16: Transfer-Encoding: chunked for large messages, 'auto' or 'never'
+    -- (spooled and sent with a Content-Length; see profile.Chunking).
+    chunked                         TEXT NOT NULL DEFAULT 'auto',
     created_at                      TEXT NOT NULL,
     updated_at                      TEXT NOT NULL
 ) STRICT;
