@@ -50,7 +50,7 @@ type fuzzKeys struct {
 	ours       identity
 }
 
-func loadFuzzKeys(f *testing.F, dir string) fuzzKeys {
+func loadFuzzKeys(f testing.TB, dir string) fuzzKeys {
 	f.Helper()
 	gogw := as2test.PEMCertificate(f, as2test.CorpusFile(f, dir, "keys/gogw.crt"))
 	key := as2test.PEMPrivateKey(f, as2test.CorpusFile(f, dir, "keys/gogw.key"))
@@ -109,37 +109,7 @@ func FuzzDecodeTransferEncoding(f *testing.F) {
 // FuzzUnpack opens request bodies as the receiver does. Unpack (a body in memory) and
 // UnpackReader (a body read from its spool) must agree on every input.
 func FuzzUnpack(f *testing.F) {
-	dir, cases := loadCorpus(f)
-	keys := loadFuzzKeys(f, dir)
-	for _, c := range cases {
-		if c.Group != "inbound" {
-			continue
-		}
-		body := as2test.CorpusFile(f, dir, c.Files["request_body"])
-		if len(body) > maxFuzzSeed {
-			continue
-		}
-		h := as2test.CorpusHeader(f, dir, c.Files["request_headers"])
-		f.Add(h.Get("Content-Type"), h.Get("Content-Transfer-Encoding"), body)
-	}
-	doc := []byte("UNB+UNOA:1+SENDER+RECEIVER'\r\nUNZ+1'\r\n")
-	for _, o := range []BuildOptions{
-		{},
-		{Compress: true},
-		{Sign: keys.ours.signer(cms.SHA256)},
-		{Compress: true, Sign: keys.ours.signer(cms.SHA384), Encrypt: &Encryption{Recipients: []*x509.Certificate{keys.ours.cert}, EncryptOptions: cms.EncryptOptions{Cipher: cms.AES128GCM}}},
-		{Sign: keys.ours.signer(cms.SHA256), Encrypt: &Encryption{Recipients: []*x509.Certificate{keys.ours.cert}, EncryptOptions: cms.EncryptOptions{Cipher: cms.AES256CBC}}},
-	} {
-		b, err := Build(doc, "order.edi", o)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b.ContentType, b.Header.Get("Content-Transfer-Encoding"), b.Body)
-	}
-	f.Add("application/pkcs7-mime; smime-type=enveloped-data", "base64", []byte("QQ"))
-	tmp := f.TempDir()
-	opts := UnpackOptions{Decryption: keys.recipients, PartnerCertificates: keys.partners, AllowSHA1: true,
-		VerifyTime: corpusTime, MaxDecompressedSize: fuzzMaxDecompressed, TempDir: tmp}
+	_, opts := addUnpackSeeds(f)
 	f.Fuzz(func(t *testing.T, contentType, cte string, body []byte) {
 		header := http.Header{}
 		if cte != "" {
@@ -171,6 +141,41 @@ func FuzzUnpack(f *testing.F) {
 			t.Fatalf("Unpack and UnpackReader disagree on the payload or its name")
 		}
 	})
+}
+
+// addUnpackSeeds adds the request bodies FuzzUnpack and FuzzUnpackStream start from
+// and returns the keys and options they open them with.
+func addUnpackSeeds(f *testing.F) (fuzzKeys, UnpackOptions) {
+	dir, cases := loadCorpus(f)
+	keys := loadFuzzKeys(f, dir)
+	for _, c := range cases {
+		if c.Group != "inbound" {
+			continue
+		}
+		body := as2test.CorpusFile(f, dir, c.Files["request_body"])
+		if len(body) > maxFuzzSeed {
+			continue
+		}
+		h := as2test.CorpusHeader(f, dir, c.Files["request_headers"])
+		f.Add(h.Get("Content-Type"), h.Get("Content-Transfer-Encoding"), body)
+	}
+	doc := []byte("UNB+UNOA:1+SENDER+RECEIVER'\r\nUNZ+1'\r\n")
+	for _, o := range []BuildOptions{
+		{},
+		{Compress: true},
+		{Sign: keys.ours.signer(cms.SHA256)},
+		{Compress: true, Sign: keys.ours.signer(cms.SHA384), Encrypt: &Encryption{Recipients: []*x509.Certificate{keys.ours.cert}, EncryptOptions: cms.EncryptOptions{Cipher: cms.AES128GCM}}},
+		{Sign: keys.ours.signer(cms.SHA256), Encrypt: &Encryption{Recipients: []*x509.Certificate{keys.ours.cert}, EncryptOptions: cms.EncryptOptions{Cipher: cms.AES256CBC}}},
+	} {
+		b, err := Build(doc, "order.edi", o)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b.ContentType, b.Header.Get("Content-Transfer-Encoding"), b.Body)
+	}
+	f.Add("application/pkcs7-mime; smime-type=enveloped-data", "base64", []byte("QQ"))
+	return keys, UnpackOptions{Decryption: keys.recipients, PartnerCertificates: keys.partners, AllowSHA1: true,
+		VerifyTime: corpusTime, MaxDecompressedSize: fuzzMaxDecompressed, TempDir: f.TempDir()}
 }
 
 // randomKey reports a CBC layer whose key came by PKCS #1 v1.5: one that does not

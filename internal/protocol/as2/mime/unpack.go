@@ -75,6 +75,20 @@ type UnpackOptions struct {
 	// collected before it is read back at its exact size; empty means
 	// os.TempDir().
 	TempDir string
+	// MaxAEADSize bounds AES-GCM content UnpackStream holds to check its tag;
+	// zero means DefaultMaxAEADSize.
+	MaxAEADSize int64
+	// CanonicalLineEnds makes UnpackStream read the signed part of a
+	// multipart/signed with its bare LF line endings made CRLF (see
+	// Result.RetryCanonical).
+	CanonicalLineEnds bool
+}
+
+func (o UnpackOptions) maxAEAD() int64 {
+	if o.MaxAEADSize <= 0 {
+		return DefaultMaxAEADSize
+	}
+	return o.MaxAEADSize
 }
 
 // Result is an unpacked AS2 message.
@@ -107,6 +121,16 @@ type Result struct {
 	MIC MIC
 	// DispositionOptions is the parsed request header.
 	DispositionOptions DispositionOptions
+
+	// PayloadSize and PayloadSHA256 describe the document UnpackStream wrote.
+	PayloadSize   int64
+	PayloadSHA256 []byte
+	// RetryCanonical says UnpackStream found the signature failing on its
+	// content digest over a signed part with bare LF line endings: the
+	// message should be opened again with UnpackOptions.CanonicalLineEnds.
+	RetryCanonical bool
+	// mics are the MIC digests UnpackStream computed, by algorithm.
+	mics map[cms.DigestAlgorithm][]byte
 }
 
 // Tolerances are the notes of the envelope and the signature on how a part
@@ -124,7 +148,14 @@ func (r *Result) Tolerances() []string {
 }
 
 // MICWith computes the MIC over the same content with another algorithm.
-func (r *Result) MICWith(alg cms.DigestAlgorithm) MIC { return ComputeMIC(r.MICContent, alg) }
+// A result of UnpackStream knows only the algorithms it computed on the way; the MIC of
+// another has no digest.
+func (r *Result) MICWith(alg cms.DigestAlgorithm) MIC {
+	if r.mics != nil {
+		return MIC{Digest: r.mics[alg], Algorithm: alg}
+	}
+	return ComputeMIC(r.MICContent, alg)
+}
 
 // Unpack opens an AS2 message: contentType and body are the HTTP request's,
 // header the rest of its header fields (Content-Transfer-Encoding and
