@@ -95,7 +95,7 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 		RequireEncrypted:      x.in.Remote.RequireEncrypted,
 		MICPreference:         x.micRule.pref,
 		TempDir:               rc.tempDir,
-		MaxAEADSize:           maxAEADSize,
+		MaxAEADSize:           rc.maxAEAD,
 	})
 	var storageErr *bodyStorageError
 	switch {

@@ -13,11 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
 	"wharf/internal/protocol/as2/as2test"
+	"wharf/internal/protocol/as2/cms"
 	"wharf/internal/protocol/as2/mime"
 )
 
@@ -257,4 +259,38 @@ func fileDigest(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return h.Sum(nil)
+}
+
+// An AES-GCM message larger than the receiver holds in memory to check its tag is
+// refused with decryption-failed, its reason naming the bound, and kept as refused; one
+// within the bound is taken.
+func TestGCMBodyPastTheBoundRefused(t *testing.T) {
+	org, partner := testParty(t, "wharf"), testParty(t, "acme")
+	gcm := func() mime.BuildOptions {
+		o := secureOpts(partner, org)
+		o.Encrypt.Cipher = cms.AES128GCM
+		return o
+	}
+	forEachDB(t, func(t *testing.T, s *db.Store) {
+		b := newBench(t, s, []party{org}, []party{partner})
+		dir := newDirectory()
+		dir.add(inbound(org, partner, nil))
+		rc := b.start("as2_in", dir, nil, func(rc *Receiver) { rc.spoolAbove, rc.maxAEAD = 64<<10, 1<<20 })
+		within := build(t, partner, org, randomBytes(t, 512<<10), "within.bin", gcm())
+		if m := parseMDN(t, post(t, rc.url(), within.contentType, within.header, within.body), org.cert); !m.Disposition.Successful() {
+			t.Fatalf("GCM message within the bound: %s", m.Disposition)
+		}
+		past := build(t, partner, org, randomBytes(t, 2<<20), "past.bin", gcm())
+		m := parseMDN(t, post(t, rc.url(), past.contentType, past.header, past.body), org.cert)
+		if want := "automatic-action/MDN-sent-automatically; processed/error: decryption-failed"; m.Disposition.String() != want {
+			t.Fatalf("disposition %q, want %q", m.Disposition, want)
+		}
+		rec, err := FindRefusal(b.ctx, s.ModuleSQL(), b.refused(past.header.Get("Message-ID")).ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(rec.Reason, "AES-GCM content of more than 1048576 bytes") || rec.BodySize != int64(len(past.body)) {
+			t.Errorf("refusal %q of a body of %d bytes does not name the bound", rec.Reason, rec.BodySize)
+		}
+	})
 }

@@ -112,6 +112,8 @@ type Receiver struct {
 	// there rather than into memory.
 	tempDir    string
 	spoolAbove int64
+	// maxAEAD bounds an AES-GCM body opened in one pass (maxAEADSize).
+	maxAEAD int64
 
 	wake chan struct{}
 	// large is signalled when a large message's request is over (see freeMemory).
@@ -193,6 +195,7 @@ func newReceiver(deps Deps, name persistence.InstanceName, cfg *Config) (*Receiv
 		host:        host,
 		tempDir:     tempDir,
 		spoolAbove:  defaultSpoolAbove,
+		maxAEAD:     maxAEADSize,
 		name:        name,
 		cfg:         *cfg,
 		deps:        deps,
