@@ -13,8 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"wharf/internal/persistence"
 	"wharf/internal/persistence/db"
@@ -293,4 +295,32 @@ func TestGCMBodyPastTheBoundRefused(t *testing.T) {
 			t.Errorf("refusal %q of a body of %d bytes does not name the bound", rec.Reason, rec.BodySize)
 		}
 	})
+}
+
+// A request file a crash left behind is removed when a receiver starts, once it is older
+// than any request lasts; a recent one, which a running request of another instance
+// may own, and other files stay.
+func TestStaleSpoolsRemovedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-25 * time.Hour)
+	for name, age := range map[string]time.Time{"as2-body-1": old, "as2-payload-2": old, "as2-body-3": time.Now(), "keep.txt": old} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, age, age); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := removeStaleSpools(dir, time.Now().Add(-staleSpool)); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if want := []string{"as2-body-3", "keep.txt"}; !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
+	}
 }

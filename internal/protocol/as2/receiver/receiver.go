@@ -313,6 +313,9 @@ func (rc *Receiver) Start(ctx context.Context) error {
 	if err := os.MkdirAll(rc.tempDir, 0o700); err != nil {
 		return fmt.Errorf("as2-receiver %s: temporary directory: %w", rc.name, err)
 	}
+	if err := removeStaleSpools(rc.tempDir, rc.now().Add(-staleSpool)); err != nil {
+		rc.log.WarnContext(ctx, "stale temporary files not removed", "dir", rc.tempDir, "err", err)
+	}
 	var tlsConfig *tls.Config
 	if id := rc.cfg.TLSCertificateID; id != nil {
 		cert, key, err := rc.deps.Certs.Signer(ctx, *id)
