@@ -1,5 +1,6 @@
 // Package s3test starts a real S3 server for tests: the Versity S3 gateway (versitygw)
-// serving a temporary directory on a loopback port.
+// serving a temporary directory on a loopback port. Run starts one outside a test, for
+// the load test's -storage s3.
 //
 // The binary is the one WHARF_TEST_S3_VERSITYGW names, else versitygw on the PATH; a
 // test without either is skipped, saying so. The server's credentials reach the code under

@@ -106,8 +106,8 @@ func FuzzDecodeTransferEncoding(f *testing.F) {
 	})
 }
 
-// FuzzUnpack opens request bodies as the receiver does. Unpack (a body in memory) and
-// UnpackReader (a body read from its spool) must agree on every input.
+// FuzzUnpack opens request bodies in memory as the receiver does for a small one
+// (FuzzUnpackStream holds the one-pass opening to the same results).
 func FuzzUnpack(f *testing.F) {
 	_, opts := addUnpackSeeds(f)
 	f.Fuzz(func(t *testing.T, contentType, cte string, body []byte) {
@@ -129,16 +129,6 @@ func FuzzUnpack(f *testing.F) {
 			if res.Signed && res.MIC.Digest == nil {
 				t.Fatal("a signed message without a MIC")
 			}
-		}
-		streamed, serr := UnpackReader(contentType, header, bytes.NewReader(body), int64(len(body)), opts)
-		if randomKey(res) || randomKey(streamed) {
-			return
-		}
-		if (err == nil) != (serr == nil) {
-			t.Fatalf("Unpack: %v; UnpackReader: %v", err, serr)
-		}
-		if err == nil && (!bytes.Equal(res.Payload, streamed.Payload) || res.FileName != streamed.FileName) {
-			t.Fatalf("Unpack and UnpackReader disagree on the payload or its name")
 		}
 	})
 }

@@ -488,10 +488,10 @@ func decodingReader(cte string, r io.Reader) (io.Reader, error) {
 	case "", "7bit", "8bit", "binary":
 		return r, nil
 	case "base64":
-		src := &trackedSource{r: r}
+		src := &trackingReader{r: r}
 		return &decodeErrors{r: base64.NewDecoder(base64.RawStdEncoding, &base64Filter{r: src}), src: src, name: "base64"}, nil
 	case "quoted-printable":
-		src := &trackedSource{r: r}
+		src := &trackingReader{r: r}
 		return &decodeErrors{r: quotedprintable.NewReader(src), src: src, name: "quoted-printable"}, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrTransferEncoding, cte)
@@ -526,25 +526,11 @@ func (f *base64Filter) Read(p []byte) (int, error) {
 	}
 }
 
-// trackedSource keeps the error of the reader below a decoder, so the decoder's own
-// errors can be told from it.
-type trackedSource struct {
-	r   io.Reader
-	err error
-}
-
-func (t *trackedSource) Read(p []byte) (int, error) {
-	n, err := t.r.Read(p)
-	if err != nil && err != io.EOF {
-		t.err = err
-	}
-	return n, err
-}
-
-// decodeErrors marks a decoder's own errors as ErrTransferEncoding.
+// decodeErrors marks a decoder's own errors as ErrTransferEncoding; src keeps the errors
+// of the reader below the decoder, which pass as they are.
 type decodeErrors struct {
 	r    io.Reader
-	src  *trackedSource
+	src  *trackingReader
 	name string
 }
 

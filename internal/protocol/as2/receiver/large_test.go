@@ -233,14 +233,7 @@ func postFile(t *testing.T, url string, header http.Header, name string, withLen
 // blobDigest is the SHA-256 of a stored stage, read as a stream.
 func (b *bench) blobDigest(id int64, stage persistence.PayloadStage) []byte {
 	b.t.Helper()
-	p, err := b.store.GetPayload(b.ctx, id, stage)
-	if err != nil {
-		b.t.Fatalf("payload %s of message %d: %v", stage, id, err)
-	}
-	r, err := b.blobs.Open(b.ctx, p.Key)
-	if err != nil {
-		b.t.Fatal(err)
-	}
+	r := b.openPayload(id, stage)
 	defer r.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, r); err != nil {
