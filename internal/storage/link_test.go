@@ -182,3 +182,25 @@ func TestPutLinksDigestedFileBodyUnread(t *testing.T) {
 		t.Errorf("linked %v after %d opens, want the file linked after one", os.SameFile(stored, orig), body.opened)
 	}
 }
+
+// S3 takes the digest of such a file too, rather than digesting it while it uploads.
+func TestS3PutTakesDigestOfDigestedFileBody(t *testing.T) {
+	ctx := context.Background()
+	s := newS3(t, "digested/")
+	src := filepath.Join(t.TempDir(), "spooled.edi")
+	content := bytes.Repeat([]byte("UNB+UNOA"), 4096)
+	if err := os.WriteFile(src, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	given := hex.EncodeToString(bytes.Repeat([]byte{0xcd}, sha256.Size))
+	b, err := s.Put(ctx, 8, persistence.PayloadReceived, &digestedBody{fileBody: fileBody{path: src}, sha256: given})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.SHA256 != given || b.Size != int64(len(content)) {
+		t.Errorf("Blob = %+v, want the given digest and %d bytes", b, len(content))
+	}
+	if got := readAll(t, s, b.Key); !bytes.Equal(got, content) {
+		t.Error("stored bytes differ from the file's")
+	}
+}
