@@ -394,6 +394,12 @@ func readAnswer(t testing.TB, conn net.Conn) reply {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return readReply(t, resp)
+}
+
+// readReply reads an answer whole.
+func readReply(t testing.TB, resp *http.Response) reply {
+	t.Helper()
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {

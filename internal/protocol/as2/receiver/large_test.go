@@ -222,12 +222,7 @@ func postFile(t *testing.T, url string, header http.Header, name string, withLen
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: data}
+	return readReply(t, resp)
 }
 
 // blobDigest is the SHA-256 of a stored stage, read as a stream.
