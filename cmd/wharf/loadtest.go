@@ -46,6 +46,9 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err := checkMessageLimit(*f.maxMiB, *f.size); err != nil {
 			return fmt.Errorf("%w: loadtest as2: %v", errUsageShown, err)
 		}
+		if err := checkStorage(f); err != nil {
+			return fmt.Errorf("%w: loadtest as2: %v", errUsageShown, err)
+		}
 	}
 	if scenario == "files" {
 		if err := checkSessions(f); err != nil {
@@ -67,6 +70,7 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return runLoadtestAS2(ctx, stdout, loadtest.AS2Options{
 			N: *f.n, SizeKiB: *f.size, Profiles: as2Profiles, Bin: bin, Dir: dir, Rate: *f.rate, Concurrency: *f.concurrency,
 			MaxMiB: *f.maxMiB, KillAfter: *f.killAfter, Kills: *f.kills, KillSender: *f.killSender, Timeout: *f.timeout, Progress: stdout,
+			Storage: *f.storage, S3: loadtest.S3Options{Endpoint: *f.s3Endpoint, Bucket: *f.s3Bucket, Region: *f.s3Region},
 		})
 	}
 	fmt.Fprintf(stdout, "loadtest files: %d files of %d KiB, file poller -> file writer%s, in %s\n", *f.n, *f.size, sessionsNote(*f.sessions, *f.ordered), dir)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -36,6 +37,9 @@ type loadtestFlags struct {
 	killSender           *bool
 	sessions             *int
 	ordered              *bool
+	storage              *string
+	s3Endpoint, s3Bucket *string
+	s3Region             *string
 }
 
 // newLoadtestFlags declares the flags scenario takes, and only those, so its -h lists
@@ -67,6 +71,10 @@ func newLoadtestFlags(scenario string) *loadtestFlags {
 		f.concurrency = fs.Int("concurrency", 64, "attempts each as2-sender runs at once (max_concurrent); each as2-receiver takes at least as many requests at once; 0 keeps the defaults")
 		f.killAfter = fs.Int("kill-after", 0, "kill the receiving gateway (B) with SIGKILL after this many files arrived in its inbox, then restart it")
 		f.killSender = fs.Bool("kill-sender", false, "with -kill-after, kill the sending gateway (A) instead of B")
+		f.storage = fs.String("storage", "local", "payload storage of both instances: local, or s3 (a bucket, each instance under a prefix of its own)")
+		f.s3Endpoint = fs.String("s3-endpoint", "", "with -storage s3: the S3 endpoint URL, credentials from the AWS credential chain; empty starts versitygw (WHARF_TEST_S3_VERSITYGW, else on the PATH) for the run")
+		f.s3Bucket = fs.String("s3-bucket", "wharf-loadtest", "with -storage s3: the bucket (it must exist at an -s3-endpoint)")
+		f.s3Region = fs.String("s3-region", "us-east-1", "with -storage s3: the bucket's region")
 		f.maxMiB = fs.Int("max-mib", 0, fmt.Sprintf("message size limit in MiB on both instances (each receiver's max_body_mib, both AS2 profiles' max_message_size_mib), 1 to %d; 0 keeps the default of %d", maxMessageLimitMiB, defaultMessageLimitMiB))
 	}
 	return f
@@ -128,6 +136,25 @@ func checkSessions(f *loadtestFlags) error {
 		return errors.New("-sessions must not be negative")
 	case *f.ordered && *f.sessions < 1:
 		return errors.New("-ordered needs -sessions of at least 1")
+	}
+	return nil
+}
+
+// checkStorage refuses a -storage other than local or s3, and S3 flags without -storage s3.
+func checkStorage(f *loadtestFlags) error {
+	switch *f.storage {
+	case "local", "s3":
+	default:
+		return fmt.Errorf("-storage %q: want local or s3", *f.storage)
+	}
+	var stray []string
+	f.fs.Visit(func(fl *flag.Flag) {
+		if strings.HasPrefix(fl.Name, "s3-") && *f.storage != "s3" {
+			stray = append(stray, "-"+fl.Name)
+		}
+	})
+	if len(stray) > 0 {
+		return fmt.Errorf("%s needs -storage s3", strings.Join(stray, ", "))
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ func TestLoadtestHelp(t *testing.T) {
 		notPrinted []string // in neither
 	}{
 		{name: "as2 -h", args: []string{"loadtest", "as2", "-h"}, code: 0,
-			stdout:     []string{"Usage: wharf loadtest as2", "-profiles", "-mdn", "-signed-mdn", "-concurrency", "-max-mib", "-size-kib", "-timeout", "-kill-after", "-kills", "-kill-sender"},
+			stdout:     []string{"Usage: wharf loadtest as2", "-profiles", "-mdn", "-signed-mdn", "-concurrency", "-max-mib", "-size-kib", "-timeout", "-kill-after", "-kills", "-kill-sender", "-storage", "-s3-endpoint", "-s3-bucket", "-s3-region"},
 			notPrinted: []string{"Commands:", "-db-url"}},
 		{name: "files --help", args: []string{"loadtest", "files", "--help"}, code: 0,
 			stdout:     []string{"Usage: wharf loadtest files", "-db-url", "-kill-after", "-kills", "-n", "-rate", "-ordered", "-sessions"},
@@ -40,6 +40,10 @@ func TestLoadtestHelp(t *testing.T) {
 			stderr: []string{"-max-mib must be between 1 and 4096"}},
 		{name: "files over the default limit", args: []string{"loadtest", "as2", "-size-kib", "600000"}, code: 2,
 			stderr: []string{"do not fit the message limit of 512 MiB; raise it with -max-mib"}},
+		{name: "unknown storage", args: []string{"loadtest", "as2", "-storage", "nfs"}, code: 2,
+			stderr: []string{`-storage "nfs": want local or s3`}},
+		{name: "S3 flags without S3 storage", args: []string{"loadtest", "as2", "-s3-endpoint", "http://127.0.0.1:9000", "-s3-bucket", "b"}, code: 2,
+			stderr: []string{"-s3-bucket, -s3-endpoint needs -storage s3"}},
 		{name: "files over a raised limit", args: []string{"loadtest", "as2", "-size-kib", "2048", "-max-mib", "1"}, code: 2,
 			stderr: []string{"do not fit the message limit of 1 MiB"}},
 	}

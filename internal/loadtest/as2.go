@@ -156,7 +156,11 @@ type AS2Options struct {
 	KillSender bool
 	// MaxMiB, when above zero, is the message size limit on both instances: each
 	// receiver's max_body_mib and both AS2 profiles' max_message_size_mib.
-	MaxMiB   int
+	MaxMiB int
+	// Storage is where both instances keep payloads: StorageLocal (the default) or
+	// StorageS3, in the bucket S3 names.
+	Storage  string
+	S3       S3Options
 	Timeout  time.Duration
 	Progress io.Writer
 }
@@ -250,10 +254,25 @@ func RunAS2(ctx context.Context, opt AS2Options) (AS2Result, error) {
 	if crashes == nil && opt.KillSender {
 		return res, errors.New("loadtest: -kill-sender needs -kill-after")
 	}
+	var s3 *s3Run
+	switch opt.Storage {
+	case "", StorageLocal:
+	case StorageS3:
+		if s3, err = startS3(opt.S3, opt.Dir); err != nil {
+			return res, err
+		}
+		defer s3.stop()
+		fmt.Fprintf(progress, "payload storage: %s\n", s3.describe())
+	default:
+		return res, fmt.Errorf("loadtest: -storage %q: want local or s3", opt.Storage)
+	}
 	for _, p := range []*as2Peer{a, b} {
 		in, err := NewInstance(opt.Bin, filepath.Join(opt.Dir, p.party), "")
 		if err != nil {
 			return res, err
+		}
+		if s3 != nil {
+			in.Env = s3.env
 		}
 		if err := in.CreateToken(ctx, "loadtest"); err != nil {
 			return res, err
@@ -263,6 +282,11 @@ func RunAS2(ctx context.Context, opt AS2Options) (AS2Result, error) {
 		}
 		defer in.Kill()
 		p.Instance = in
+		if s3 != nil {
+			if err := useS3(ctx, in, s3, p.party+"/", progress); err != nil {
+				return res, fmt.Errorf("%s: %w\n%s", strings.ToUpper(p.party), err, in.Logs())
+			}
+		}
 	}
 	status, body, err := a.Fetch(ctx, "/api/v1/as2/remote-profiles")
 	if err != nil {
@@ -754,7 +778,6 @@ func dropFiles(ctx context.Context, outbox, tag string, opt AS2Options, round in
 		defer pace.Stop()
 	}
 	rnd := rand.New(rand.NewPCG(uint64(round), 2))
-	payload := make([]byte, opt.SizeKiB*1024)
 	for i := range docs {
 		if pace != nil {
 			select {
@@ -763,14 +786,10 @@ func dropFiles(ctx context.Context, outbox, tag string, opt AS2Options, round in
 				return ctx.Err()
 			}
 		}
-		for j := 0; j < len(payload); j += 8 {
-			var w [8]byte
-			binary.LittleEndian.PutUint64(w[:], rnd.Uint64())
-			copy(payload[j:], w[:])
-		}
-		d := &as2Doc{name: fmt.Sprintf("%s%06d.edi", tag, i), size: int64(len(payload)), sum: sha256.Sum256(payload)}
+		d := &as2Doc{name: fmt.Sprintf("%s%06d.edi", tag, i), size: int64(opt.SizeKiB) * 1024}
 		tmp := filepath.Join(outbox, "."+d.name+".part")
-		if err := os.WriteFile(tmp, payload, 0o640); err != nil {
+		var err error
+		if d.sum, err = writeRandomFile(tmp, d.size, rnd); err != nil {
 			return err
 		}
 		mu.Lock()
@@ -782,6 +801,33 @@ func dropFiles(ctx context.Context, outbox, tag string, opt AS2Options, round in
 		}
 	}
 	return nil
+}
+
+// writeRandomFile writes size random bytes to a new file, a chunk at a time, and returns
+// their SHA-256: a file of a gigabyte is never held in memory.
+func writeRandomFile(name string, size int64, rnd *rand.Rand) ([32]byte, error) {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	chunk := make([]byte, min(size, 1<<20))
+	for left := size; left > 0; left -= int64(len(chunk)) {
+		chunk = chunk[:min(int64(len(chunk)), left)]
+		for j := 0; j < len(chunk); j += 8 {
+			var w [8]byte
+			binary.LittleEndian.PutUint64(w[:], rnd.Uint64())
+			copy(chunk[j:], w[:])
+		}
+		h.Write(chunk)
+		if _, err := f.Write(chunk); err != nil {
+			return [32]byte{}, err
+		}
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum, f.Close()
 }
 
 // messageQuery is a message list query for one round.

@@ -2,9 +2,13 @@ package loadtest
 
 import (
 	"context"
+	"io/fs"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"wharf/internal/storage/s3test"
 )
 
 // TestAS2Rounds runs two small rounds between two real instances, one with the secure
@@ -123,5 +127,48 @@ func TestAS2KillReceiver(t *testing.T) {
 	r := res.Rounds[0]
 	if r.FilesVerified != n || r.MDNsOnA != n || r.MDNsOnB != n {
 		t.Errorf("%d files verified, %d MDNs on A, %d on B; want %d each", r.FilesVerified, r.MDNsOnA, r.MDNsOnB, n)
+	}
+}
+
+// TestAS2RoundOnS3 runs a round with both instances keeping payloads in one bucket of a
+// versitygw the run starts, each under its own prefix: the files arrive byte for byte,
+// and the objects in the bucket are the instances' payloads (the messages of 9 MiB go up
+// in parts).
+func TestAS2RoundOnS3(t *testing.T) {
+	if _, err := s3test.Binary(); err != nil {
+		t.Skipf("S3 test skipped: %v", err)
+	}
+	bin := buildWharf(t)
+	profiles, err := ParseAS2Profiles("compressed+signed+encrypted/signed-mdn", "sync", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3
+	dir := t.TempDir()
+	res, err := RunAS2(context.Background(), AS2Options{
+		N: n, SizeKiB: 9 << 10, Profiles: profiles, Bin: bin, Dir: dir, Storage: StorageS3,
+		S3: S3Options{Bucket: "wharf-loadtest"}, Timeout: 5 * time.Minute, Progress: testWriter{t},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Rounds[0]; r.FilesVerified != n || r.MDNsOnA != n || r.MDNsOnB != n {
+		t.Errorf("%d files verified, %d MDNs on A, %d on B; want %d each", r.FilesVerified, r.MDNsOnA, r.MDNsOnB, n)
+	}
+	// A keeps each document it sent; B each request body and the document in it.
+	for prefix, want := range map[string]int{"a": n, "b": 2 * n} {
+		large := 0
+		err := filepath.WalkDir(filepath.Join(dir, "s3", "data", "wharf-loadtest", prefix), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if info, err := d.Info(); err == nil && info.Mode().IsRegular() && info.Size() >= 9<<20 {
+				large++
+			}
+			return nil
+		})
+		if err != nil || large < want {
+			t.Errorf("prefix %s/ of the bucket holds %d objects of the files' size (%v), want at least %d", prefix, large, err, want)
+		}
 	}
 }

@@ -28,6 +28,9 @@ type Instance struct {
 	Addr    string
 	DBURL   string
 	Token   string
+	// Env are further environment variables of the process (the AWS credential chain of
+	// a run on S3).
+	Env []string
 
 	cmd    *exec.Cmd
 	logs   *lockedBuffer
@@ -57,7 +60,7 @@ func (in *Instance) env() []string {
 	if in.DBURL != "" {
 		env = append(env, "WHARF_DB_URL="+in.DBURL)
 	}
-	return env
+	return append(env, in.Env...)
 }
 
 // CreateToken runs `wharf tokens create` and keeps the token for API calls.

@@ -28,6 +28,14 @@ type FileBody interface {
 	OpenFile() (*os.File, error)
 }
 
+// A DigestedFileBody is a FileBody whose writer computed its SHA-256 (hex) while it
+// wrote it, such as a request body spooled as it arrived: Put links it without reading
+// it again.
+type DigestedFileBody interface {
+	FileBody
+	SHA256() string
+}
+
 // putLinked stores a FileBody by linking it. ok is false, with nothing stored, when the
 // file cannot be linked and must be copied instead.
 func (l *Local) putLinked(ctx context.Context, key string, body FileBody, max int64, cfg putConfig) (blob Blob, ok bool, err error) {
@@ -46,10 +54,7 @@ func (l *Local) putLinked(ctx context.Context, key string, body FileBody, max in
 	if err := f.Chmod(0o600); err != nil {
 		return Blob{}, false, nil
 	}
-	h := sha256.New()
-	bufp := bufPool.Get().(*[]byte)
-	n, err := io.CopyBuffer(h, ctxReader{ctx, f}, *bufp)
-	bufPool.Put(bufp)
+	n, sum, err := linkedDigest(ctx, f, body)
 	if err != nil {
 		return Blob{}, true, fmt.Errorf("put payload %s: %w", key, err)
 	}
@@ -85,5 +90,25 @@ func (l *Local) putLinked(ctx context.Context, key string, body FileBody, max in
 			return Blob{}, true, fmt.Errorf("put payload %s: %w", key, err)
 		}
 	}
-	return Blob{Key: key, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, true, nil
+	return Blob{Key: key, Size: n, SHA256: sum}, true, nil
+}
+
+// linkedDigest is the size and SHA-256 of a file to be linked: the digest its writer
+// computed, else read from the file.
+func linkedDigest(ctx context.Context, f *os.File, body FileBody) (int64, string, error) {
+	if d, ok := body.(DigestedFileBody); ok {
+		info, err := f.Stat()
+		if err != nil {
+			return 0, "", err
+		}
+		return info.Size(), d.SHA256(), nil
+	}
+	h := sha256.New()
+	bufp := bufPool.Get().(*[]byte)
+	n, err := io.CopyBuffer(h, ctxReader{ctx, f}, *bufp)
+	bufPool.Put(bufp)
+	if err != nil {
+		return 0, "", err
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -139,3 +139,68 @@ func TestPutLinksFileBodies(t *testing.T) {
 		})
 	}
 }
+
+// digestedBody is a fileBody whose writer computed its digest; reads count the bytes
+// the store read from it.
+type digestedBody struct {
+	fileBody
+	sha256 string
+	opened int
+}
+
+func (b *digestedBody) OpenFile() (*os.File, error) {
+	b.opened++
+	return b.fileBody.OpenFile()
+}
+
+func (b *digestedBody) SHA256() string { return b.sha256 }
+
+// A file whose digest its writer computed is linked without being read again: the blob
+// takes the digest it was given.
+func TestPutLinksDigestedFileBodyUnread(t *testing.T) {
+	ctx := context.Background()
+	l := newStore(t)
+	src := filepath.Join(filepath.Dir(l.Root()), "spooled.edi")
+	content := bytes.Repeat([]byte("UNB+UNOA"), 4096)
+	if err := os.WriteFile(src, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A digest no reading of the file gives, so the blob shows where it came from.
+	given := hex.EncodeToString(bytes.Repeat([]byte{0xab}, sha256.Size))
+	body := &digestedBody{fileBody: fileBody{path: src}, sha256: given}
+	b, err := l.Put(ctx, 7, persistence.PayloadReceived, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.SHA256 != given || b.Size != int64(len(content)) {
+		t.Errorf("Blob = %+v, want the given digest and %d bytes", b, len(content))
+	}
+	p, _ := l.Path(b.Key)
+	stored, _ := os.Stat(p)
+	orig, _ := os.Stat(src)
+	if !os.SameFile(stored, orig) || body.opened != 1 {
+		t.Errorf("linked %v after %d opens, want the file linked after one", os.SameFile(stored, orig), body.opened)
+	}
+}
+
+// S3 takes the digest of such a file too, rather than digesting it while it uploads.
+func TestS3PutTakesDigestOfDigestedFileBody(t *testing.T) {
+	ctx := context.Background()
+	s := newS3(t, "digested/")
+	src := filepath.Join(t.TempDir(), "spooled.edi")
+	content := bytes.Repeat([]byte("UNB+UNOA"), 4096)
+	if err := os.WriteFile(src, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	given := hex.EncodeToString(bytes.Repeat([]byte{0xcd}, sha256.Size))
+	b, err := s.Put(ctx, 8, persistence.PayloadReceived, &digestedBody{fileBody: fileBody{path: src}, sha256: given})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.SHA256 != given || b.Size != int64(len(content)) {
+		t.Errorf("Blob = %+v, want the given digest and %d bytes", b, len(content))
+	}
+	if got := readAll(t, s, b.Key); !bytes.Equal(got, content) {
+		t.Error("stored bytes differ from the file's")
+	}
+}

@@ -97,8 +97,16 @@ func (s *S3) Put(ctx context.Context, messageID int64, stage persistence.Payload
 
 // upload stores r as object, reporting it under key.
 func (s *S3) upload(ctx context.Context, key, object string, r io.Reader, noReplace bool) (Blob, error) {
-	h := sha256.New()
-	src := io.TeeReader(ctxReader{ctx, r}, h)
+	// A file whose writer took its digest is not digested again.
+	var src io.Reader = ctxReader{ctx, r}
+	var digest func() string
+	if d, ok := r.(DigestedFileBody); ok {
+		digest = d.SHA256
+	} else {
+		h := sha256.New()
+		src = io.TeeReader(src, h)
+		digest = func() string { return hex.EncodeToString(h.Sum(nil)) }
+	}
 	// A small body is read into a small buffer; only a larger one takes a part buffer.
 	head := make([]byte, smallBody)
 	n, err := io.ReadFull(src, head)
@@ -114,7 +122,7 @@ func (s *S3) upload(ctx context.Context, key, object string, r io.Reader, noRepl
 	} else if size, err = s.putLarge(ctx, object, head, src, noReplace); err != nil {
 		return Blob{}, fmt.Errorf("put payload %s: %w", key, err)
 	}
-	return Blob{Key: key, Size: size, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+	return Blob{Key: key, Size: size, SHA256: digest()}, nil
 }
 
 // smallBody is the most of a body read before deciding whether it needs a part buffer.

@@ -1,5 +1,6 @@
 // Package s3test starts a real S3 server for tests: the Versity S3 gateway (versitygw)
-// serving a temporary directory on a loopback port.
+// serving a temporary directory on a loopback port. Run starts one outside a test, for
+// the load test's -storage s3.
 //
 // The binary is the one WHARF_TEST_S3_VERSITYGW names, else versitygw on the PATH; a
 // test without either is skipped, saying so. The server's credentials reach the code under
@@ -16,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -76,54 +76,73 @@ func Start(t testing.TB) *Server {
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "no-aws-credentials"))
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 
-	port := freePort(t)
-	s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(port)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--port", "127.0.0.1:"+strconv.Itoa(port),
-		"--access", AccessKey, "--secret", SecretKey, "posix", dir)
-	logf, err := os.Create(filepath.Join(t.TempDir(), "versitygw.log"))
+	gw, err := Run(bin, dir, AccessKey, SecretKey)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(gw.Stop)
+	s.Endpoint = gw.Endpoint
+	return s
+}
+
+// Gateway is a versitygw process.
+type Gateway struct {
+	// Endpoint is its base URL, such as http://127.0.0.1:40123.
+	Endpoint string
+	cancel   context.CancelFunc
+	exited   chan struct{}
+	logf     *os.File
+}
+
+// Run starts versitygw on a free loopback port, serving dir (each bucket a directory in
+// it) to the given credentials, and returns once it answers. Its output goes to
+// versitygw.log in dir's parent. The load test runs it too, outside any test.
+func Run(bin, dir, accessKey, secretKey string) (*Gateway, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("find a port for versitygw: %w", err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	logf, err := os.Create(filepath.Join(filepath.Dir(dir), "versitygw.log"))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "--port", addr, "--access", accessKey, "--secret", secretKey, "posix", dir)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		cancel()
-		t.Fatalf("start versitygw: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cancel()
-		<-exited
 		logf.Close()
-	})
+		return nil, fmt.Errorf("start versitygw: %w", err)
+	}
+	g := &Gateway{Endpoint: "http://" + addr, cancel: cancel, exited: make(chan struct{}), logf: logf}
+	go func() { cmd.Wait(); close(g.exited) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(s.Endpoint + "/")
+		resp, err := http.Get(g.Endpoint + "/")
 		if err == nil {
 			resp.Body.Close()
-			return s
+			return g, nil
 		}
 		select {
-		case <-exited:
+		case <-g.exited:
+			g.Stop()
 			out, _ := os.ReadFile(logf.Name())
-			t.Fatalf("versitygw exited: %s", out)
+			return nil, fmt.Errorf("versitygw exited: %s", out)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("versitygw did not answer on %s: %v", s.Endpoint, err)
+			g.Stop()
+			return nil, fmt.Errorf("versitygw did not answer on %s: %w", g.Endpoint, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// freePort asks the system for a loopback port nobody uses at the moment.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+// Stop ends the process and waits for it.
+func (g *Gateway) Stop() {
+	g.cancel()
+	<-g.exited
+	g.logf.Close()
 }

@@ -80,12 +80,22 @@ func DecryptReader(r io.Reader, size int64, candidates []Recipient) ([]byte, *De
 // that plaintext must be discarded. GCM content is written only after its tag
 // verified.
 func DecryptTo(w io.Writer, r io.Reader, candidates []Recipient) (*DecryptInfo, error) {
+	return DecryptToBounded(w, r, candidates, -1)
+}
+
+// DecryptToBounded is DecryptTo that refuses AES-GCM content of more than maxAEAD bytes
+// with an *AEADSizeError before reading past them: GCM content is held whole until its
+// tag verifies, CBC content streams whatever its size. A negative maxAEAD means no bound.
+func DecryptToBounded(w io.Writer, r io.Reader, candidates []Recipient, maxAEAD int64) (*DecryptInfo, error) {
 	env, info, err := openEnvelope(r, candidates)
 	if err != nil {
 		return info, err
 	}
 	if !env.authenticated {
 		return info, env.decryptCBC(w)
+	}
+	if maxAEAD >= 0 {
+		env.content = &aeadBound{r: env.content, left: maxAEAD, max: maxAEAD}
 	}
 	plain, err := env.openGCM(nil)
 	if err != nil {
@@ -195,6 +205,10 @@ func (e *envelope) decryptCBC(w io.Writer) error {
 func (e *envelope) openGCM(buf []byte) ([]byte, error) {
 	b := e.b
 	ciphertext, err := readAllInto(buf, e.content)
+	var tooLarge *AEADSizeError
+	if errors.As(err, &tooLarge) {
+		return nil, tooLarge
+	}
 	if err != nil {
 		return nil, malformed(ErrDecryption, "encrypted content: %v", err)
 	}
@@ -589,4 +603,23 @@ func newGCM(key []byte, nonceLen, tagLen int) (cipher.AEAD, error) {
 		return cipher.NewGCMWithNonceSize(block, nonceLen)
 	}
 	return nil, fmt.Errorf("%w: GCM with a %d-byte nonce and a %d-byte tag", ErrUnsupportedAlgorithm, nonceLen, tagLen)
+}
+
+// aeadBound reads GCM content up to a bound and fails with an *AEADSizeError past it.
+type aeadBound struct {
+	r    io.Reader
+	left int64
+	max  int64
+}
+
+func (b *aeadBound) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, &AEADSizeError{Limit: b.max}
+	}
+	n, err := b.r.Read(p[:min(int64(len(p)), b.left+1)])
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, &AEADSizeError{Limit: b.max}
+	}
+	return n, err
 }

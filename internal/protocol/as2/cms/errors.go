@@ -68,3 +68,16 @@ func (e *CertificateValidityError) Is(target error) bool { return target == ErrA
 func malformed(class error, format string, args ...any) error {
 	return fmt.Errorf("%w: %w: %s", class, ErrMalformed, fmt.Sprintf(format, args...))
 }
+
+// AEADSizeError reports AES-GCM content larger than the caller holds in memory to
+// check its tag. It matches ErrDecryption with errors.Is.
+type AEADSizeError struct {
+	Limit int64
+}
+
+func (e *AEADSizeError) Error() string {
+	return fmt.Sprintf("AES-GCM content of more than %d bytes: it is held whole until its tag verifies, so it is accepted up to that size", e.Limit)
+}
+
+// Is makes a size error count as a decryption failure.
+func (e *AEADSizeError) Is(target error) bool { return target == ErrDecryption }

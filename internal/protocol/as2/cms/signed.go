@@ -295,6 +295,39 @@ type pssParamsASN struct {
 // time outside the validity fails too. Every signer must verify; the first
 // one is described in the result.
 func VerifyDetached(sig, content []byte, trusted []*x509.Certificate, opts VerifyOptions) (*SignerInfo, error) {
+	return verifyDetached(sig, signedContent{data: content}, trusted, opts)
+}
+
+// VerifyDigest is VerifyDetached for content that was hashed as it went by and is no
+// longer held: digests gives the content's digest by algorithm, and a signer whose
+// digest algorithm is missing from it fails with ErrAuthentication. The signature must
+// carry signed attributes (every AS2 product signs so): without them the signature is
+// over the content itself, which is gone.
+func VerifyDigest(sig []byte, digests map[DigestAlgorithm][]byte, trusted []*x509.Certificate, opts VerifyOptions) (*SignerInfo, error) {
+	return verifyDetached(sig, signedContent{digests: digests}, trusted, opts)
+}
+
+// signedContent is what a detached signature covers: the content itself, or only its
+// digests.
+type signedContent struct {
+	data    []byte
+	digests map[DigestAlgorithm][]byte
+}
+
+// digest is the content's digest with d.
+func (c signedContent) digest(d DigestAlgorithm) ([]byte, error) {
+	if c.digests == nil {
+		md := d.Hash().New()
+		md.Write(c.data)
+		return md.Sum(nil), nil
+	}
+	if sum, ok := c.digests[d]; ok {
+		return sum, nil
+	}
+	return nil, fmt.Errorf("%w: the content's %s digest was not computed as it was received", ErrAuthentication, d)
+}
+
+func verifyDetached(sig []byte, content signedContent, trusted []*x509.Certificate, opts VerifyOptions) (*SignerInfo, error) {
 	der, err := normalizeBER(sig)
 	if err != nil {
 		return nil, malformed(ErrAuthentication, "signature: %v", err)
@@ -366,7 +399,7 @@ func parseCertificateSet(b []byte) []*x509.Certificate {
 	return certs
 }
 
-func verifySigner(der []byte, idx int, si signerInfoASN, eContentType asn1.ObjectIdentifier, content []byte,
+func verifySigner(der []byte, idx int, si signerInfoASN, eContentType asn1.ObjectIdentifier, content signedContent,
 	trusted, embedded []*x509.Certificate, at time.Time) (*SignerInfo, error) {
 	digest, err := digestForOID(si.DigestAlgorithm.Algorithm)
 	if err != nil {
@@ -387,11 +420,14 @@ func verifySigner(der []byte, idx int, si signerInfoASN, eContentType asn1.Objec
 		return info, &CertificateValidityError{Subject: cert.Subject.String(), NotBefore: cert.NotBefore, NotAfter: cert.NotAfter, At: at}
 	}
 
-	h := digest.Hash()
-	md := h.New()
-	md.Write(content)
-	contentDigest := md.Sum(nil)
-	signed := content
+	contentDigest, err := content.digest(digest)
+	if err != nil {
+		return info, err
+	}
+	signed := content.data
+	if len(si.SignedAttrs.FullBytes) == 0 && content.digests != nil {
+		return info, fmt.Errorf("%w: a signature without signed attributes covers the content itself, which a streamed message does not keep", ErrAuthentication)
+	}
 	if len(si.SignedAttrs.FullBytes) > 0 {
 		signed = derSet(si.SignedAttrs.Bytes) // signed as a universal SET
 		if err := checkSignedAttributes(si, info, eContentType, contentDigest); err != nil {
@@ -424,14 +460,14 @@ func verifySigner(der []byte, idx int, si signerInfoASN, eContentType asn1.Objec
 			return info, err
 		}
 		info.pssHash = pss.hash
-	case si.SID.Class == classUniversal:
+	case si.SID.Class == classUniversal && content.digests == nil:
 		// issuerAndSerialNumber: the pkcs7 package checks it, against this
 		// one certificate only.
 		p7, err := pkcs7.Parse(der)
 		if err != nil || idx >= len(p7.Signers) {
 			return info, malformed(ErrAuthentication, "signed data: %v", err)
 		}
-		p7.Content = content
+		p7.Content = content.data
 		p7.Certificates = []*x509.Certificate{cert}
 		p7.Signers = p7.Signers[idx : idx+1]
 		if err := p7.Verify(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -31,18 +32,21 @@ func TestDecompressionRatio(t *testing.T) {
 		{"ratio large enough", UnpackOptions{MaxDecompressedSize: 1 << 30, MaxDecompressionRatio: 10000}, 0},
 	}
 	for _, tt := range tests {
-		for _, held := range []string{"memory", "reader"} {
+		for _, held := range []string{"memory", "stream"} {
 			t.Run(tt.name+"/"+held, func(t *testing.T) {
 				tt.opts.TempDir = t.TempDir()
 				var res *Result
 				var err error
 				if held == "memory" {
 					res, err = Unpack(compressedType, http.Header{}, body, tt.opts)
+					if res != nil {
+						res.PayloadSize = int64(len(res.Payload))
+					}
 				} else {
-					res, err = UnpackReader(compressedType, http.Header{}, bytes.NewReader(body), int64(len(body)), tt.opts)
+					res, err = UnpackStream(compressedType, http.Header{}, bytes.NewReader(body), io.Discard, tt.opts)
 				}
 				if tt.wantLimit == 0 {
-					if err != nil || int64(len(res.Payload)) != 64<<20 {
+					if err != nil || res.PayloadSize != 64<<20 {
 						t.Fatalf("err %v", err)
 					}
 					return
@@ -51,7 +55,9 @@ func TestDecompressionRatio(t *testing.T) {
 				if !errors.As(err, &le) || !errors.Is(err, cms.ErrDecompression) {
 					t.Fatalf("err %v, want a decompression limit", err)
 				}
-				if le.Limit != tt.wantLimit {
+				// One pass judges the ratio by the compressed bytes read so far, so
+				// it stops no later than the whole layer's ratio.
+				if le.Limit != tt.wantLimit && (held == "memory" || le.Limit > tt.wantLimit) {
 					t.Errorf("limit %d, want %d", le.Limit, tt.wantLimit)
 				}
 			})
@@ -113,7 +119,14 @@ func TestDemandsBeforeInflating(t *testing.T) {
 				var res *Result
 				var err error
 				if reader {
-					res, err = UnpackReader(tt.ct, http.Header{}, bytes.NewReader(tt.body), int64(len(tt.body)), tt.opts)
+					// Where a refusal is due, a document written at all fails the
+					// write, as a bomb past its header fails for want of the
+					// temporary directory in memory.
+					var sink io.Writer = io.Discard
+					if tt.want != nil {
+						sink = diskFull{}
+					}
+					res, err = UnpackStream(tt.ct, http.Header{}, bytes.NewReader(tt.body), sink, tt.opts)
 				} else {
 					res, err = Unpack(tt.ct, http.Header{}, tt.body, tt.opts)
 				}
@@ -152,7 +165,7 @@ func TestHeaderEnd(t *testing.T) {
 }
 
 // BenchmarkBombRefusal opens a gigabyte of zeros compressed to a megabyte, as the
-// receiver opens a spooled body, under a 512 MiB size limit: refused before inflating
+// receiver opens a large body, under a 512 MiB size limit: refused before inflating
 // when a signature is demanded, else at the ratio.
 func BenchmarkBombRefusal(b *testing.B) {
 	body := bomb.Build(b, "Content-Type: application/edi-x12\r\n\r\n", 1<<30)
@@ -161,7 +174,7 @@ func BenchmarkBombRefusal(b *testing.B) {
 			opts := UnpackOptions{MaxDecompressedSize: 512 << 20, TempDir: b.TempDir(), RequireSigned: demand}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := UnpackReader(compressedType, http.Header{}, bytes.NewReader(body), int64(len(body)), opts); err == nil {
+				if _, err := UnpackStream(compressedType, http.Header{}, bytes.NewReader(body), io.Discard, opts); err == nil {
 					b.Fatal("the bomb opened")
 				}
 			}

@@ -1,7 +1,6 @@
 package mime
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/x509"
 	"errors"
@@ -75,6 +74,20 @@ type UnpackOptions struct {
 	// collected before it is read back at its exact size; empty means
 	// os.TempDir().
 	TempDir string
+	// MaxAEADSize bounds AES-GCM content UnpackStream holds to check its tag;
+	// zero means DefaultMaxAEADSize.
+	MaxAEADSize int64
+	// CanonicalLineEnds makes UnpackStream read the signed part of a
+	// multipart/signed with its bare LF line endings made CRLF (see
+	// Result.RetryCanonical).
+	CanonicalLineEnds bool
+}
+
+func (o UnpackOptions) maxAEAD() int64 {
+	if o.MaxAEADSize <= 0 {
+		return DefaultMaxAEADSize
+	}
+	return o.MaxAEADSize
 }
 
 // Result is an unpacked AS2 message.
@@ -107,6 +120,16 @@ type Result struct {
 	MIC MIC
 	// DispositionOptions is the parsed request header.
 	DispositionOptions DispositionOptions
+
+	// PayloadSize and PayloadSHA256 describe the document UnpackStream wrote.
+	PayloadSize   int64
+	PayloadSHA256 []byte
+	// RetryCanonical says UnpackStream found the signature failing on its
+	// content digest over a signed part with bare LF line endings: the
+	// message should be opened again with UnpackOptions.CanonicalLineEnds.
+	RetryCanonical bool
+	// mics are the MIC digests UnpackStream computed, by algorithm.
+	mics map[cms.DigestAlgorithm][]byte
 }
 
 // Tolerances are the notes of the envelope and the signature on how a part
@@ -124,7 +147,14 @@ func (r *Result) Tolerances() []string {
 }
 
 // MICWith computes the MIC over the same content with another algorithm.
-func (r *Result) MICWith(alg cms.DigestAlgorithm) MIC { return ComputeMIC(r.MICContent, alg) }
+// A result of UnpackStream knows only the algorithms it computed on the way; the MIC of
+// another has no digest.
+func (r *Result) MICWith(alg cms.DigestAlgorithm) MIC {
+	if r.mics != nil {
+		return MIC{Digest: r.mics[alg], Algorithm: alg}
+	}
+	return ComputeMIC(r.MICContent, alg)
+}
 
 // Unpack opens an AS2 message: contentType and body are the HTTP request's,
 // header the rest of its header fields (Content-Transfer-Encoding and
@@ -143,39 +173,6 @@ func Unpack(contentType string, header http.Header, body []byte, opts UnpackOpti
 	return res, peel(res, &Entity{Header: top, Body: body, Raw: body}, nil, 0, opts)
 }
 
-// UnpackReader is Unpack for a body of size bytes read from r, such as a
-// request body spooled to a file. A body that is itself encrypted or
-// compressed, with an identity transfer encoding, is opened as it is read, so
-// it is never held in memory: CBC decryption and decompression stream, while
-// AES-GCM collects its ciphertext in the plaintext's buffer and opens it in
-// place (no plaintext may be released before the tag is checked). Any other
-// body is read whole into a buffer of its size first. A failure to read r is
-// ErrIO, not a fault of the message.
-func UnpackReader(contentType string, header http.Header, r io.Reader, size int64, opts UnpackOptions) (*Result, error) {
-	res, top := newResult(contentType, header)
-	src := &trackingReader{r: r}
-	entity := &Entity{Header: top}
-	inner, opened, err := openStream(res, entity, src, size, opts)
-	if src.err != nil {
-		return res, fmt.Errorf("%w: read the body: %w", ErrIO, src.err)
-	}
-	if err != nil {
-		return res, err
-	}
-	if !opened {
-		body, err := readSized(src, size)
-		if err != nil {
-			return res, fmt.Errorf("%w: read the body: %w", ErrIO, err)
-		}
-		entity.Body, entity.Raw = body, body
-		return res, peel(res, entity, nil, 0, opts)
-	}
-	if entity, err = ParseEntity(inner); err != nil {
-		return res, err
-	}
-	return res, peel(res, entity, inner, 1, opts)
-}
-
 // ErrIO reports that the body could not be read or a layer could not be kept
 // in the temporary directory: a failure of the receiving side, not of the
 // message.
@@ -190,43 +187,6 @@ func newResult(contentType string, header http.Header) (*Result, textproto.MIMEH
 		}
 	}
 	return res, top
-}
-
-// openStream opens the outermost layer from r when it is encrypted or
-// compressed and not transfer-encoded, returning its content; opened is false
-// when the body must be read whole instead.
-func openStream(res *Result, top *Entity, r io.Reader, size int64, opts UnpackOptions) ([]byte, bool, error) {
-	mt, params, err := top.MediaType()
-	if err != nil || (mt != "application/pkcs7-mime" && mt != "application/x-pkcs7-mime") {
-		return nil, false, nil
-	}
-	switch strings.ToLower(strings.TrimSpace(top.Header.Get("Content-Transfer-Encoding"))) {
-	case "", "7bit", "8bit", "binary":
-	default:
-		return nil, false, nil
-	}
-	br := bufio.NewReaderSize(r, 32<<10)
-	// smimeKind needs no more than the ContentInfo's first few bytes when the
-	// parameter is missing.
-	head, _ := br.Peek(512)
-	kind, err := smimeKind(params["smime-type"], head)
-	if err != nil {
-		return nil, true, err
-	}
-	switch kind {
-	case cms.KindEnvelopedData, cms.KindAuthEnvelopedData:
-		res.Layers = append(res.Layers, LayerEncrypted)
-		res.Encrypted = true
-		plain, info, err := cms.DecryptReader(br, size, opts.Decryption)
-		res.Decryption = info
-		return plain, true, err
-	case cms.KindCompressedData:
-		res.Layers = append(res.Layers, LayerCompressed)
-		res.Compressed = true
-		plain, err := decompress(br, size, res, opts)
-		return plain, true, err
-	}
-	return nil, true, fmt.Errorf("%w: application/pkcs7-mime with %s", ErrUnsupportedLayer, kind)
 }
 
 // peel opens entity and the layers within it, depth layers having been opened
@@ -298,26 +258,6 @@ func peel(res *Result, entity *Entity, unwrapped []byte, depth int, opts UnpackO
 		}
 		if entity, err = ParseEntity(inner); err != nil {
 			return err
-		}
-	}
-}
-
-// readSized reads r to its end into a buffer of size bytes, grown only should
-// r hold more. (bytes.Buffer.ReadFrom would double a buffer of the exact size
-// before it saw the end.)
-func readSized(r io.Reader, size int64) ([]byte, error) {
-	buf := make([]byte, 0, max(size, 0)+1)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
 		}
 	}
 }

@@ -2,28 +2,31 @@ package receiver
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"hash"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
+	"time"
 
 	"wharf/internal/protocol/as2/mime"
 )
 
-// defaultSpoolAbove is the body size past which a request body goes to a temporary
-// file: below it a file costs more than the memory it saves.
+// defaultSpoolAbove is the body size past which a request body is opened in one pass
+// as it arrives (spooled to a file on the way) rather than read into memory first:
+// below it a file costs more than the memory it saves.
 const defaultSpoolAbove = 1 << 20
 
 // requestBody is a request body read to its end: in memory when small, else in a
-// temporary file, so that a large message is never held whole while its layers are
-// opened and stored.
+// temporary file written as the body arrived.
 type requestBody struct {
 	mem  []byte
-	file *os.File
+	file *spoolFile
 	size int64
-	// removed is set once the file's name is gone; an open file can be unlinked on
-	// Unix, so a crash leaves nothing behind.
-	removed bool
 }
 
 // errBodyTooLarge reports a body past the size limit.
@@ -36,96 +39,169 @@ type bodyStorageError struct{ err error }
 func (e *bodyStorageError) Error() string { return "keep the request body: " + e.err.Error() }
 func (e *bodyStorageError) Unwrap() error { return e.err }
 
-// spoolBody reads the whole body, at most limit bytes (one more byte tells a body that
-// is too large from one that is exactly at the limit), into memory up to above bytes
-// and past that into a temporary file in dir.
-func spoolBody(r io.Reader, contentLength, limit, above int64, dir string) (*requestBody, error) {
-	b := &requestBody{}
-	var mem bytes.Buffer
-	if contentLength > 0 && contentLength <= min(limit, above) {
-		mem.Grow(int(contentLength))
+// bodySource reads a request body, at most limit bytes (one more byte tells a body that
+// is too large from one that is exactly at the limit), and keeps the first failure to
+// read it, so that it is told from a message that does not decode.
+type bodySource struct {
+	r     io.Reader
+	limit int64
+	n     int64
+	err   error
+}
+
+func (b *bodySource) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
 	}
-	chunk := int64(64 << 10)
-	if contentLength >= 0 && contentLength < chunk {
+	if int64(len(p)) > b.limit-b.n+1 {
+		p = p[:b.limit-b.n+1]
+	}
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if b.n > b.limit {
+		b.err = errBodyTooLarge
+		return 0, b.err
+	}
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
+}
+
+// readHead reads the body's first bytes, at most above+1: ended reports that the body
+// ended within above bytes.
+func readHead(src io.Reader, contentLength, above int64) (head []byte, ended bool, err error) {
+	size := above + 1
+	if contentLength >= 0 && contentLength < size {
 		// One byte more meets the end of the body in the same read.
-		chunk = contentLength + 1
+		size = contentLength + 1
 	}
-	buf := make([]byte, chunk)
-	src := io.LimitReader(r, limit+1)
-	for {
-		n, rerr := src.Read(buf)
-		if n > 0 {
-			b.size += int64(n)
-			if b.size > limit {
-				b.close()
-				return nil, errBodyTooLarge
-			}
-			if err := b.write(&mem, buf[:n], above, dir); err != nil {
-				b.close()
-				return nil, &bodyStorageError{err}
-			}
+	head = make([]byte, 0, size)
+	for int64(len(head)) <= above {
+		if len(head) == cap(head) {
+			head = append(head, 0)[:len(head)]
 		}
-		if rerr == io.EOF {
-			break
+		n, err := src.Read(head[len(head):min(cap(head), int(above)+1)])
+		head = head[:len(head)+n]
+		if err == io.EOF {
+			return head, true, nil
 		}
-		if rerr != nil {
-			b.close()
-			return nil, rerr
-		}
-	}
-	if b.file == nil {
-		b.mem = mem.Bytes()
-	}
-	return b, nil
-}
-
-// write appends p to the body, moving what mem holds to a file once the body grows past
-// above bytes.
-func (b *requestBody) write(mem *bytes.Buffer, p []byte, above int64, dir string) error {
-	if b.file == nil && b.size <= above {
-		mem.Write(p)
-		return nil
-	}
-	if b.file == nil {
-		f, err := os.CreateTemp(dir, "as2-body-*")
 		if err != nil {
-			return err
+			return nil, false, err
 		}
-		b.file = f
-		b.removed = os.Remove(f.Name()) == nil
-		if _, err := f.Write(mem.Bytes()); err != nil {
-			return err
-		}
-		*mem = bytes.Buffer{}
 	}
-	_, err := b.file.Write(p)
-	return err
+	return head, false, nil
 }
 
-// reader reads the body from its start; each call gives a reader of its own.
+// reader reads the body from its start; each call gives a reader of its own. A body in
+// a file reads as a storage.FileBody, so the store may take the file instead of a copy.
 func (b *requestBody) reader() io.Reader {
 	if b.file != nil {
-		return io.NewSectionReader(b.file, 0, b.size)
+		return b.file.body()
 	}
 	return bytes.NewReader(b.mem)
 }
 
-// unpack opens the message the body holds: a body in memory in place, one in a file
-// as it is read.
+// unpack opens the message a body in memory holds.
 func (b *requestBody) unpack(contentType string, header http.Header, opts mime.UnpackOptions) (*mime.Result, error) {
-	if b.file == nil {
-		return mime.Unpack(contentType, header, b.mem, opts)
-	}
-	return mime.UnpackReader(contentType, header, b.reader(), b.size, opts)
+	return mime.Unpack(contentType, header, b.mem, opts)
 }
 
-// close releases the body's file.
+// close removes the body's file.
 func (b *requestBody) close() {
-	if b == nil || b.file == nil {
-		return
+	if b != nil && b.file != nil {
+		b.file.remove()
 	}
-	b.file.Close()
-	if !b.removed {
-		os.Remove(b.file.Name())
+}
+
+// spoolFile is a temporary file a request body or a document is written to as it
+// arrives, with its SHA-256 computed on the way. It keeps its name until the request
+// ends, so the payload store can link it rather than copy it.
+type spoolFile struct {
+	f    *os.File
+	sum  hash.Hash
+	size int64
+	err  error // the first failure to write
+}
+
+func newSpoolFile(dir, pattern string) (*spoolFile, error) {
+	f, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return nil, err
 	}
+	return &spoolFile{f: f, sum: sha256.New()}, nil
+}
+
+func (s *spoolFile) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.f.Write(p)
+	s.sum.Write(p[:n])
+	s.size += int64(n)
+	if err != nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// restart empties the file to be written again.
+func (s *spoolFile) restart() error {
+	if err := s.f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	s.sum.Reset()
+	s.size, s.err = 0, nil
+	return nil
+}
+
+// body reads the file from its start, as a storage.FileBody with its digest.
+func (s *spoolFile) body() *spoolBody {
+	return &spoolBody{SectionReader: io.NewSectionReader(s.f, 0, s.size), name: s.f.Name(), sha256: hex.EncodeToString(s.sum.Sum(nil))}
+}
+
+// remove closes the file and removes its name; a store that linked it keeps its own.
+func (s *spoolFile) remove() {
+	s.f.Close()
+	os.Remove(s.f.Name())
+}
+
+// spoolBody is a spooled file read from its start (storage.FileBody).
+type spoolBody struct {
+	*io.SectionReader
+	name   string
+	sha256 string
+}
+
+func (b *spoolBody) OpenFile() (*os.File, error) { return os.Open(b.name) }
+
+// SHA256 is the digest computed while the file was written (storage.DigestedFileBody).
+func (b *spoolBody) SHA256() string { return b.sha256 }
+
+// spoolPatterns name the temporary files of requests; staleSpool is the age past which
+// one can only be a crash's leftover (no request lasts that long).
+var spoolPatterns = []string{"as2-body-*", "as2-payload-*", "as2-layer-*"}
+
+const staleSpool = 24 * time.Hour
+
+// removeStaleSpools removes the request files in dir last written before cutoff.
+func removeStaleSpools(dir string, cutoff time.Time) error {
+	var errs []error
+	for _, pattern := range spoolPatterns {
+		names, err := filepath.Glob(filepath.Join(dir, pattern))
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			if info, err := os.Lstat(name); err == nil && info.Mode().IsRegular() && info.ModTime().Before(cutoff) {
+				if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -50,44 +50,48 @@ func TestCompressionBombs(t *testing.T) {
 		}, "insufficient-message-security"},
 		{"unsigned, nothing demanded", lax, func(testing.TB) (string, []byte) { return bare, zeros }, "decompression-failed"},
 	}
-	forEachDB(t, func(t *testing.T, s *db.Store) {
-		b := newBench(t, s, []party{org}, []party{partner, attacker, lax})
-		dir := newDirectory()
-		dir.add(inbound(org, partner, nil))
-		dir.add(inbound(org, attacker, nil))
-		dir.add(inbound(org, lax, relaxed))
-		rc := b.start("as2_bombs", dir, nil)
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				before := b.messageCount()
-				r := request{header: as2Header(tt.from.id, org.id)}
-				r.contentType, r.body = tt.req(t)
-				var wg sync.WaitGroup
-				wg.Go(func() {
-					a, err := sendFrom(attackerIP, rc.url(), r)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if a.status != http.StatusOK {
-						t.Errorf("bomb: HTTP %d: %s", a.status, a.body)
-						return
-					}
-					m := parseMDN(t, a, org.cert)
-					if want := "automatic-action/MDN-sent-automatically; processed/error: " + tt.disposition; m.Disposition.String() != want {
-						t.Errorf("bomb: disposition %q, want %q", m.Disposition, want)
-					}
-				})
-				servedMeanwhile(t, rc, org, partner, "the bomb "+tt.name)
-				wg.Wait()
-				if stored := b.messageCount() - before; stored != 3 {
-					t.Errorf("%d messages stored, want the good partner's 3", stored)
+	for _, mode := range bodyModes {
+		t.Run(mode.name, func(t *testing.T) {
+			forEachDB(t, func(t *testing.T, s *db.Store) {
+				b := newBench(t, s, []party{org}, []party{partner, attacker, lax})
+				dir := newDirectory()
+				dir.add(inbound(org, partner, nil))
+				dir.add(inbound(org, attacker, nil))
+				dir.add(inbound(org, lax, relaxed))
+				rc := b.start("as2_bombs", dir, nil, mode.tune)
+				for _, tt := range tests {
+					t.Run(tt.name, func(t *testing.T) {
+						before := b.messageCount()
+						r := request{header: as2Header(tt.from.id, org.id)}
+						r.contentType, r.body = tt.req(t)
+						var wg sync.WaitGroup
+						wg.Go(func() {
+							a, err := sendFrom(attackerIP, rc.url(), r)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							if a.status != http.StatusOK {
+								t.Errorf("bomb: HTTP %d: %s", a.status, a.body)
+								return
+							}
+							m := parseMDN(t, a, org.cert)
+							if want := "automatic-action/MDN-sent-automatically; processed/error: " + tt.disposition; m.Disposition.String() != want {
+								t.Errorf("bomb: disposition %q, want %q", m.Disposition, want)
+							}
+						})
+						servedMeanwhile(t, rc, org, partner, "the bomb "+tt.name)
+						wg.Wait()
+						if stored := b.messageCount() - before; stored != 3 {
+							t.Errorf("%d messages stored, want the good partner's 3", stored)
+						}
+						if n := b.inboundRows(r.header.Get("Message-ID")); n != 0 {
+							t.Errorf("%d as2_inbound rows for the bomb", n)
+						}
+						nothingHalfStored(t, b)
+					})
 				}
-				if n := b.inboundRows(r.header.Get("Message-ID")); n != 0 {
-					t.Errorf("%d as2_inbound rows for the bomb", n)
-				}
-				nothingHalfStored(t, b)
 			})
-		}
-	})
+		})
+	}
 }

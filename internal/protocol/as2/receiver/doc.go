@@ -18,9 +18,10 @@
 //     among the unknown senders (unknown.go); after, it is kept as a refused message
 //     with its headers (refusal.go).
 //  3. The body is read up to the limit, one byte more telling an oversized chunked body
-//     (then 413), and unpacked in whatever order the partner layered it (mime.Unpack,
-//     or mime.UnpackReader for a body kept in a file), with the decompressed size
-//     bounded by the same limit. The profile's require_signed and require_encrypted are
+//     (then 413), and unpacked in whatever order the partner layered it (mime.Unpack
+//     for a body of up to a mebibyte, mime.UnpackStream as it arrives for a larger one,
+//     spooled to a file on the way), with the decompressed size bounded by the same
+//     limit. The profile's require_signed and require_encrypted are
 //     enforced.
 //  4. A failure is answered with the MDN the partner asked for, carrying the disposition
 //     the one table in disposition.go gives its class (processed/error:

@@ -27,6 +27,7 @@ type exchange struct {
 	env     envelope
 	in      profile.Inbound
 	body    *requestBody
+	payload *spoolFile // the document, when the body was opened in one pass
 	headers []byte
 	res     *mime.Result
 	micRule micRule
@@ -69,34 +70,21 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	x.body, err = spoolBody(r.Body, r.ContentLength, limit, rc.spoolAbove, rc.tempDir)
-	var storageErr *bodyStorageError
-	switch {
-	case errors.Is(err, errBodyTooLarge):
-		rc.refuseRequest(ctx, w, x, http.StatusRequestEntityTooLarge, rc.tooLargeText(x.in, 0), nil)
-		return
-	case errors.As(err, &storageErr):
-		rc.unavailable(ctx, w, x, "keep the request body", err)
-		return
-	case errors.Is(err, bodyrate.ErrTooSlow):
-		rc.refuseRequest(ctx, w, x, http.StatusRequestTimeout, rc.tooSlowText(), err)
-		return
-	case err != nil:
-		rc.refuseRequest(ctx, w, x, http.StatusBadRequest, "the request body could not be read to its end", err)
-		return
-	}
+	x.headers = headerText(r)
+	x.micRule = chooseMICRule(x.in.Remote.MICPreference, x.env)
 	defer func() {
-		large := x.body.size > freeAbove || x.res != nil && int64(len(x.res.Payload)) > freeAbove
+		large := x.body != nil && x.body.size > freeAbove || x.res != nil && int64(len(x.res.Payload)) > freeAbove
 		x.body.close()
+		if x.payload != nil {
+			x.payload.remove()
+		}
 		// Dropped before freeMemory is told, so its collection finds them garbage.
-		x.body, x.res = nil, nil
+		x.body, x.res, x.payload = nil, nil, nil
 		if large {
 			rc.largeDone()
 		}
 	}()
-	x.headers = headerText(r)
-	x.micRule = chooseMICRule(x.in.Remote.MICPreference, x.env)
-	x.res, err = x.body.unpack(r.Header.Get("Content-Type"), r.Header, mime.UnpackOptions{
+	bodyErr, err := rc.receive(x, limit, mime.UnpackOptions{
 		Decryption:            x.in.Decryption,
 		PartnerCertificates:   x.in.PartnerCertificates,
 		AllowSHA1:             x.in.Remote.AllowSHA1,
@@ -107,7 +95,24 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 		RequireEncrypted:      x.in.Remote.RequireEncrypted,
 		MICPreference:         x.micRule.pref,
 		TempDir:               rc.tempDir,
+		MaxAEADSize:           rc.maxAEAD,
 	})
+	var storageErr *bodyStorageError
+	switch {
+	case bodyErr == nil:
+	case errors.Is(bodyErr, errBodyTooLarge):
+		rc.refuseRequest(ctx, w, x, http.StatusRequestEntityTooLarge, rc.tooLargeText(x.in, 0), nil)
+		return
+	case errors.As(bodyErr, &storageErr):
+		rc.unavailable(ctx, w, x, "keep the request body", bodyErr)
+		return
+	case errors.Is(bodyErr, bodyrate.ErrTooSlow):
+		rc.refuseRequest(ctx, w, x, http.StatusRequestTimeout, rc.tooSlowText(), bodyErr)
+		return
+	default:
+		rc.refuseRequest(ctx, w, x, http.StatusBadRequest, "the request body could not be read to its end", bodyErr)
+		return
+	}
 	if errors.Is(err, mime.ErrIO) {
 		rc.unavailable(ctx, w, x, "open the AS2 message", err)
 		return
@@ -211,6 +216,9 @@ func (rc *Receiver) newRow(x *exchange) inboundRow {
 	// accepts them (the default) costs no second pass over the payload besides the core's.
 	if x.in.Remote.DuplicateContent != profile.DuplicateAccept {
 		row.ContentSHA256 = contentDigest(res.Payload)
+		if x.payload != nil {
+			row.ContentSHA256 = hex.EncodeToString(res.PayloadSHA256)
+		}
 	}
 	if !row.FileNameSent {
 		row.FileName = string(fileNameFromMessageID(env.messageID))
@@ -375,7 +383,7 @@ func (rc *Receiver) store(ctx context.Context, x *exchange, row *inboundRow, rec
 		From:          persistence.PartyName(row.Partner),
 		To:            persistence.PartyName(row.Organization),
 		FileName:      persistence.FileName(row.FileName),
-		Body:          bytes.NewReader(x.res.Payload),
+		Body:          x.document(),
 		CorrelationID: corr,
 		OriginEventID: origin,
 		Metadata:      headerMetadata(x.r.Header),

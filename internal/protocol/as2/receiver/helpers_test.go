@@ -262,6 +262,18 @@ func (b *bench) inboundRows(messageID string) int {
 // payload reads a stored stage of a message.
 func (b *bench) payload(id int64, stage persistence.PayloadStage) []byte {
 	b.t.Helper()
+	r := b.openPayload(id, stage)
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return data
+}
+
+// openPayload opens a stored stage of a message.
+func (b *bench) openPayload(id int64, stage persistence.PayloadStage) io.ReadCloser {
+	b.t.Helper()
 	p, err := b.store.GetPayload(b.ctx, id, stage)
 	if err != nil {
 		b.t.Fatalf("payload %s of message %d: %v", stage, id, err)
@@ -270,12 +282,7 @@ func (b *bench) payload(id int64, stage persistence.PayloadStage) []byte {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	defer r.Close()
-	data, err := io.ReadAll(r)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return data
+	return r
 }
 
 // message finds the message a source stored for an AS2 Message-ID.
@@ -387,6 +394,12 @@ func readAnswer(t testing.TB, conn net.Conn) reply {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return readReply(t, resp)
+}
+
+// readReply reads an answer whole.
+func readReply(t testing.TB, resp *http.Response) reply {
+	t.Helper()
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {

@@ -112,6 +112,8 @@ type Receiver struct {
 	// there rather than into memory.
 	tempDir    string
 	spoolAbove int64
+	// maxAEAD bounds an AES-GCM body opened in one pass (maxAEADSize).
+	maxAEAD int64
 
 	wake chan struct{}
 	// large is signalled when a large message's request is over (see freeMemory).
@@ -193,6 +195,7 @@ func newReceiver(deps Deps, name persistence.InstanceName, cfg *Config) (*Receiv
 		host:        host,
 		tempDir:     tempDir,
 		spoolAbove:  defaultSpoolAbove,
+		maxAEAD:     maxAEADSize,
 		name:        name,
 		cfg:         *cfg,
 		deps:        deps,
@@ -309,6 +312,9 @@ func (rc *Receiver) Start(ctx context.Context) error {
 	}
 	if err := os.MkdirAll(rc.tempDir, 0o700); err != nil {
 		return fmt.Errorf("as2-receiver %s: temporary directory: %w", rc.name, err)
+	}
+	if err := removeStaleSpools(rc.tempDir, rc.now().Add(-staleSpool)); err != nil {
+		rc.log.WarnContext(ctx, "stale temporary files not removed", "dir", rc.tempDir, "err", err)
 	}
 	var tlsConfig *tls.Config
 	if id := rc.cfg.TLSCertificateID; id != nil {
