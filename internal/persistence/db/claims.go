@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -108,8 +109,12 @@ func (s *Store) ClaimDeliveries(ctx context.Context, target persistence.Instance
 		if err != nil {
 			return err
 		}
+		docs, err := t.documents(ctx, slices.Collect(maps.Keys(msgs)))
+		if err != nil {
+			return err
+		}
 		for _, tr := range trs {
-			claims = append(claims, persistence.Claim{Delivery: tr.d, Message: msgs[tr.d.MessageID]})
+			claims = append(claims, persistence.Claim{Delivery: tr.d, Message: msgs[tr.d.MessageID], Document: docs[tr.d.MessageID]})
 		}
 		return nil
 	})
@@ -400,4 +405,24 @@ func (s *Store) ReleaseDeliveries(ctx context.Context, rs []persistence.Release)
 		return fmt.Errorf("release deliveries: %w", err)
 	}
 	return errors.Join(lost...)
+}
+
+// documents reads the document payload rows (stage unpacked) of the claimed messages in
+// one statement, so the workers open the documents without a read each.
+func (t *txn) documents(ctx context.Context, messageIDs []int64) (map[int64]persistence.Payload, error) {
+	if len(messageIDs) == 0 {
+		return nil, nil
+	}
+	cond, arg := t.s.idList("message_id", messageIDs)
+	rows, err := t.query(ctx, `SELECT `+payloadCols+` FROM payloads WHERE stage = ? AND `+cond,
+		string(persistence.PayloadUnpacked), arg)
+	ps, err := collect(rows, err, scanPayload)
+	if err != nil {
+		return nil, fmt.Errorf("read the documents: %w", err)
+	}
+	out := make(map[int64]persistence.Payload, len(ps))
+	for _, p := range ps {
+		out[p.MessageID] = p
+	}
+	return out, nil
 }

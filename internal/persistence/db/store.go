@@ -96,6 +96,7 @@ type Store struct {
 	onAlert        atomic.Pointer[func(MessageAlert)]
 	onSessionAlert atomic.Pointer[func(SessionAlert)] // see OnSessionAlert
 	onPartnerPause atomic.Pointer[func(PauseEvent)]   // see OnPartnerPause
+	onPluginChange atomic.Pointer[func()]             // see OnPluginChange
 
 	// Dialect fragments, fixed at Open.
 	lockRows   string // appended to a SELECT that locks the rows it returns

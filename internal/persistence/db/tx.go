@@ -48,6 +48,9 @@ type txn struct {
 	changes Changes
 	// pauses are the partners this transaction paused or resumed, for OnPartnerPause.
 	pauses []PauseEvent
+	// pluginChanged says the transaction wrote a plugin instance's record, for
+	// OnPluginChange.
+	pluginChanged bool
 
 	// refs are the correlation and origin event ids of messages this transaction has
 	// read or inserted, for the history lines it writes (correlation.go).
@@ -150,6 +153,7 @@ func (s *Store) afterCommit(t *txn) {
 			(*fn)(p)
 		}
 	}
+	s.reportPluginChange(t)
 }
 
 // stmtCtx is the context a statement runs under. On SQLite's writer a statement checks
