@@ -48,6 +48,13 @@ type txn struct {
 	changes Changes
 	// pauses are the partners this transaction paused or resumed, for OnPartnerPause.
 	pauses []PauseEvent
+	// locked are the messages an earlier statement of the transaction locked for settle
+	// (PostgreSQL; see lockingMessages).
+	locked map[int64]bool
+	// statusUpdates are settle's status updates not yet run; deferStatus lets settle
+	// leave them to the history insert that follows it (settle_pg.go).
+	statusUpdates []statusUpdate
+	deferStatus   bool
 	// pluginChanged says the transaction wrote a plugin instance's record, for
 	// OnPluginChange.
 	pluginChanged bool
@@ -356,16 +363,25 @@ func (s *Store) claimList(ids []int64, tokens []string) (string, []any) {
 // sizes (at most 64 rows), so a table sees at most seven statement texts whatever the
 // batch size.
 func (t *txn) insertRows(ctx context.Context, head string, ncols int, rows [][]any) error {
+	return t.insertRowsLed(ctx, "", nil, head, ncols, rows)
+}
+
+// insertRowsLed is insertRows with lead (common table expressions) and its arguments
+// before the first chunk's insert.
+func (t *txn) insertRowsLed(ctx context.Context, lead string, leadArgs []any, head string, ncols int, rows [][]any) error {
 	for len(rows) > 0 {
 		n := chunkMax
 		for n > len(rows) {
 			n /= 2
 		}
 		var b strings.Builder
+		b.WriteString(lead)
 		b.WriteString(head)
 		b.WriteString(" VALUES ")
 		one := "(" + placeholders(ncols) + ")"
-		args := make([]any, 0, n*ncols)
+		args := make([]any, 0, len(leadArgs)+n*ncols)
+		args = append(args, leadArgs...)
+		lead, leadArgs = "", nil
 		for i, r := range rows[:n] {
 			if len(r) != ncols {
 				return fmt.Errorf("insert row has %d values, want %d", len(r), ncols)
