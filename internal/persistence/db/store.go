@@ -98,6 +98,9 @@ type Store struct {
 	onPartnerPause atomic.Pointer[func(PauseEvent)]   // see OnPartnerPause
 	onPluginChange atomic.Pointer[func()]             // see OnPluginChange
 
+	pauseCache pauseCache // that no partner is paused, for claims (pause_cache.go)
+	counts     statementCounts
+
 	// Dialect fragments, fixed at Open.
 	lockRows   string // appended to a SELECT that locks the rows it returns
 	lockStatus string // appended to a SELECT of messages whose status is to be recomputed

@@ -106,6 +106,7 @@ func (s *Store) runTx(ctx context.Context, db *bun.DB, opts *sql.TxOptions, fn f
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
+	s.counts.transactions.Add(1)
 	// Statements go to the underlying *sql.Tx with native parameters: see the package
 	// documentation for why bun's client-side formatting is not used.
 	t := &txn{s: s, db: db, tx: tx.Tx, now: utc(s.now()), actor: systemActor}
@@ -155,6 +156,9 @@ func (s *Store) afterCommit(t *txn) {
 			(*fn)(a)
 		}
 	}
+	if len(t.pauses) > 0 {
+		s.pauseCache.forget()
+	}
 	if fn := s.onPartnerPause.Load(); fn != nil {
 		for _, p := range t.pauses {
 			(*fn)(p)
@@ -178,6 +182,7 @@ func (t *txn) stmtCtx(ctx context.Context) (context.Context, error) {
 }
 
 func (t *txn) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	t.s.counts.statements.Add(1)
 	ctx, err := t.stmtCtx(ctx)
 	if err != nil {
 		return nil, err
@@ -192,6 +197,7 @@ func (t *txn) exec(ctx context.Context, q string, args ...any) (sql.Result, erro
 }
 
 func (t *txn) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	t.s.counts.statements.Add(1)
 	ctx, err := t.stmtCtx(ctx)
 	if err != nil {
 		return nil, err
@@ -206,6 +212,7 @@ func (t *txn) query(ctx context.Context, q string, args ...any) (*sql.Rows, erro
 }
 
 func (t *txn) queryRow(ctx context.Context, q string, args ...any) rowScanner {
+	t.s.counts.statements.Add(1)
 	ctx, err := t.stmtCtx(ctx)
 	if err != nil {
 		return errRow{err}
@@ -359,9 +366,11 @@ func (s *Store) claimList(ids []int64, tokens []string) (string, []any) {
 	return `(id, claim_token) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`, []any{string(b)}
 }
 
-// insertRows inserts rows with multi-row VALUES statements. Chunks have power-of-two
-// sizes (at most 64 rows), so a table sees at most seven statement texts whatever the
-// batch size.
+// insertRows inserts rows with multi-row VALUES statements of at most 64 rows. On SQLite,
+// which compiles each statement text, chunks have power-of-two sizes, so a table sees at
+// most seven statement texts whatever the batch size; on PostgreSQL, where every
+// statement is a round trip and the driver keeps prepared texts per connection, a batch
+// up to 64 rows is one statement.
 func (t *txn) insertRows(ctx context.Context, head string, ncols int, rows [][]any) error {
 	return t.insertRowsLed(ctx, "", nil, head, ncols, rows)
 }
@@ -370,9 +379,12 @@ func (t *txn) insertRows(ctx context.Context, head string, ncols int, rows [][]a
 // before the first chunk's insert.
 func (t *txn) insertRowsLed(ctx context.Context, lead string, leadArgs []any, head string, ncols int, rows [][]any) error {
 	for len(rows) > 0 {
-		n := chunkMax
-		for n > len(rows) {
-			n /= 2
+		n := min(chunkMax, len(rows))
+		if t.s.dialect == DialectSQLite {
+			n = chunkMax
+			for n > len(rows) {
+				n /= 2
+			}
 		}
 		var b strings.Builder
 		b.WriteString(lead)
