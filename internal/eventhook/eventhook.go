@@ -95,7 +95,7 @@ func New(core module.Core) *Runtime {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Runtime{core: core, db: core.DB, log: logger.With("component", "event-webhooks"), now: time.Now,
-		wake: make(chan struct{}, 1)}
+		subs: subscriptionCache{ttl: subscriptionsTTL}, wake: make(chan struct{}, 1)}
 }
 
 func (rt *Runtime) clock() time.Time { return rt.now().UTC() }

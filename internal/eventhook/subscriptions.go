@@ -25,6 +25,7 @@ type subscription struct {
 // passes many times a second and the subscriptions seldom change, so passes read the copy;
 // a change of any plugin instance (here, or in another process over the bus) drops it.
 type subscriptionCache struct {
+	ttl    time.Duration // subscriptionsTTL; tests lengthen it
 	mu     sync.Mutex
 	subs   []subscription
 	loaded time.Time // zero: not loaded
@@ -48,7 +49,7 @@ func (rt *Runtime) invalidateSubscriptions() { rt.subs.invalidate() }
 func (rt *Runtime) subscriptions(ctx context.Context) ([]subscription, error) {
 	c := &rt.subs
 	c.mu.Lock()
-	if !c.loaded.IsZero() && time.Since(c.loaded) < subscriptionsTTL {
+	if !c.loaded.IsZero() && time.Since(c.loaded) < c.ttl {
 		subs := c.subs
 		c.mu.Unlock()
 		return subs, nil
