@@ -101,12 +101,13 @@ func (s *Store) ClaimDeliveries(ctx context.Context, target persistence.Instance
 		rows, err := t.query(ctx, s.lockingMessages(with, update, claimDocumentJoin, claimDocumentCols),
 			target, n, target, s.tv(now), n, n, s.newTokenPrefix(), s.tv(now.Add(lease)), s.tv(now))
 		docs := make(map[int64]persistence.Payload)
+		ls := &lockingScan{t: t}
 		trs, err := collect(rows, err, func(r rowScanner) (transition, error) {
 			if s.dialect != DialectPostgres {
-				return scanTransition(r)
+				return ls.scan(r)
 			}
 			var doc claimDocument
-			tr, err := scanTransition(withExtra{r, doc.dests()})
+			tr, err := ls.scan(r, doc.dests()...)
 			if err == nil && doc.key != nil {
 				docs[tr.d.MessageID] = doc.payload(tr.d.MessageID)
 			}
@@ -115,7 +116,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, target persistence.Instance
 		if err != nil {
 			return err
 		}
-		t.lockedMessages(trs)
+		ls.presettle()
 		slices.SortFunc(trs, func(a, b transition) int { return cmp.Compare(a.d.ID, b.d.ID) })
 		for _, tr := range trs {
 			t.changed(tr, fmt.Sprintf("attempt %d", tr.d.Attempts), "", time.Time{})
@@ -243,11 +244,12 @@ func (t *txn) updateClaimed(ctx context.Context, set string, setArgs []any, ids 
 	rows, err := t.query(ctx, t.s.lockingMessages("", `UPDATE deliveries SET `+set+`, updated_at = ?
 		WHERE state = 'delivering' AND `+cond+`
 		RETURNING `+transitionCols, "", ""), args...)
-	trs, err := collect(rows, err, scanTransition)
+	ls := &lockingScan{t: t}
+	trs, err := collect(rows, err, func(r rowScanner) (transition, error) { return ls.scan(r) })
 	if err != nil {
 		return nil, err
 	}
-	t.lockedMessages(trs)
+	ls.presettle()
 	out := make(map[int64]transition, len(trs))
 	for _, tr := range trs {
 		out[tr.d.ID] = tr

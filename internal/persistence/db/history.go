@@ -43,6 +43,7 @@ func (t *txn) changed(tr transition, reason, actor string, at time.Time) {
 		at:         at,
 	})
 	t.touch(tr.d.MessageID)
+	t.keepPresettled(tr)
 	t.noteDelivery(tr)
 	t.sessionChanged(tr)
 	if (tr.d.State == persistence.DeliveryFailed || tr.d.State == persistence.DeliveryStalled) && t.s.onAlert.Load() != nil {
@@ -181,7 +182,7 @@ func (t *txn) settle(ctx context.Context) (map[int64]persistence.Message, error)
 // readSettling reads (and on PostgreSQL locks) the messages of ids with the states of
 // their deliveries.
 func (t *txn) readSettling(ctx context.Context, ids []int64, msgs map[int64]persistence.Message, states map[int64][]persistence.DeliveryState) error {
-	if len(ids) == 0 {
+	if ids = t.usePresettled(ids, msgs, states); len(ids) == 0 {
 		return nil
 	}
 	if t.allLocked(ids) {

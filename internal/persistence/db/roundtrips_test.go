@@ -17,7 +17,7 @@ import (
 // them on both sides; a change that adds a statement per message shows here.
 func TestFileToFileRoundTrips(t *testing.T) {
 	// The most statements and transactions (counted twice: begin and commit) per message.
-	bound := map[string]float64{db.DialectPostgres: 2.25, db.DialectSQLite: 3}
+	bound := map[string]float64{db.DialectPostgres: 1.75, db.DialectSQLite: 3}
 	forEach(t, func(t *testing.T, s *db.Store) {
 		const n, claimChunk, outcomeBatch = 64, 8, 4
 		ctx := context.Background()

@@ -51,6 +51,9 @@ type txn struct {
 	// locked are the messages an earlier statement of the transaction locked for settle
 	// (PostgreSQL; see lockingMessages).
 	locked map[int64]bool
+	// presettled are locked messages with their delivery states as a lockingMessages
+	// statement returned them, which settle need not read again.
+	presettled map[int64]presettled
 	// statusUpdates are settle's status updates not yet run; deferStatus lets settle
 	// leave them to the history insert that follows it (settle_pg.go).
 	statusUpdates []statusUpdate
