@@ -46,15 +46,7 @@ func TestClaimReadsNoPausesWhileNoneIsKnown(t *testing.T) {
 func TestClaimHearsPausesOfOtherProcesses(t *testing.T) {
 	url := dbtest.PostgresURL(t)
 	ctx := context.Background()
-	open := func() *db.Store {
-		s, err := db.Open(ctx, db.Options{URL: url, AuditKey: dbtest.AuditKey, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	here, there := open(), open()
+	here, there := openStore(t, url), openStore(t, url)
 	fixture(t, here)
 	must1[persistence.PluginConfig](t)(here.CreatePluginConfig(ctx, persistence.PluginConfig{Name: sender, Type: persistence.PluginAS2Sender, Enabled: true}))
 	now := time.Now()
@@ -70,4 +62,16 @@ func TestClaimHearsPausesOfOtherProcesses(t *testing.T) {
 		wantState(t, here, deliveryTo(t, here, m, sender).ID, persistence.DeliveryPaused)
 	}
 	checkInvariants(t, here)
+}
+
+// openStore opens a store on url, as a process of its own would, closed when the test
+// ends.
+func openStore(t *testing.T, url string) *db.Store {
+	t.Helper()
+	s, err := db.Open(context.Background(), db.Options{URL: url, AuditKey: dbtest.AuditKey, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

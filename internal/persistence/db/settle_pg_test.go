@@ -3,12 +3,10 @@ package db_test
 import (
 	"context"
 	"database/sql"
-	"log/slog"
 	"testing"
 	"time"
 
 	"wharf/internal/persistence"
-	"wharf/internal/persistence/db"
 	"wharf/internal/persistence/db/dbtest"
 )
 
@@ -20,11 +18,7 @@ import (
 func TestClaimSettlesWithWhatCommittedWhileItWaited(t *testing.T) {
 	url := dbtest.PostgresURL(t)
 	ctx := context.Background()
-	s, err := db.Open(ctx, db.Options{URL: url, AuditKey: dbtest.AuditKey, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openStore(t, url)
 	fixture(t, s)
 	m := insert(t, s, 1, writer, poster)[0]
 
