@@ -478,11 +478,17 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 			if w.q != nil {
 				return nil, errors.New("this target's work has no document")
 			}
-			p, err := w.e.store.GetPayload(ctx, c.Message.ID, persistence.PayloadUnpacked)
-			if err != nil {
-				return nil, fmt.Errorf("find document: %w", err)
+			key := c.Document.Key
+			if key == "" {
+				// The claim found no document row (an erased message): the read names
+				// what is missing.
+				p, err := w.e.store.GetPayload(ctx, c.Message.ID, persistence.PayloadUnpacked)
+				if err != nil {
+					return nil, fmt.Errorf("find document: %w", err)
+				}
+				key = p.Key
 			}
-			return w.e.payloads.Open(ctx, p.Key)
+			return w.e.payloads.Open(ctx, key)
 		},
 	}
 	began := time.Now()

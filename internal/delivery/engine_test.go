@@ -182,14 +182,17 @@ func TestEngineRecordsTargetPayloads(t *testing.T) {
 }
 
 // TestEngineDeliversEveryMessageOnce runs many deliveries through a worker and requires
-// each attempted exactly once and recorded delivered.
+// each attempted exactly once and recorded delivered, its document opened under the key
+// its claim carries, without a read of the store per attempt.
 func TestEngineDeliversEveryMessageOnce(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
 		msgs := seed(t, s, "sink", 300)
 		var mu sync.Mutex
 		seen := map[int64]int{}
 		sig := &localSignals{}
-		e := newEngine(s, sig)
+		store := &countingStore{Store: s}
+		payloads := &openedPayloads{}
+		e := delivery.NewEngine(store, payloads, sig, slog.New(slog.DiscardHandler), delivery.Config{PollInterval: 50 * time.Millisecond})
 		if err := e.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +223,45 @@ func TestEngineDeliversEveryMessageOnce(t *testing.T) {
 				t.Errorf("message %d attempted %d times", m.ID, seen[m.ID])
 			}
 		}
+		if n := store.reads.Load(); n != 0 {
+			t.Errorf("the engine read payload rows %d times; the claims carry them", n)
+		}
+		payloads.mu.Lock()
+		defer payloads.mu.Unlock()
+		if len(payloads.keys) != len(msgs) {
+			t.Errorf("opened %d documents, want %d", len(payloads.keys), len(msgs))
+		}
+		for _, k := range payloads.keys {
+			if k != "k" {
+				t.Fatalf("opened %q, want the document's key k", k)
+			}
+		}
 	})
+}
+
+// countingStore counts the payload reads the engine asks of the store.
+type countingStore struct {
+	*db.Store
+	reads atomic.Int64
+}
+
+func (c *countingStore) GetPayload(ctx context.Context, messageID int64, stage persistence.PayloadStage) (persistence.Payload, error) {
+	c.reads.Add(1)
+	return c.Store.GetPayload(ctx, messageID, stage)
+}
+
+// openedPayloads records the keys opened.
+type openedPayloads struct {
+	memPayloads
+	mu   sync.Mutex
+	keys []string
+}
+
+func (o *openedPayloads) Open(_ context.Context, key string) (io.ReadCloser, error) {
+	o.mu.Lock()
+	o.keys = append(o.keys, key)
+	o.mu.Unlock()
+	return io.NopCloser(bytes.NewReader([]byte("doc"))), nil
 }
 
 // TestEngineStopReleasesInterruptedDeliveries: an attempt still running when the drain

@@ -9,7 +9,6 @@ package eventhook
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -63,6 +62,8 @@ const (
 	outboxBatch = 500
 	// outboxPoll is how often the outbox looks without a wake-up (they are lossy).
 	outboxPoll = 2 * time.Second
+	// outboxGap is the least time between the starts of two passes woken by history.
+	outboxGap = 50 * time.Millisecond
 	// OutboxGrace is how long the outbox waits for a missing history id before it
 	// takes the id's transaction for rolled back (see events.Contiguous).
 	OutboxGrace = 10 * time.Second
@@ -81,6 +82,7 @@ type Runtime struct {
 	now func() time.Time
 
 	unsub func()
+	subs  subscriptionCache
 	wake  chan struct{}
 	quit  chan struct{}
 	done  chan struct{}
@@ -93,7 +95,7 @@ func New(core module.Core) *Runtime {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Runtime{core: core, db: core.DB, log: logger.With("component", "event-webhooks"), now: time.Now,
-		wake: make(chan struct{}, 1)}
+		subs: subscriptionCache{ttl: subscriptionsTTL}, wake: make(chan struct{}, 1)}
 }
 
 func (rt *Runtime) clock() time.Time { return rt.now().UTC() }
@@ -105,7 +107,17 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("event webhooks: listen for history: %w", err)
 		}
-		rt.unsub = unsub
+		// A subscription made, changed or removed in any process drops the copy of the
+		// subscriptions, and the next pass reads them again.
+		unsubConfig, err := rt.core.Bus.Subscribe(bus.ConfigChangedSubject, func(string, []byte) {
+			rt.invalidateSubscriptions()
+			rt.nudge()
+		})
+		if err != nil {
+			unsub()
+			return fmt.Errorf("event webhooks: listen for configuration changes: %w", err)
+		}
+		rt.unsub = func() { unsub(); unsubConfig() }
 	}
 	rt.quit, rt.done = make(chan struct{}), make(chan struct{})
 	go rt.run()
@@ -144,6 +156,7 @@ func (rt *Runtime) run() {
 	var lastRetention time.Time
 	for {
 		ctx := context.Background()
+		began := time.Now()
 		for {
 			more, err := rt.Pass(ctx)
 			if err != nil {
@@ -164,6 +177,12 @@ func (rt *Runtime) run() {
 		}
 		select {
 		case <-rt.wake:
+			// History is announced once per commit: a pass waits until outboxGap after
+			// the one before, so a busy gateway's passes each take many commits' lines
+			// rather than one pass (and one commit of the cursor) per commit.
+			if !rt.waitGap(outboxGap - time.Since(began)) {
+				return
+			}
 		case <-t.C:
 		case <-rt.quit:
 			return
@@ -171,31 +190,19 @@ func (rt *Runtime) run() {
 	}
 }
 
-// subscription is what the outbox needs of a subscription's record.
-type subscription struct {
-	name string
-	cfg  Config
-}
-
-// subscriptions are the enabled event-webhook instances of the database, whichever
-// process runs them. Their filters are plain fields; no secret is opened.
-func (rt *Runtime) subscriptions(ctx context.Context) ([]subscription, error) {
-	recs, err := rt.core.Store.ListPluginConfigs(ctx, persistence.PluginEventWebhook)
-	if err != nil {
-		return nil, fmt.Errorf("list event webhooks: %w", err)
+// waitGap waits d, or until the runtime stops; it reports whether to go on.
+func (rt *Runtime) waitGap(d time.Duration) bool {
+	if d <= 0 {
+		return true
 	}
-	var out []subscription
-	for _, r := range recs {
-		if !r.Enabled {
-			continue
-		}
-		var c Config
-		if err := json.Unmarshal(r.Config, &c); err != nil {
-			return nil, fmt.Errorf("event webhook %s: stored config: %w", r.Name, err)
-		}
-		out = append(out, subscription{name: string(r.Name), cfg: c})
+	gap := time.NewTimer(d)
+	defer gap.Stop()
+	select {
+	case <-gap.C:
+		return true
+	case <-rt.quit:
+		return false
 	}
-	return out, nil
 }
 
 // wakeInstances tells the instances' workers that rows are due.

@@ -36,6 +36,7 @@ func (rt *Runtime) Create(ctx context.Context, body []byte) (persistence.PluginC
 	if err != nil {
 		return persistence.PluginConfig{}, "", err
 	}
+	rt.invalidateSubscriptions()
 	return rec, secret, nil
 }
 

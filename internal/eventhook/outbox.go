@@ -98,15 +98,12 @@ func (rt *Runtime) Retain(ctx context.Context) (int64, error) {
 
 // skipAll moves the cursor past the newest history row without reading the rows: with no
 // enabled subscription no event is queued, and a subscription made later starts from the
-// transitions after it. It writes only when the cursor moves.
+// transitions after it. One statement reads the newest id and moves the cursor; it writes
+// only when the cursor moves.
 func (rt *Runtime) skipAll(ctx context.Context) error {
 	err := rt.db.Write(ctx, func(tx module.Tx) error {
-		last, err := events.LastID(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE event_cursor SET last_id = ?, gap_since = NULL WHERE name = 'webhooks' AND last_id < ?`,
-			last, last); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE event_cursor SET last_id = (SELECT MAX(id) FROM message_history), gap_since = NULL
+			WHERE name = 'webhooks' AND last_id < (SELECT MAX(id) FROM message_history)`); err != nil {
 			return fmt.Errorf("move the event cursor: %w", err)
 		}
 		return nil

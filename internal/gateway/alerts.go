@@ -57,6 +57,7 @@ func (g *Gateway) newAlerts(log *slog.Logger) *alert.Queue {
 			DeliveryID: x.DeliveryID, MessageID: x.MessageID, Reason: x.Reason, At: x.At}))
 	})
 	g.Store.OnPartnerPause(func(x db.PauseEvent) {
+		busSignals{bus: g.Bus, log: log}.PausesChanged()
 		if x.Resumed {
 			q.Raise(alert.PauseResolution(x.Partner, x.At))
 			return

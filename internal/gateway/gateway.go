@@ -192,6 +192,10 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 	g.Metrics = g.newMetrics()
 	// Every commit that wrote a message's history is announced on the bus for live views.
 	g.Store.OnHistory(busSignals{bus: g.Bus, log: log}.Announce)
+	g.Store.OnPluginChange(busSignals{bus: g.Bus, log: log}.PluginsChanged)
+	if err := g.followConfigChanges(); err != nil {
+		return nil, err
+	}
 	sig := busSignals{bus: g.Bus, log: log}
 	g.Dispatcher = dispatch.New(g.Store, g.Blobs, sig, log.With("component", "dispatch"))
 	g.Engine = delivery.NewEngine(g.Store, g.Blobs, sig, log, delivery.Config{

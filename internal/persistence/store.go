@@ -107,10 +107,13 @@ type NewMessage struct {
 	RefusalReason string
 }
 
-// Claim is a delivery taken by a worker under a lease, with its message.
+// Claim is a delivery taken by a worker under a lease, with its message and the payload
+// row of its document (stage unpacked; zero when the message has none), read in the
+// claim's transaction so an attempt needs no read of its own to open the document.
 type Claim struct {
 	Delivery Delivery
 	Message  Message
+	Document Payload
 }
 
 // OutcomeKind is what a target's attempt came to.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -75,41 +76,65 @@ func (s *Store) ClaimDeliveries(ctx context.Context, target persistence.Instance
 		// The queued and the due retrying deliveries are picked apart, each read in
 		// index order up to the limit, so a long backlog does not make each claim sort
 		// it; the two sets are merged oldest first. This is claimable, split in two.
-		rows, err := t.query(ctx, `WITH picked AS MATERIALIZED (
+		with := `WITH picked AS MATERIALIZED (
 				SELECT id FROM (
 					SELECT d.id FROM deliveries d
-					WHERE d.target = ? AND d.state = 'queued' AND `+sessionFree+unpaused+`
-					ORDER BY d.id LIMIT `+claimLimit+s.skipLocked+`
+					WHERE d.target = ? AND d.state = 'queued' AND ` + sessionFree + unpaused + `
+					ORDER BY d.id LIMIT ` + claimLimit + s.skipLocked + `
 				) q
 				UNION ALL
 				SELECT id FROM (
 					SELECT d.id FROM deliveries d
-					WHERE d.target = ? AND d.state = 'retrying' AND d.next_attempt_at <= ? AND `+sessionFree+unpaused+`
-					ORDER BY d.id LIMIT `+claimLimit+s.skipLocked+`
+					WHERE d.target = ? AND d.state = 'retrying' AND d.next_attempt_at <= ? AND ` + sessionFree + unpaused + `
+					ORDER BY d.id LIMIT ` + claimLimit + s.skipLocked + `
 				) r
-				ORDER BY id LIMIT `+claimLimit+`
-			)
-			UPDATE deliveries SET previous_state = state, state = 'delivering',
+				ORDER BY id LIMIT ` + claimLimit + `
+			)`
+		update := `UPDATE deliveries SET previous_state = state, state = 'delivering',
 				claim_token = CAST(? AS TEXT) || CAST(id AS TEXT), lease_until = ?,
 				attempts = attempts + 1, wakeups = 0,
 				next_attempt_at = NULL, next_wakeup_at = NULL, ack_deadline = NULL, updated_at = ?
 			WHERE id IN (SELECT id FROM picked)
-			RETURNING `+transitionCols,
+			RETURNING ` + transitionCols
+		// On PostgreSQL the statement also locks the messages and reads the documents'
+		// payload rows; SQLite reads the documents in a statement of its own.
+		rows, err := t.query(ctx, s.lockingMessages(with, update, claimDocumentJoin, claimDocumentCols),
 			target, n, target, s.tv(now), n, n, s.newTokenPrefix(), s.tv(now.Add(lease)), s.tv(now))
-		trs, err := collect(rows, err, scanTransition)
+		docs := make(map[int64]persistence.Payload)
+		ls := &lockingScan{t: t}
+		trs, err := collect(rows, err, func(r rowScanner) (transition, error) {
+			if s.dialect != DialectPostgres {
+				return ls.scan(r)
+			}
+			var doc claimDocument
+			tr, err := ls.scan(r, doc.dests()...)
+			if err == nil && doc.key != nil {
+				docs[tr.d.MessageID] = doc.payload(tr.d.MessageID)
+			}
+			return tr, err
+		})
 		if err != nil {
 			return err
 		}
+		ls.presettle()
 		slices.SortFunc(trs, func(a, b transition) int { return cmp.Compare(a.d.ID, b.d.ID) })
 		for _, tr := range trs {
 			t.changed(tr, fmt.Sprintf("attempt %d", tr.d.Attempts), "", time.Time{})
 		}
+		// The status updates go out with the history insert that finishes the
+		// transaction; only the documents are read in between.
+		t.deferStatus = true
 		msgs, err := t.settle(ctx)
 		if err != nil {
 			return err
 		}
+		if s.dialect != DialectPostgres {
+			if docs, err = t.documents(ctx, slices.Collect(maps.Keys(msgs))); err != nil {
+				return err
+			}
+		}
 		for _, tr := range trs {
-			claims = append(claims, persistence.Claim{Delivery: tr.d, Message: msgs[tr.d.MessageID]})
+			claims = append(claims, persistence.Claim{Delivery: tr.d, Message: msgs[tr.d.MessageID], Document: docs[tr.d.MessageID]})
 		}
 		return nil
 	})
@@ -216,13 +241,15 @@ func rounds(order []int, id func(int) int64) [][]int {
 func (t *txn) updateClaimed(ctx context.Context, set string, setArgs []any, ids []int64, tokens []string) (map[int64]transition, error) {
 	cond, condArgs := t.s.claimList(ids, tokens)
 	args := append(append(slices.Clone(setArgs), t.s.tv(t.now)), condArgs...)
-	rows, err := t.query(ctx, `UPDATE deliveries SET `+set+`, updated_at = ?
+	rows, err := t.query(ctx, t.s.lockingMessages("", `UPDATE deliveries SET `+set+`, updated_at = ?
 		WHERE state = 'delivering' AND `+cond+`
-		RETURNING `+transitionCols, args...)
-	trs, err := collect(rows, err, scanTransition)
+		RETURNING `+transitionCols, "", ""), args...)
+	ls := &lockingScan{t: t}
+	trs, err := collect(rows, err, func(r rowScanner) (transition, error) { return ls.scan(r) })
 	if err != nil {
 		return nil, err
 	}
+	ls.presettle()
 	out := make(map[int64]transition, len(trs))
 	for _, tr := range trs {
 		out[tr.d.ID] = tr
@@ -400,4 +427,55 @@ func (s *Store) ReleaseDeliveries(ctx context.Context, rs []persistence.Release)
 		return fmt.Errorf("release deliveries: %w", err)
 	}
 	return errors.Join(lost...)
+}
+
+// documents reads the document payload rows (stage unpacked) of the claimed messages in
+// one statement, so the workers open the documents without a read each.
+func (t *txn) documents(ctx context.Context, messageIDs []int64) (map[int64]persistence.Payload, error) {
+	if len(messageIDs) == 0 {
+		return nil, nil
+	}
+	cond, arg := t.s.idList("message_id", messageIDs)
+	rows, err := t.query(ctx, `SELECT `+payloadCols+` FROM payloads WHERE stage = ? AND `+cond,
+		string(persistence.PayloadUnpacked), arg)
+	ps, err := collect(rows, err, scanPayload)
+	if err != nil {
+		return nil, fmt.Errorf("read the documents: %w", err)
+	}
+	out := make(map[int64]persistence.Payload, len(ps))
+	for _, p := range ps {
+		out[p.MessageID] = p
+	}
+	return out, nil
+}
+
+// The document's payload row joined to each claimed delivery on PostgreSQL.
+const (
+	claimDocumentJoin = `LEFT JOIN payloads p ON p.message_id = u.message_id AND p.stage = 'unpacked'`
+	claimDocumentCols = `p.key, p.size, p.sha256, p.created_at`
+)
+
+// claimDocument scans claimDocumentCols, NULL when the message has no document.
+type claimDocument struct {
+	key, sha256 *string
+	size        *int64
+	createdAt   *time.Time
+}
+
+func (c *claimDocument) dests() []any {
+	return []any{&c.key, &c.size, &c.sha256, nullTimeCol{&c.createdAt}}
+}
+
+func (c *claimDocument) payload(messageID int64) persistence.Payload {
+	p := persistence.Payload{MessageID: messageID, Stage: persistence.PayloadUnpacked, Key: *c.key}
+	if c.size != nil {
+		p.Size = *c.size
+	}
+	if c.sha256 != nil {
+		p.SHA256 = *c.sha256
+	}
+	if c.createdAt != nil {
+		p.CreatedAt = *c.createdAt
+	}
+	return p
 }

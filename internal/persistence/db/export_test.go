@@ -75,3 +75,8 @@ func GroupQueued(s *Store) int {
 
 // GroupsCommitted is how many groups of several write transactions committed together.
 func GroupsCommitted(s *Store) int64 { return s.group.grouped.Load() }
+
+// Counts returns the transactions the store has begun and the statements they ran.
+func Counts(s *Store) (transactions, statements int64) {
+	return s.counts.transactions.Load(), s.counts.statements.Load()
+}

@@ -131,6 +131,7 @@ func (s *Store) tryGroup(batch []*writeReq) (ok []bool, err error) {
 		}
 		return ok, fmt.Errorf("begin transaction: %w", err)
 	}
+	s.counts.transactions.Add(1)
 	var (
 		stmts      map[string]*sql.Stmt
 		unprepared []string

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -42,6 +43,7 @@ func (t *txn) changed(tr transition, reason, actor string, at time.Time) {
 		at:         at,
 	})
 	t.touch(tr.d.MessageID)
+	t.keepPresettled(tr)
 	t.noteDelivery(tr)
 	t.sessionChanged(tr)
 	if (tr.d.State == persistence.DeliveryFailed || tr.d.State == persistence.DeliveryStalled) && t.s.onAlert.Load() != nil {
@@ -78,10 +80,16 @@ type insertedMessage struct {
 
 // finish settles the touched messages and writes the history lines.
 func (t *txn) finish(ctx context.Context) error {
+	// The status updates may wait for the history insert: nothing reads in between.
+	t.deferStatus = true
+	defer func() { t.deferStatus = false }()
 	if _, err := t.settle(ctx); err != nil {
 		return err
 	}
-	return t.flushHistory(ctx)
+	if err := t.flushHistory(ctx); err != nil {
+		return err
+	}
+	return t.flushStatus(ctx)
 }
 
 // settle recomputes stage and status of every touched message from all its deliveries,
@@ -153,11 +161,19 @@ func (t *txn) settle(ctx context.Context) (map[int64]persistence.Message, error)
 		k := derived{stage, status}
 		groups[k] = append(groups[k], id)
 	}
-	for k, gids := range groups {
-		cond, arg := t.s.idList("id", gids)
-		if _, err := t.exec(ctx, `UPDATE messages SET stage = ?, status = ?, updated_at = ? WHERE `+cond,
-			k.stage, k.status, t.s.tv(t.now), arg); err != nil {
-			return nil, fmt.Errorf("update message status: %w", err)
+	keys := slices.SortedFunc(maps.Keys(groups), func(a, b derived) int {
+		return cmp.Or(cmp.Compare(a.stage, b.stage), cmp.Compare(a.status, b.status))
+	})
+	for _, k := range keys {
+		cond, arg := t.s.idList("id", groups[k])
+		t.statusUpdates = append(t.statusUpdates, statusUpdate{
+			q:    `UPDATE messages SET stage = ?, status = ?, updated_at = ? WHERE ` + cond,
+			args: []any{k.stage, k.status, t.s.tv(t.now), arg},
+		})
+	}
+	if !t.deferStatus {
+		if err := t.flushStatus(ctx); err != nil {
+			return nil, err
 		}
 	}
 	return msgs, nil
@@ -166,8 +182,11 @@ func (t *txn) settle(ctx context.Context) (map[int64]persistence.Message, error)
 // readSettling reads (and on PostgreSQL locks) the messages of ids with the states of
 // their deliveries.
 func (t *txn) readSettling(ctx context.Context, ids []int64, msgs map[int64]persistence.Message, states map[int64][]persistence.DeliveryState) error {
-	if len(ids) == 0 {
+	if ids = t.usePresettled(ids, msgs, states); len(ids) == 0 {
 		return nil
+	}
+	if t.allLocked(ids) {
+		return t.readLockedSettling(ctx, ids, msgs, states)
 	}
 	cond, arg := t.s.idList("id", ids)
 	rows, err := t.query(ctx, `SELECT `+messageCols+` FROM messages WHERE `+cond+` ORDER BY id`+t.s.lockStatus, arg)
@@ -213,34 +232,47 @@ func (t *txn) flushHistory(ctx context.Context) error {
 	if err := t.readRefs(ctx); err != nil {
 		return err
 	}
-	rows := make([][]any, len(t.hist))
-	now := t.s.tv(t.now)
+	lines := make([]historyLine, len(t.hist))
 	seen := make(map[int64]bool, len(t.hist))
 	for i, h := range t.hist {
 		if !seen[h.messageID] {
 			seen[h.messageID] = true
 			t.announced = append(t.announced, h.messageID)
 		}
-		at := now
-		if !h.at.IsZero() {
-			at = t.s.tv(h.at)
+		l := historyLine{historyRow: h, ref: t.refs[h.messageID]}
+		if l.at.IsZero() {
+			l.at = t.now
 		}
-		var did any
-		if h.deliveryID != 0 {
-			did = h.deliveryID
-		}
-		var reported any
-		if !h.reportedAt.IsZero() {
-			reported = t.s.tv(utc(h.reportedAt))
-		}
-		ref := t.refs[h.messageID]
-		rows[i] = []any{h.messageID, did, at, string(h.kind), h.from, h.to, h.reason, h.actor, reported, ref.correlationID, ref.originEventID}
+		l.at, l.reportedAt = utc(l.at), utc(l.reportedAt)
+		lines[i] = l
 	}
 	t.hist = nil
-	if err := t.insertRows(ctx, historyInsert, 11, rows); err != nil {
+	lead, leadArgs := t.statusLead()
+	if t.s.dialect == DialectPostgres {
+		return t.insertHistoryColumns(ctx, lead, leadArgs, lines)
+	}
+	rows := make([][]any, len(lines))
+	for i, l := range lines {
+		var did, reported any
+		if l.deliveryID != 0 {
+			did = l.deliveryID
+		}
+		if !l.reportedAt.IsZero() {
+			reported = t.s.tv(l.reportedAt)
+		}
+		rows[i] = []any{l.messageID, did, t.s.tv(l.at), string(l.kind), l.from, l.to, l.reason, l.actor, reported,
+			l.ref.correlationID, l.ref.originEventID}
+	}
+	if err := t.insertRowsLed(ctx, lead, leadArgs, historyInsert, 11, rows); err != nil {
 		return fmt.Errorf("append history: %w", err)
 	}
 	return nil
+}
+
+// historyLine is a history row as written: its time set and its message's ids.
+type historyLine struct {
+	historyRow
+	ref messageRefs
 }
 
 // noteKinds are the history lines NoteHistory may append.

@@ -141,14 +141,20 @@ const pauseFree = ` AND NOT EXISTS (SELECT 1 FROM messages pm JOIN partner_pause
 // holdForPauses pauses the due deliveries of target to paused partners, before a claim
 // picks among them: those that became due after their partner was paused. It returns the
 // condition the claim's picks add (pauseFree, or nothing when no partner is paused or the
-// target sends to none). Without a pause it costs one read of the (empty) pause table.
+// target sends to none). Without a pause it costs nothing while the store knows that no
+// partner is paused (pause_cache.go), else one read of the (empty) pause table.
 func (t *txn) holdForPauses(ctx context.Context, target persistence.InstanceName) (string, error) {
+	if t.s.pauseCache.noPauses() {
+		return "", nil
+	}
+	gen, readAt := t.s.pauseCache.generation(), time.Now()
 	rows, err := t.query(ctx, `SELECT partner FROM partner_pauses`)
 	partners, err := collect(rows, err, func(r rowScanner) (p persistence.PartyName, err error) { return p, r.Scan(&p) })
 	if err != nil {
 		return "", fmt.Errorf("read partner pauses: %w", err)
 	}
 	if len(partners) == 0 {
+		t.s.pauseCache.rememberNone(gen, readAt)
 		return "", nil
 	}
 	var typ persistence.PluginType

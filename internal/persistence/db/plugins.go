@@ -151,6 +151,7 @@ func (s *Store) DeletePluginConfig(ctx context.Context, name persistence.Instanc
 // auditPlugin records a plugin instance's change: its type, enabled flag and config by
 // field, and its sealed secrets only as changed.
 func (t *txn) auditPlugin(ctx context.Context, action string, before, after *persistence.PluginConfig) error {
+	t.pluginChanged = true
 	type view struct {
 		Type    persistence.PluginType `json:"type"`
 		Enabled bool                   `json:"enabled"`

@@ -64,16 +64,26 @@ const messageCols = `id, stage, status, refusal, from_party, to_party, source, o
 func scanMessage(r rowScanner) (persistence.Message, error) {
 	var m persistence.Message
 	var meta string
-	err := r.Scan(&m.ID, &m.Stage, &m.Status, &m.Refusal, &m.From, &m.To, &m.Source, &m.OriginalFileName,
-		&m.Size, &m.SHA256, &m.CorrelationID, &m.OriginEventID, &meta, timeCol{&m.CreatedAt}, timeCol{&m.UpdatedAt}, &m.TraceParent,
-		nullTimeCol{&m.ErasedAt})
-	if err != nil {
+	if err := r.Scan(messageDests(&m, &meta)...); err != nil {
 		return m, fmt.Errorf("read message: %w", err)
 	}
+	return m, decodeMessageMetadata(&m, meta)
+}
+
+// messageDests are the destinations of messageCols; the metadata goes to meta, for
+// decodeMessageMetadata.
+func messageDests(m *persistence.Message, meta *string) []any {
+	return []any{&m.ID, &m.Stage, &m.Status, &m.Refusal, &m.From, &m.To, &m.Source, &m.OriginalFileName,
+		&m.Size, &m.SHA256, &m.CorrelationID, &m.OriginEventID, meta, timeCol{&m.CreatedAt}, timeCol{&m.UpdatedAt}, &m.TraceParent,
+		nullTimeCol{&m.ErasedAt}}
+}
+
+func decodeMessageMetadata(m *persistence.Message, meta string) error {
+	var err error
 	if m.Metadata, err = decodeMetadata(meta); err != nil {
-		return m, fmt.Errorf("read message %d: %w", m.ID, err)
+		return fmt.Errorf("read message %d: %w", m.ID, err)
 	}
-	return m, nil
+	return nil
 }
 
 // encodeMetadata is the metadata column's text: a JSON object, {} when empty.

@@ -96,6 +96,10 @@ type Store struct {
 	onAlert        atomic.Pointer[func(MessageAlert)]
 	onSessionAlert atomic.Pointer[func(SessionAlert)] // see OnSessionAlert
 	onPartnerPause atomic.Pointer[func(PauseEvent)]   // see OnPartnerPause
+	onPluginChange atomic.Pointer[func()]             // see OnPluginChange
+
+	pauseCache pauseCache // that no partner is paused, for claims (pause_cache.go)
+	counts     statementCounts
 
 	// Dialect fragments, fixed at Open.
 	lockRows   string // appended to a SELECT that locks the rows it returns

@@ -48,6 +48,19 @@ type txn struct {
 	changes Changes
 	// pauses are the partners this transaction paused or resumed, for OnPartnerPause.
 	pauses []PauseEvent
+	// locked are the messages an earlier statement of the transaction locked for settle
+	// (PostgreSQL; see lockingMessages).
+	locked map[int64]bool
+	// presettled are locked messages with their delivery states as a lockingMessages
+	// statement returned them, which settle need not read again.
+	presettled map[int64]presettled
+	// statusUpdates are settle's status updates not yet run; deferStatus lets settle
+	// leave them to the history insert that follows it (settle_pg.go).
+	statusUpdates []statusUpdate
+	deferStatus   bool
+	// pluginChanged says the transaction wrote a plugin instance's record, for
+	// OnPluginChange.
+	pluginChanged bool
 
 	// refs are the correlation and origin event ids of messages this transaction has
 	// read or inserted, for the history lines it writes (correlation.go).
@@ -96,6 +109,7 @@ func (s *Store) runTx(ctx context.Context, db *bun.DB, opts *sql.TxOptions, fn f
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
+	s.counts.transactions.Add(1)
 	// Statements go to the underlying *sql.Tx with native parameters: see the package
 	// documentation for why bun's client-side formatting is not used.
 	t := &txn{s: s, db: db, tx: tx.Tx, now: utc(s.now()), actor: systemActor}
@@ -145,11 +159,15 @@ func (s *Store) afterCommit(t *txn) {
 			(*fn)(a)
 		}
 	}
+	if len(t.pauses) > 0 {
+		s.pauseCache.forget()
+	}
 	if fn := s.onPartnerPause.Load(); fn != nil {
 		for _, p := range t.pauses {
 			(*fn)(p)
 		}
 	}
+	s.reportPluginChange(t)
 }
 
 // stmtCtx is the context a statement runs under. On SQLite's writer a statement checks
@@ -167,6 +185,7 @@ func (t *txn) stmtCtx(ctx context.Context) (context.Context, error) {
 }
 
 func (t *txn) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	t.s.counts.statements.Add(1)
 	ctx, err := t.stmtCtx(ctx)
 	if err != nil {
 		return nil, err
@@ -181,6 +200,7 @@ func (t *txn) exec(ctx context.Context, q string, args ...any) (sql.Result, erro
 }
 
 func (t *txn) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	t.s.counts.statements.Add(1)
 	ctx, err := t.stmtCtx(ctx)
 	if err != nil {
 		return nil, err
@@ -195,6 +215,7 @@ func (t *txn) query(ctx context.Context, q string, args ...any) (*sql.Rows, erro
 }
 
 func (t *txn) queryRow(ctx context.Context, q string, args ...any) rowScanner {
+	t.s.counts.statements.Add(1)
 	ctx, err := t.stmtCtx(ctx)
 	if err != nil {
 		return errRow{err}
@@ -348,20 +369,34 @@ func (s *Store) claimList(ids []int64, tokens []string) (string, []any) {
 	return `(id, claim_token) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`, []any{string(b)}
 }
 
-// insertRows inserts rows with multi-row VALUES statements. Chunks have power-of-two
-// sizes (at most 64 rows), so a table sees at most seven statement texts whatever the
-// batch size.
+// insertRows inserts rows with multi-row VALUES statements of at most 64 rows. On SQLite,
+// which compiles each statement text, chunks have power-of-two sizes, so a table sees at
+// most seven statement texts whatever the batch size; on PostgreSQL, where every
+// statement is a round trip and the driver keeps prepared texts per connection, a batch
+// up to 64 rows is one statement.
 func (t *txn) insertRows(ctx context.Context, head string, ncols int, rows [][]any) error {
+	return t.insertRowsLed(ctx, "", nil, head, ncols, rows)
+}
+
+// insertRowsLed is insertRows with lead (common table expressions) and its arguments
+// before the first chunk's insert.
+func (t *txn) insertRowsLed(ctx context.Context, lead string, leadArgs []any, head string, ncols int, rows [][]any) error {
 	for len(rows) > 0 {
-		n := chunkMax
-		for n > len(rows) {
-			n /= 2
+		n := min(chunkMax, len(rows))
+		if t.s.dialect == DialectSQLite {
+			n = chunkMax
+			for n > len(rows) {
+				n /= 2
+			}
 		}
 		var b strings.Builder
+		b.WriteString(lead)
 		b.WriteString(head)
 		b.WriteString(" VALUES ")
 		one := "(" + placeholders(ncols) + ")"
-		args := make([]any, 0, n*ncols)
+		args := make([]any, 0, len(leadArgs)+n*ncols)
+		args = append(args, leadArgs...)
+		lead, leadArgs = "", nil
 		for i, r := range rows[:n] {
 			if len(r) != ncols {
 				return fmt.Errorf("insert row has %d values, want %d", len(r), ncols)
