@@ -17,13 +17,16 @@ import (
 
 func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	scenario, rest := splitScenario(args)
+	if scenario == "poster" {
+		return runLoadtestPoster(ctx, rest, stdout, stderr)
+	}
 	if scenario == "" {
 		if isHelp(args) {
 			printLoadtestHelp(stdout, "")
 			return nil
 		}
 		printLoadtestHelp(stderr, "")
-		return fmt.Errorf("%w: loadtest needs a scenario: files or as2", errUsageShown)
+		return fmt.Errorf("%w: loadtest needs a scenario: files, as2 or poster", errUsageShown)
 	}
 	f := newLoadtestFlags(scenario)
 	pos, err := config.ParseArgs(f.fs, rest)

@@ -29,7 +29,7 @@ func TestLoadtestHelp(t *testing.T) {
 		{name: "no scenario -h", args: []string{"loadtest", "-h"}, code: 0,
 			stdout: []string{"wharf loadtest files", "wharf loadtest as2", "-kill-after", "-max-mib"}, notPrinted: []string{"Commands:"}},
 		{name: "no scenario", args: []string{"loadtest"}, code: 2,
-			stderr: []string{"needs a scenario: files or as2", "wharf loadtest files"}, notPrinted: []string{"Commands:"}},
+			stderr: []string{"needs a scenario: files, as2 or poster", "wharf loadtest files"}, notPrinted: []string{"Commands:"}},
 		{name: "a flag of the other scenario", args: []string{"loadtest", "files", "-profiles", "signed"}, code: 2,
 			stderr: []string{"flag provided but not defined: -profiles", "Usage: wharf loadtest files"}, notPrinted: []string{"Commands:"}},
 		{name: "ordered without sessions", args: []string{"loadtest", "files", "-ordered"}, code: 2,

@@ -28,6 +28,11 @@ type Instance struct {
 	Addr    string
 	DBURL   string
 	Token   string
+	// Args are the command the process runs: `standalone` when empty, else a role of a
+	// distributed installation (`serve plugin http-poster`); Env is added to its
+	// environment (the bus, a probe address, shared key files).
+	Args []string
+	Env  []string
 
 	cmd    *exec.Cmd
 	logs   *lockedBuffer
@@ -57,7 +62,7 @@ func (in *Instance) env() []string {
 	if in.DBURL != "" {
 		env = append(env, "WHARF_DB_URL="+in.DBURL)
 	}
-	return env
+	return append(env, in.Env...)
 }
 
 // CreateToken runs `wharf tokens create` and keeps the token for API calls.
@@ -76,7 +81,11 @@ func (in *Instance) CreateToken(ctx context.Context, name string) error {
 
 // Start launches the process and waits until its API answers.
 func (in *Instance) Start(ctx context.Context) error {
-	in.cmd = exec.Command(in.Bin, "standalone")
+	args := in.Args
+	if len(args) == 0 {
+		args = []string{"standalone"}
+	}
+	in.cmd = exec.Command(in.Bin, args...)
 	in.cmd.Env = in.env()
 	in.cmd.Stdout, in.cmd.Stderr = in.logs, in.logs
 	if err := in.cmd.Start(); err != nil {
