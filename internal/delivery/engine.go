@@ -478,6 +478,12 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 			if w.q != nil {
 				return nil, errors.New("this target's work has no document")
 			}
+			// The claim read the document's key with the delivery; a claim without
+			// one (a message lacking the stage) asks the store, which names what is
+			// missing.
+			if c.Document.Key != "" {
+				return w.e.payloads.Open(ctx, c.Document.Key)
+			}
 			p, err := w.e.store.GetPayload(ctx, c.Message.ID, persistence.PayloadUnpacked)
 			if err != nil {
 				return nil, fmt.Errorf("find document: %w", err)

@@ -108,8 +108,12 @@ func (s *Store) ClaimDeliveries(ctx context.Context, target persistence.Instance
 		if err != nil {
 			return err
 		}
+		docs, err := t.claimedDocuments(ctx, trs)
+		if err != nil {
+			return err
+		}
 		for _, tr := range trs {
-			claims = append(claims, persistence.Claim{Delivery: tr.d, Message: msgs[tr.d.MessageID]})
+			claims = append(claims, persistence.Claim{Delivery: tr.d, Message: msgs[tr.d.MessageID], Document: docs[tr.d.MessageID]})
 		}
 		return nil
 	})
