@@ -6,9 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -69,22 +67,14 @@ func runLoadtestPoster(ctx context.Context, args []string, stdout, stderr io.Wri
 		printPosterHelp(stderr)
 		return fmt.Errorf("%w: loadtest poster: %v", errUsageShown, err)
 	}
-	bin, err := os.Executable()
+	bin, dir, remove, err := loadtestDir(*f.keep)
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "wharf-loadtest-")
-	if err != nil {
-		return err
-	}
-	if !*f.keep {
-		defer os.RemoveAll(dir)
-	}
+	defer remove()
 	fmt.Fprintf(stdout, "loadtest poster: %d documents of %d KiB per round, REST send -> serve api -> serve plugin http-poster -> receiver answering after %s, in %s\n",
 		*f.n, *f.size, *f.delay, dir)
-	if load, err := os.ReadFile("/proc/loadavg"); err == nil && len(strings.Fields(string(load))) >= 3 {
-		fmt.Fprintf(stdout, "host: %d CPUs, load average %s at the start\n", runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "))
-	}
+	printHostLoad(stdout)
 	var results []loadtest.PosterResult
 	for i, plugins := range rounds {
 		res, err := loadtest.RunPoster(ctx, loadtest.PosterOptions{

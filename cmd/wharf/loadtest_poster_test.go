@@ -1,25 +1,15 @@
 package main
 
-import (
-	"bytes"
-	"context"
-	"strings"
-	"testing"
-)
+import "testing"
 
 // TestLoadtestPosterFlags holds `loadtest poster` to its own usage and refuses what it
 // cannot run, naming the flag, before it starts any process.
 func TestLoadtestPosterFlags(t *testing.T) {
 	const db = "postgres://wharf@127.0.0.1:1/none"
-	tests := []struct {
-		name   string
-		args   []string
-		code   int
-		stdout []string
-		stderr []string
-	}{
+	runLoadtestCases(t, []loadtestCase{
 		{name: "-h", args: []string{"loadtest", "poster", "-h"}, code: 0,
-			stdout: []string{"Usage: wharf loadtest poster", "-db-url", "-plugins", "-compare", "-delay", "-concurrency", "-senders", "-n", "-size-kib"}},
+			stdout:     []string{"Usage: wharf loadtest poster", "-db-url", "-plugins", "-compare", "-delay", "-concurrency", "-senders", "-n", "-size-kib"},
+			notPrinted: []string{"-profiles", "-kill-after"}},
 		{name: "listed without a scenario", args: []string{"loadtest", "-h"}, code: 0,
 			stdout: []string{"wharf loadtest files|as2|poster", "Usage: wharf loadtest poster", "-compare"}},
 		{name: "no database", args: []string{"loadtest", "poster"}, code: 2,
@@ -38,24 +28,5 @@ func TestLoadtestPosterFlags(t *testing.T) {
 			stderr: []string{"-delay must not be negative"}},
 		{name: "no senders", args: []string{"loadtest", "poster", "-db-url", db, "-senders", "0"}, code: 2,
 			stderr: []string{"-senders must be positive"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), tt.args, &stdout, &stderr)
-			if code != tt.code {
-				t.Errorf("exit code %d, want %d\nstderr: %s", code, tt.code, stderr.String())
-			}
-			for _, want := range tt.stdout {
-				if !strings.Contains(stdout.String(), want) {
-					t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
-				}
-			}
-			for _, want := range tt.stderr {
-				if !strings.Contains(stderr.String(), want) {
-					t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
-				}
-			}
-		})
-	}
+	})
 }

@@ -182,14 +182,16 @@ func TestEngineRecordsTargetPayloads(t *testing.T) {
 }
 
 // TestEngineDeliversEveryMessageOnce runs many deliveries through a worker and requires
-// each attempted exactly once and recorded delivered.
+// each attempted exactly once and recorded delivered, each attempt opening the document
+// its claim carries without a lookup of its own (claim_document_test.go).
 func TestEngineDeliversEveryMessageOnce(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
 		msgs := seed(t, s, "sink", 300)
 		var mu sync.Mutex
 		seen := map[int64]int{}
 		sig := &localSignals{}
-		e := newEngine(s, sig)
+		store, blobs := &lookupCounter{Store: s}, &keyRecorder{}
+		e := delivery.NewEngine(store, blobs, sig, slog.New(slog.DiscardHandler), delivery.Config{PollInterval: 50 * time.Millisecond})
 		if err := e.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -220,6 +222,7 @@ func TestEngineDeliversEveryMessageOnce(t *testing.T) {
 				t.Errorf("message %d attempted %d times", m.ID, seen[m.ID])
 			}
 		}
+		blobs.checkOpened(t, store, len(msgs), "k")
 	})
 }
 

@@ -192,8 +192,19 @@ func (in *Instance) API(ctx context.Context, method, path string, body, out any)
 // Upload posts one file as the multipart field "file", as the certificate upload takes
 // it. A non-2xx answer is an error.
 func (in *Instance) Upload(ctx context.Context, path, fileName string, data []byte, out any) error {
+	return in.PostForm(ctx, http.DefaultClient, path, nil, fileName, data, out)
+}
+
+// PostForm posts a multipart form through client: the text fields in their order, then
+// data as the file field "file". A non-2xx answer is an error.
+func (in *Instance) PostForm(ctx context.Context, client *http.Client, path string, fields [][2]string, fileName string, data []byte, out any) error {
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
+	for _, f := range fields {
+		if err := mw.WriteField(f[0], f[1]); err != nil {
+			return err
+		}
+	}
 	fw, err := mw.CreateFormFile("file", fileName)
 	if err != nil {
 		return err
@@ -211,17 +222,20 @@ func (in *Instance) Upload(ctx context.Context, path, fileName string, data []by
 	req.Header.Set("Authorization", "Bearer "+in.Token)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("X-Requested-With", "wharf")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("POST %s: %w", path, err)
 	}
 	defer resp.Body.Close()
-	data, _ = io.ReadAll(resp.Body)
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", path, err)
+	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(data))
+		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(answer))
 	}
 	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
+		if err := json.Unmarshal(answer, out); err != nil {
 			return fmt.Errorf("POST %s: decode answer: %w", path, err)
 		}
 	}
