@@ -38,7 +38,7 @@ func newPosterFlags() *posterFlags {
 		dbURL:       fs.String("db-url", "", "PostgreSQL URL, required (a private schema is created and dropped per round)"),
 		n:           fs.Int("n", 1000, "number of documents per round"),
 		size:        fs.Int("size-kib", 4, "size of each document in KiB"),
-		plugins:     fs.Int("plugins", 1, "number of `serve plugin http-poster` processes"),
+		plugins:     fs.Int("plugins", 1, "number of serve plugin http-poster processes"),
 		compare:     fs.String("compare", "", "comma-separated plugin process counts to run back to back (e.g. 1,2), each against the first; replaces -plugins"),
 		delay:       fs.Duration("delay", 20*time.Millisecond, "how long the receiver takes to answer each post"),
 		concurrency: fs.Int("concurrency", 0, "the target's max_concurrent, the posts each plugin process runs at once (0: the target's default)"),

@@ -18,10 +18,14 @@ func attemptLatencies(ctx context.Context, dbURL string, since time.Time) (p50, 
 		return 0, 0, err
 	}
 	defer db.Close()
+	// Each claim's line is paired with the next line of its delivery that leaves
+	// delivering: the attempt's outcome, whatever it was.
 	rows, err := db.QueryContext(ctx, `SELECT EXTRACT(EPOCH FROM (o.at - c.at))
-		FROM message_history c JOIN message_history o ON o.delivery_id = c.delivery_id
-		WHERE c.to_state = 'delivering' AND o.from_state = 'delivering' AND o.to_state = 'delivered'
-		AND c.at >= $1`, since.UTC())
+		FROM message_history c CROSS JOIN LATERAL (
+			SELECT at FROM message_history o
+			WHERE o.message_id = c.message_id AND o.delivery_id = c.delivery_id AND o.id > c.id AND o.from_state = 'delivering'
+			ORDER BY o.id LIMIT 1) o
+		WHERE c.to_state = 'delivering' AND c.at >= $1`, since.UTC())
 	if err != nil {
 		return 0, 0, fmt.Errorf("read attempt times: %w", err)
 	}
