@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ type posterFlags struct {
 	fs                   *flag.FlagSet
 	n, size, plugins     *int
 	concurrency, senders *int
+	repeat               *int
 	dbURL, compare       *string
 	delay, timeout       *time.Duration
 	keep                 *bool
@@ -43,6 +45,7 @@ func newPosterFlags() *posterFlags {
 		delay:       fs.Duration("delay", 20*time.Millisecond, "how long the receiver takes to answer each post"),
 		concurrency: fs.Int("concurrency", 0, "the target's max_concurrent, the posts each plugin process runs at once (0: the target's default)"),
 		senders:     fs.Int("senders", 16, "clients sending documents through the REST API at once"),
+		repeat:      fs.Int("repeat", 1, "run the rounds this many times, interleaved (1,2,1,2 for -compare 1,2 -repeat 2); ratios are then also given as medians"),
 		timeout:     fs.Duration("timeout", 10*time.Minute, "give up a round after this long"),
 		keep:        fs.Bool("keep", false, "keep the temporary directory"),
 	}
@@ -75,19 +78,23 @@ func runLoadtestPoster(ctx context.Context, args []string, stdout, stderr io.Wri
 	fmt.Fprintf(stdout, "loadtest poster: %d documents of %d KiB per round, REST send -> serve api -> serve plugin http-poster -> receiver answering after %s, in %s\n",
 		*f.n, *f.size, *f.delay, dir)
 	printHostLoad(stdout)
-	var results []loadtest.PosterResult
-	for i, plugins := range rounds {
-		res, err := loadtest.RunPoster(ctx, loadtest.PosterOptions{
-			N: *f.n, SizeKiB: *f.size, Plugins: plugins, Delay: *f.delay, MaxConcurrent: *f.concurrency,
-			Senders: *f.senders, Bin: bin, Dir: filepath.Join(dir, fmt.Sprintf("round-%d", i+1)), DBURL: *f.dbURL,
-			Timeout: *f.timeout, Progress: stdout,
-		})
-		if err != nil {
-			return fmt.Errorf("loadtest poster with %d plugin process(es): %w", plugins, err)
+	// Rounds of the same counts alternate, so a change in the machine's load falls on
+	// every count alike rather than on one.
+	passes := make([][]loadtest.PosterResult, *f.repeat)
+	for pass := range passes {
+		for i, plugins := range rounds {
+			res, err := loadtest.RunPoster(ctx, loadtest.PosterOptions{
+				N: *f.n, SizeKiB: *f.size, Plugins: plugins, Delay: *f.delay, MaxConcurrent: *f.concurrency,
+				Senders: *f.senders, Bin: bin, Dir: filepath.Join(dir, fmt.Sprintf("round-%d-%d", pass+1, i+1)), DBURL: *f.dbURL,
+				Timeout: *f.timeout, Progress: stdout,
+			})
+			if err != nil {
+				return fmt.Errorf("loadtest poster with %d plugin process(es): %w", plugins, err)
+			}
+			passes[pass] = append(passes[pass], res)
 		}
-		results = append(results, res)
 	}
-	printPosterResults(stdout, results)
+	printPosterResults(stdout, passes)
 	return nil
 }
 
@@ -106,6 +113,8 @@ func posterRounds(f *posterFlags) ([]int, error) {
 		return nil, errors.New("-concurrency must be between 1 and 256, or 0 for the target's default")
 	case *f.senders <= 0:
 		return nil, errors.New("-senders must be positive")
+	case *f.repeat <= 0:
+		return nil, errors.New("-repeat must be positive")
 	}
 	if *f.compare == "" {
 		if *f.plugins <= 0 {
@@ -127,39 +136,61 @@ func posterRounds(f *posterFlags) ([]int, error) {
 	return rounds, nil
 }
 
-// printPosterResults prints one row per round and, for several rounds, each one's
-// throughput against the first's.
-func printPosterResults(w io.Writer, results []loadtest.PosterResult) {
+// printPosterResults prints one row per round and, for several counts, each round's
+// throughput against the first count's of its pass, and the median of those ratios over
+// the passes.
+func printPosterResults(w io.Writer, passes [][]loadtest.PosterResult) {
 	most := 0
-	for _, r := range results {
+	for _, r := range slices.Concat(passes...) {
 		most = max(most, r.Plugins)
 	}
-	head := []string{"plugin processes", "msgs/s", "attempt p50", "p95", "CPU s/msg api"}
+	head := []string{"pass", "plugin processes", "msgs/s", "attempt p50", "p95", "CPU s/msg api"}
 	for i := range most {
 		head = append(head, fmt.Sprintf("plugin %d", i+1))
 	}
 	rows := [][]string{head}
-	for _, r := range results {
-		n := time.Duration(r.N)
-		row := []string{fmt.Sprint(r.Plugins), threeDigits(r.PerSecond),
-			r.P50.Round(time.Millisecond).String(), r.P95.Round(time.Millisecond).String()}
-		for _, p := range r.Processes {
-			row = append(row, fmt.Sprintf("%.5f", (p.CPU/n).Seconds()))
+	for pass, results := range passes {
+		for _, r := range results {
+			n := time.Duration(r.N)
+			row := []string{fmt.Sprint(pass + 1), fmt.Sprint(r.Plugins), threeDigits(r.PerSecond),
+				r.P50.Round(time.Millisecond).String(), r.P95.Round(time.Millisecond).String()}
+			for _, p := range r.Processes {
+				row = append(row, fmt.Sprintf("%.5f", (p.CPU/n).Seconds()))
+			}
+			for len(row) < len(head) {
+				row = append(row, "")
+			}
+			rows = append(rows, row)
 		}
-		for len(row) < len(head) {
-			row = append(row, "")
-		}
-		rows = append(rows, row)
 	}
-	printTable(w, rows, 1)
-	for _, r := range results[1:] {
-		fmt.Fprintf(w, "ratio:    %d plugin processes deliver %.2fx what %d deliver(s)\n", r.Plugins, r.PerSecond/results[0].PerSecond, results[0].Plugins)
+	printTable(w, rows, 2)
+	for i := 1; i < len(passes[0]); i++ {
+		ratios := make([]float64, len(passes))
+		shown := make([]string, len(passes))
+		for pass, results := range passes {
+			ratios[pass] = results[i].PerSecond / results[0].PerSecond
+			shown[pass] = fmt.Sprintf("%.2fx", ratios[pass])
+		}
+		line := fmt.Sprintf("ratio:    %d plugin processes deliver %s what %d deliver(s)", passes[0][i].Plugins, strings.Join(shown, ", "), passes[0][0].Plugins)
+		if len(passes) > 1 {
+			line += fmt.Sprintf("; median %.2fx", median(ratios))
+		}
+		fmt.Fprintln(w, line)
 	}
 	fmt.Fprintln(w, "checked:  every document reached the receiver exactly once; the database holds each message delivered")
 	fmt.Fprintln(w, "msgs/s:   the whole backlog, built through the REST API while the receiver held every post, over the time from")
 	fmt.Fprintln(w, "          letting the posts through until the last arrival (so the REST API's pace is not measured)")
 	fmt.Fprintln(w, "attempt:  from a claim until the receiver's answer, as the history holds them, for the attempts claimed after the posts were let through")
 	fmt.Fprintln(w, "CPU:      user+system time of each process from letting the posts through until the last arrival (/proc/<pid>/stat), per document")
+}
+
+// median is the middle of vs, or the mean of the two in the middle.
+func median(vs []float64) float64 {
+	s := slices.Sorted(slices.Values(vs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func printPosterHelp(w io.Writer) {
