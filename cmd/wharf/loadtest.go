@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"strings"
 	"time"
 
@@ -17,13 +15,16 @@ import (
 
 func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	scenario, rest := splitScenario(args)
+	if scenario == "poster" {
+		return runLoadtestPoster(ctx, rest, stdout, stderr)
+	}
 	if scenario == "" {
 		if isHelp(args) {
 			printLoadtestHelp(stdout, "")
 			return nil
 		}
 		printLoadtestHelp(stderr, "")
-		return fmt.Errorf("%w: loadtest needs a scenario: files or as2", errUsageShown)
+		return fmt.Errorf("%w: loadtest needs a scenario: files, as2 or poster", errUsageShown)
 	}
 	f := newLoadtestFlags(scenario)
 	pos, err := config.ParseArgs(f.fs, rest)
@@ -55,17 +56,11 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return fmt.Errorf("%w: loadtest files: %v", errUsageShown, err)
 		}
 	}
-	bin, err := os.Executable()
+	bin, dir, remove, err := loadtestDir(*f.keep)
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "wharf-loadtest-")
-	if err != nil {
-		return err
-	}
-	if !*f.keep {
-		defer os.RemoveAll(dir)
-	}
+	defer remove()
 	if scenario == "as2" {
 		return runLoadtestAS2(ctx, stdout, loadtest.AS2Options{
 			N: *f.n, SizeKiB: *f.size, Profiles: as2Profiles, Bin: bin, Dir: dir, Rate: *f.rate, Concurrency: *f.concurrency,
@@ -147,9 +142,7 @@ func runLoadtestAS2(ctx context.Context, stdout io.Writer, opt loadtest.AS2Optio
 	}
 	// Both gateways share the machine with whatever else runs on it; the load says how
 	// much that was.
-	if load, err := os.ReadFile("/proc/loadavg"); err == nil && len(strings.Fields(string(load))) >= 3 {
-		fmt.Fprintf(stdout, "host: %d CPUs, load average %s at the start\n", runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "))
-	}
+	printHostLoad(stdout)
 	res, err := loadtest.RunAS2(ctx, opt)
 	if err != nil {
 		return err

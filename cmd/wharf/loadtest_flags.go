@@ -85,12 +85,16 @@ func newLoadtestFlags(scenario string) *loadtestFlags {
 func printLoadtestHelp(w io.Writer, scenario string) {
 	scenarios := []string{scenario}
 	if scenario == "" {
-		fmt.Fprint(w, "Usage: wharf loadtest files|as2 [flags]\n\n")
-		scenarios = []string{"files", "as2"}
+		fmt.Fprint(w, "Usage: wharf loadtest files|as2|poster [flags]\n\n")
+		scenarios = []string{"files", "as2", "poster"}
 	}
 	for i, sc := range scenarios {
 		if i > 0 {
 			fmt.Fprintln(w)
+		}
+		if sc == "poster" {
+			printPosterHelp(w)
+			continue
 		}
 		fmt.Fprint(w, loadtestUsage[sc], "\nFlags:\n")
 		fs := newLoadtestFlags(sc).fs
@@ -103,7 +107,7 @@ func printLoadtestHelp(w io.Writer, scenario string) {
 // flags.
 func splitScenario(args []string) (string, []string) {
 	for i, a := range args {
-		if a == "files" || a == "as2" {
+		if a == "files" || a == "as2" || a == "poster" {
 			return a, append(slices.Clone(args[:i]), args[i+1:]...)
 		}
 	}

@@ -10,14 +10,7 @@ import (
 // TestLoadtestHelp holds each scenario's -h to its own flags, and a command line that is
 // wrong to its scenario's usage, never the top-level one. None of these starts a gateway.
 func TestLoadtestHelp(t *testing.T) {
-	tests := []struct {
-		name       string
-		args       []string
-		code       int
-		stdout     []string // each must appear
-		stderr     []string
-		notPrinted []string // in neither
-	}{
+	runLoadtestCases(t, []loadtestCase{
 		{name: "as2 -h", args: []string{"loadtest", "as2", "-h"}, code: 0,
 			stdout:     []string{"Usage: wharf loadtest as2", "-profiles", "-mdn", "-signed-mdn", "-concurrency", "-max-mib", "-size-kib", "-timeout", "-kill-after", "-kills", "-kill-sender", "-storage", "-s3-endpoint", "-s3-bucket", "-s3-region"},
 			notPrinted: []string{"Commands:", "-db-url"}},
@@ -29,7 +22,7 @@ func TestLoadtestHelp(t *testing.T) {
 		{name: "no scenario -h", args: []string{"loadtest", "-h"}, code: 0,
 			stdout: []string{"wharf loadtest files", "wharf loadtest as2", "-kill-after", "-max-mib"}, notPrinted: []string{"Commands:"}},
 		{name: "no scenario", args: []string{"loadtest"}, code: 2,
-			stderr: []string{"needs a scenario: files or as2", "wharf loadtest files"}, notPrinted: []string{"Commands:"}},
+			stderr: []string{"needs a scenario: files, as2 or poster", "wharf loadtest files"}, notPrinted: []string{"Commands:"}},
 		{name: "a flag of the other scenario", args: []string{"loadtest", "files", "-profiles", "signed"}, code: 2,
 			stderr: []string{"flag provided but not defined: -profiles", "Usage: wharf loadtest files"}, notPrinted: []string{"Commands:"}},
 		{name: "ordered without sessions", args: []string{"loadtest", "files", "-ordered"}, code: 2,
@@ -46,7 +39,22 @@ func TestLoadtestHelp(t *testing.T) {
 			stderr: []string{"-s3-bucket, -s3-endpoint needs -storage s3"}},
 		{name: "files over a raised limit", args: []string{"loadtest", "as2", "-size-kib", "2048", "-max-mib", "1"}, code: 2,
 			stderr: []string{"do not fit the message limit of 1 MiB"}},
-	}
+	})
+}
+
+// loadtestCase is a command line of `wharf loadtest` and what it must print.
+type loadtestCase struct {
+	name       string
+	args       []string
+	code       int
+	stdout     []string // each must appear
+	stderr     []string
+	notPrinted []string // in neither
+}
+
+// runLoadtestCases runs each case's command line, none of which may start a gateway.
+func runLoadtestCases(t *testing.T, tests []loadtestCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

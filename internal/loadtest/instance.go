@@ -28,9 +28,12 @@ type Instance struct {
 	Addr    string
 	DBURL   string
 	Token   string
-	// Env are further environment variables of the process (the AWS credential chain of
-	// a run on S3).
-	Env []string
+	// Args are the command the process runs: `standalone` when empty, else a role of a
+	// distributed installation (`serve plugin http-poster`); Env is added to its
+	// environment (the bus, a probe address, shared key files, the AWS credential chain
+	// of a run on S3).
+	Args []string
+	Env  []string
 
 	cmd    *exec.Cmd
 	logs   *lockedBuffer
@@ -79,7 +82,11 @@ func (in *Instance) CreateToken(ctx context.Context, name string) error {
 
 // Start launches the process and waits until its API answers.
 func (in *Instance) Start(ctx context.Context) error {
-	in.cmd = exec.Command(in.Bin, "standalone")
+	args := in.Args
+	if len(args) == 0 {
+		args = []string{"standalone"}
+	}
+	in.cmd = exec.Command(in.Bin, args...)
 	in.cmd.Env = in.env()
 	in.cmd.Stdout, in.cmd.Stderr = in.logs, in.logs
 	if err := in.cmd.Start(); err != nil {
@@ -186,8 +193,19 @@ func (in *Instance) API(ctx context.Context, method, path string, body, out any)
 // Upload posts one file as the multipart field "file", as the certificate upload takes
 // it. A non-2xx answer is an error.
 func (in *Instance) Upload(ctx context.Context, path, fileName string, data []byte, out any) error {
+	return in.PostForm(ctx, http.DefaultClient, path, nil, fileName, data, out)
+}
+
+// PostForm posts a multipart form through client: the text fields in their order, then
+// data as the file field "file". A non-2xx answer is an error.
+func (in *Instance) PostForm(ctx context.Context, client *http.Client, path string, fields [][2]string, fileName string, data []byte, out any) error {
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
+	for _, f := range fields {
+		if err := mw.WriteField(f[0], f[1]); err != nil {
+			return err
+		}
+	}
 	fw, err := mw.CreateFormFile("file", fileName)
 	if err != nil {
 		return err
@@ -205,17 +223,20 @@ func (in *Instance) Upload(ctx context.Context, path, fileName string, data []by
 	req.Header.Set("Authorization", "Bearer "+in.Token)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("X-Requested-With", "wharf")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("POST %s: %w", path, err)
 	}
 	defer resp.Body.Close()
-	data, _ = io.ReadAll(resp.Body)
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", path, err)
+	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(data))
+		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(answer))
 	}
 	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
+		if err := json.Unmarshal(answer, out); err != nil {
 			return fmt.Errorf("POST %s: decode answer: %w", path, err)
 		}
 	}

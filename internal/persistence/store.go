@@ -113,6 +113,9 @@ type NewMessage struct {
 type Claim struct {
 	Delivery Delivery
 	Message  Message
+	// Document is the message's unpacked stage, read in the claim's transaction, so an
+	// attempt opens its document without a round trip of its own; a zero Key (a queue
+	// without documents, a message without the stage) leaves the lookup to the worker.
 	Document Payload
 }
 

@@ -163,6 +163,9 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	return s, nil
 }
 
+// PostgresPoolSize is the most connections a process holds to PostgreSQL.
+const PostgresPoolSize = 32
+
 func (s *Store) openPostgres(dsn string) error {
 	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
 		return errors.New("database URL must start with postgres:// or postgresql://")
@@ -172,8 +175,12 @@ func (s *Store) openPostgres(dsn string) error {
 		return fmt.Errorf("parse PostgreSQL URL: %w", redactURLError(err))
 	}
 	sqldb := stdlib.OpenDB(*cfg)
-	sqldb.SetMaxOpenConns(32)
-	sqldb.SetMaxIdleConns(8)
+	// As many connections stay idle as may be open: with fewer, every burst of concurrent
+	// work (a worker's attempts, an API's requests) closes the surplus on release and
+	// opens new ones on the next burst, a backend started by PostgreSQL each time. The
+	// idle time trims them once the bursts stop.
+	sqldb.SetMaxOpenConns(PostgresPoolSize)
+	sqldb.SetMaxIdleConns(PostgresPoolSize)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	s.dialect = DialectPostgres
 	s.w = bun.NewDB(sqldb, pgdialect.New())
