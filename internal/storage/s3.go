@@ -103,6 +103,11 @@ func (s *S3) Put(ctx context.Context, messageID int64, stage persistence.Payload
 
 // upload stores r as object, reporting it under key.
 func (s *S3) upload(ctx context.Context, key, object string, r io.Reader, noReplace bool) (Blob, error) {
+	if fb, ok := r.(FileBody); ok {
+		if b, ok, err := s.putFile(ctx, key, object, fb, noReplace); ok {
+			return b, err
+		}
+	}
 	// A file whose writer took its digest is not digested again.
 	var src io.Reader = ctxReader{ctx, r}
 	var digest func() string

@@ -33,6 +33,8 @@ type s3Proxy struct {
 	total    int
 	failPart string // a part number answered with AccessDenied
 	aborted  bool
+	retryPut int      // PUTs answered 500 before the rest pass
+	puts     []string // the query of every PUT
 	payloads []string // X-Amz-Content-Sha256 of every PUT
 }
 
@@ -50,6 +52,7 @@ func startS3Proxy(t *testing.T, srv *s3test.Server, p *s3Proxy) *S3 {
 		p.mu.Lock()
 		if r.Method == http.MethodPut {
 			p.payloads = append(p.payloads, r.Header.Get("X-Amz-Content-Sha256"))
+			p.puts = append(p.puts, r.URL.RawQuery)
 		}
 		if r.Method == http.MethodDelete && q.Has("uploadId") {
 			p.aborted = true
@@ -70,8 +73,16 @@ func startS3Proxy(t *testing.T, srv *s3test.Server, p *s3Proxy) *S3 {
 			}
 		}
 		fail := part && q.Get("partNumber") == p.failPart
+		retry := r.Method == http.MethodPut && p.retryPut > 0
+		if retry {
+			p.retryPut--
+		}
 		p.mu.Unlock()
-		if fail {
+		if retry {
+			io.Copy(io.Discard, r.Body)
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>try again</Message></Error>`)
+		} else if fail {
 			io.Copy(io.Discard, r.Body)
 			w.WriteHeader(http.StatusForbidden)
 			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>refused by the test</Message></Error>`)
