@@ -3,8 +3,6 @@ package delivery_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -37,7 +35,7 @@ func TestAttemptOpenChecksS3Documents(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
 		ctx := context.Background()
 		keys := []string{"s3:bucket/wharf/intact", "s3:bucket/wharf/changed"}
-		ids := seedKeys(t, s, "sink", keys)
+		msgs := seedDocs(t, s, "sink", keys, nil, time.Now().UTC())
 		var mu sync.Mutex
 		reads := map[int64]error{}
 		sig := &localSignals{}
@@ -64,47 +62,11 @@ func TestAttemptOpenChecksS3Documents(t *testing.T) {
 		waitFor(t, "both attempts", func() bool { mu.Lock(); defer mu.Unlock(); return len(reads) == 2 })
 		mu.Lock()
 		defer mu.Unlock()
-		if err := reads[ids[0]]; err != nil {
+		if err := reads[msgs[0].ID]; err != nil {
 			t.Errorf("intact document: %v", err)
 		}
-		if err := reads[ids[1]]; !errors.Is(err, storage.ErrCorrupt) || !strings.Contains(err.Error(), keys[1]) {
+		if err := reads[msgs[1].ID]; !errors.Is(err, storage.ErrCorrupt) || !strings.Contains(err.Error(), keys[1]) {
 			t.Errorf("changed document: %v, want storage.ErrCorrupt naming %s", err, keys[1])
 		}
 	})
-}
-
-// seedKeys stores one message dispatched to target per key, its document "doc" under
-// that key, and returns their ids in order.
-func seedKeys(t *testing.T, s *db.Store, target persistence.InstanceName, keys []string) []int64 {
-	t.Helper()
-	ctx := context.Background()
-	for _, name := range []persistence.InstanceName{"src", target} {
-		if _, err := s.CreatePluginConfig(ctx, persistence.PluginConfig{Name: name, Type: persistence.PluginHTTPPoster, Enabled: true, Config: []byte(`{}`)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	first, err := s.AllocateMessageIDs(ctx, len(keys))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256([]byte("doc"))
-	digest := hex.EncodeToString(sum[:])
-	now := time.Now().UTC()
-	var news []persistence.NewMessage
-	var ids []int64
-	for i, key := range keys {
-		id := first + int64(i)
-		ids = append(ids, id)
-		news = append(news, persistence.NewMessage{
-			Message: persistence.Message{ID: id, From: "local", To: "acme", Source: "src", OriginalFileName: "a.edi",
-				Size: 3, SHA256: digest, CorrelationID: "c", OriginEventID: "o", CreatedAt: now},
-			Payloads: []persistence.Payload{{MessageID: id, Stage: persistence.PayloadUnpacked, Key: key, Size: 3, SHA256: digest, CreatedAt: now}},
-			Dispatch: true,
-			Targets:  []persistence.InstanceName{target},
-		})
-	}
-	if _, err := s.InsertMessages(ctx, news); err != nil {
-		t.Fatal(err)
-	}
-	return ids
 }
