@@ -86,8 +86,9 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	return &S3{client: client, cfg: cfg, partSize: DefaultPartSize, partsInFlight: DefaultPartsInFlight}, nil
 }
 
-// Put uploads r as the given stage of a message: in one PutObject when it fits one part,
-// else as a multipart upload holding one part in memory at a time.
+// Put uploads r as the given stage of a message: a FileBody in one PutObject streamed
+// from its file, anything else in one PutObject when it fits one part, else as a
+// multipart upload holding at most partsInFlight parts in memory.
 func (s *S3) Put(ctx context.Context, messageID int64, stage persistence.PayloadStage, r io.Reader, opts ...PutOption) (Blob, error) {
 	var cfg putConfig
 	for _, o := range opts {
