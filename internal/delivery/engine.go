@@ -16,6 +16,7 @@ import (
 
 	"wharf/internal/logging"
 	"wharf/internal/persistence"
+	"wharf/internal/storage"
 )
 
 // Store is what the engine needs of persistence.
@@ -478,17 +479,21 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 			if w.q != nil {
 				return nil, errors.New("this target's work has no document")
 			}
-			key := c.Document.Key
-			if key == "" {
+			doc := c.Document
+			if doc.Key == "" {
 				// The claim found no document row (an erased message): the read names
 				// what is missing.
 				p, err := w.e.store.GetPayload(ctx, c.Message.ID, persistence.PayloadUnpacked)
 				if err != nil {
 					return nil, fmt.Errorf("find document: %w", err)
 				}
-				key = p.Key
+				doc = p
 			}
-			return w.e.payloads.Open(ctx, key)
+			rc, err := w.e.payloads.Open(ctx, doc.Key)
+			if err != nil {
+				return nil, err
+			}
+			return storage.Verify(rc, doc), nil
 		},
 	}
 	began := time.Now()

@@ -78,6 +78,13 @@ func seedWithPolicy(t *testing.T, s *db.Store, target persistence.InstanceName, 
 // clock of its own creates them on it, as history is never older than its message.
 func seedAt(t *testing.T, s *db.Store, target persistence.InstanceName, n int, policy *delivery.RetryPolicy, now time.Time) []persistence.Message {
 	t.Helper()
+	return seedDocs(t, s, target, slices.Repeat([]string{"k"}, n), policy, now)
+}
+
+// seedDocs is seedAt with one message per key, its document "doc" stored under the key.
+func seedDocs(t *testing.T, s *db.Store, target persistence.InstanceName, keys []string, policy *delivery.RetryPolicy, now time.Time) []persistence.Message {
+	t.Helper()
+	n := len(keys)
 	ctx := context.Background()
 	for _, name := range []persistence.InstanceName{"src", target} {
 		_, err := s.CreatePluginConfig(ctx, persistence.PluginConfig{Name: name, Type: persistence.PluginHTTPPoster, Enabled: true, Config: []byte(`{}`)})
@@ -97,7 +104,7 @@ func seedAt(t *testing.T, s *db.Store, target persistence.InstanceName, n int, p
 		news = append(news, persistence.NewMessage{
 			Message: persistence.Message{ID: id, From: "local", To: "acme", Source: "src", OriginalFileName: "a.edi",
 				Size: 3, SHA256: digest, CorrelationID: "c", OriginEventID: "o", CreatedAt: now},
-			Payloads: []persistence.Payload{{MessageID: id, Stage: persistence.PayloadUnpacked, Key: "k", Size: 3, SHA256: digest, CreatedAt: now}},
+			Payloads: []persistence.Payload{{MessageID: id, Stage: persistence.PayloadUnpacked, Key: keys[i], Size: 3, SHA256: digest, CreatedAt: now}},
 			Dispatch: true,
 			Targets:  []persistence.InstanceName{target},
 			Retry:    map[persistence.InstanceName]*delivery.RetryPolicy{target: policy},

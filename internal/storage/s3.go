@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -36,18 +37,23 @@ type S3Config struct {
 	Prefix string
 }
 
-// DefaultPartSize is the size of each part of a multipart upload, and so the most of a
-// body an S3 Put holds in memory.
+// DefaultPartSize is the size of each part of a multipart upload.
 const DefaultPartSize = 8 << 20
+
+// DefaultPartsInFlight is how many parts of one multipart upload are held at once, being
+// read or uploaded: an S3 Put holds at most DefaultPartsInFlight*DefaultPartSize (32 MiB)
+// of a body in memory.
+const DefaultPartsInFlight = 4
 
 // S3 stores blobs as objects of one bucket. A blob is durable when PutObject or
 // CompleteMultipartUpload returns, so DeferSync and DeferDirSync change nothing and Sync
 // does nothing.
 type S3 struct {
-	client   *s3.Client
-	cfg      S3Config
-	partSize int64
-	parts    sync.Pool
+	client        *s3.Client
+	cfg           S3Config
+	partSize      int64
+	partsInFlight int
+	parts         sync.Pool
 }
 
 // NewS3 makes a client for cfg with credentials from the AWS default chain. It makes no
@@ -77,11 +83,12 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
-	return &S3{client: client, cfg: cfg, partSize: DefaultPartSize}, nil
+	return &S3{client: client, cfg: cfg, partSize: DefaultPartSize, partsInFlight: DefaultPartsInFlight}, nil
 }
 
-// Put uploads r as the given stage of a message: in one PutObject when it fits one part,
-// else as a multipart upload holding one part in memory at a time.
+// Put uploads r as the given stage of a message: a FileBody in one PutObject streamed
+// from its file, anything else in one PutObject when it fits one part, else as a
+// multipart upload holding at most partsInFlight parts in memory.
 func (s *S3) Put(ctx context.Context, messageID int64, stage persistence.PayloadStage, r io.Reader, opts ...PutOption) (Blob, error) {
 	var cfg putConfig
 	for _, o := range opts {
@@ -97,6 +104,11 @@ func (s *S3) Put(ctx context.Context, messageID int64, stage persistence.Payload
 
 // upload stores r as object, reporting it under key.
 func (s *S3) upload(ctx context.Context, key, object string, r io.Reader, noReplace bool) (Blob, error) {
+	if fb, ok := r.(FileBody); ok {
+		if b, ok, err := s.putFile(ctx, key, object, fb, noReplace); ok {
+			return b, err
+		}
+	}
 	// A file whose writer took its digest is not digested again.
 	var src io.Reader = ctxReader{ctx, r}
 	var digest func() string
@@ -134,7 +146,7 @@ func (s *S3) putObject(ctx context.Context, object string, body []byte, noReplac
 	if noReplace {
 		in.IfNoneMatch = aws.String("*")
 	}
-	if _, err := s.client.PutObject(ctx, in); err != nil {
+	if _, err := s.client.PutObject(ctx, in, unsignedPayload); err != nil {
 		return existErr(err)
 	}
 	return nil
@@ -143,32 +155,42 @@ func (s *S3) putObject(ctx context.Context, object string, body []byte, noReplac
 // putLarge fills a part buffer from head and src: what fits one part goes in one
 // PutObject, anything longer as a multipart upload.
 func (s *S3) putLarge(ctx context.Context, object string, head []byte, src io.Reader, noReplace bool) (int64, error) {
+	bufp := s.partBuffer()
+	buf := *bufp
+	copy(buf, head)
+	m, err := io.ReadFull(src, buf[len(head):])
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		s.parts.Put(bufp)
+		return 0, fmt.Errorf("read: %w", err)
+	}
+	first := len(head) + m
+	if int64(first) < s.partSize {
+		defer s.parts.Put(bufp)
+		return int64(first), s.putObject(ctx, object, buf[:first], noReplace)
+	}
+	return s.multipart(ctx, object, bufp, src, noReplace)
+}
+
+// partBuffer is a buffer of partSize bytes, from the pool when one is free.
+func (s *S3) partBuffer() *[]byte {
 	bufp, _ := s.parts.Get().(*[]byte)
 	if bufp == nil || int64(cap(*bufp)) < s.partSize {
 		b := make([]byte, s.partSize)
 		bufp = &b
 	}
-	defer s.parts.Put(bufp)
-	buf := (*bufp)[:s.partSize]
-	copy(buf, head)
-	m, err := io.ReadFull(src, buf[len(head):])
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return 0, fmt.Errorf("read: %w", err)
-	}
-	first := len(head) + m
-	if int64(first) < s.partSize {
-		return int64(first), s.putObject(ctx, object, buf[:first], noReplace)
-	}
-	return s.multipart(ctx, object, buf, src, noReplace)
+	*bufp = (*bufp)[:s.partSize]
+	return bufp
 }
 
-// multipart uploads buf, a full first part, and then the rest of src in parts of
-// partSize read into buf again, aborting the upload on any failure so no parts are left
-// billed in the bucket.
-func (s *S3) multipart(ctx context.Context, object string, buf []byte, src io.Reader, noReplace bool) (int64, error) {
+// multipart uploads first, a full first part it takes over, and then the rest of src in
+// parts of partSize. Up to partsInFlight parts are held at once, being read or uploaded,
+// so reading the next part overlaps the server's work on the previous ones while memory
+// stays bounded. Any failure aborts the upload so no parts are left billed in the bucket.
+func (s *S3) multipart(ctx context.Context, object string, first *[]byte, src io.Reader, noReplace bool) (int64, error) {
 	up, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
 		Bucket: aws.String(s.cfg.Bucket), Key: aws.String(object)})
 	if err != nil {
+		s.parts.Put(first)
 		return 0, fmt.Errorf("start multipart upload: %w", err)
 	}
 	done := false
@@ -179,29 +201,15 @@ func (s *S3) multipart(ctx context.Context, object string, buf []byte, src io.Re
 				Bucket: aws.String(s.cfg.Bucket), Key: aws.String(object), UploadId: up.UploadId})
 		}
 	}()
-	var parts []types.CompletedPart
-	total := int64(0)
-	part := buf
-	for num := int32(1); ; num++ {
-		out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(s.cfg.Bucket),
-			Key: aws.String(object), UploadId: up.UploadId, PartNumber: aws.Int32(num),
-			Body: bytes.NewReader(part), ContentLength: aws.Int64(int64(len(part)))})
-		if err != nil {
-			return 0, fmt.Errorf("upload part %d: %w", num, err)
-		}
-		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
-		total += int64(len(part))
-		m, err := io.ReadFull(src, buf)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, fmt.Errorf("read part %d: %w", num+1, err)
-		}
-		part = buf[:m]
+	u := &partUploads{s: s, object: object, id: up.UploadId, free: make(chan *[]byte, s.partsInFlight)}
+	u.ctx, u.cancel = context.WithCancelCause(ctx)
+	defer u.cancel(nil)
+	total, err := u.run(first, len(*first), src)
+	if err != nil {
+		return 0, err
 	}
 	in := &s3.CompleteMultipartUploadInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(object),
-		UploadId: up.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}
+		UploadId: up.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: u.parts}}
 	if noReplace {
 		in.IfNoneMatch = aws.String("*")
 	}
@@ -210,6 +218,13 @@ func (s *S3) multipart(ctx context.Context, object string, buf []byte, src io.Re
 	}
 	done = true
 	return total, nil
+}
+
+// unsignedPayload signs an upload's headers but not its body (UNSIGNED-PAYLOAD), sparing
+// a SHA-256 pass over every byte sent. The blob's own SHA-256, recorded in its payload
+// row, is checked when it is read back (Verify).
+func unsignedPayload(o *s3.Options) {
+	o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
 }
 
 // KeyOf is "s3:<bucket>/<prefix><Key>".

@@ -1,0 +1,72 @@
+package delivery_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"wharf/internal/delivery"
+	"wharf/internal/persistence"
+	"wharf/internal/persistence/db"
+	"wharf/internal/persistence/db/dbtest"
+	"wharf/internal/storage"
+)
+
+// changedPayloads serves "doc" for every key but those ending in "changed", which read
+// as other bytes of the same length, as a blob changed in the bucket would.
+type changedPayloads struct{ memPayloads }
+
+func (changedPayloads) Open(_ context.Context, key string) (io.ReadCloser, error) {
+	if strings.HasSuffix(key, "changed") {
+		return io.NopCloser(strings.NewReader("dog")), nil
+	}
+	return io.NopCloser(bytes.NewReader([]byte("doc"))), nil
+}
+
+// An attempt reading a document kept on S3 gets an error naming the blob when the bytes
+// are not those recorded with it, and the document itself when they are.
+func TestAttemptOpenChecksS3Documents(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		keys := []string{"s3:bucket/wharf/intact", "s3:bucket/wharf/changed"}
+		msgs := seedDocs(t, s, "sink", keys, nil, time.Now().UTC())
+		var mu sync.Mutex
+		reads := map[int64]error{}
+		sig := &localSignals{}
+		e := delivery.NewEngine(s, changedPayloads{}, sig, slog.New(slog.DiscardHandler), delivery.Config{PollInterval: 50 * time.Millisecond})
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer e.Stop(ctx)
+		err := e.AddTarget("sink", deliverFunc(func(ctx context.Context, a delivery.Attempt) delivery.Result {
+			r, err := a.Open(ctx)
+			if err == nil {
+				_, err = io.ReadAll(r)
+				r.Close()
+			}
+			mu.Lock()
+			reads[a.Message.ID] = err
+			mu.Unlock()
+			return delivery.Delivered()
+		}), delivery.TargetOptions{MaxConcurrent: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig.Wake([]persistence.InstanceName{"sink"})
+		waitFor(t, "both attempts", func() bool { mu.Lock(); defer mu.Unlock(); return len(reads) == 2 })
+		mu.Lock()
+		defer mu.Unlock()
+		if err := reads[msgs[0].ID]; err != nil {
+			t.Errorf("intact document: %v", err)
+		}
+		if err := reads[msgs[1].ID]; !errors.Is(err, storage.ErrCorrupt) || !strings.Contains(err.Error(), keys[1]) {
+			t.Errorf("changed document: %v, want storage.ErrCorrupt naming %s", err, keys[1])
+		}
+	})
+}
