@@ -83,6 +83,11 @@ func DecryptTo(w io.Writer, r io.Reader, candidates []Recipient) (*DecryptInfo, 
 	return DecryptToBounded(w, r, candidates, -1)
 }
 
+// MaxAEADContent bounds the AES-GCM (AuthEnvelopedData) content Wharf builds or opens:
+// the standard library seals and opens GCM only over the whole content, which is
+// therefore held in memory, so the sender and the receiver share this one bound.
+const MaxAEADContent = 64 << 20
+
 // DecryptToBounded is DecryptTo that refuses AES-GCM content of more than maxAEAD bytes
 // with an *AEADSizeError before reading past them: GCM content is held whole until its
 // tag verifies, CBC content streams whatever its size. A negative maxAEAD means no bound.

@@ -121,9 +121,8 @@ type Result struct {
 	// DispositionOptions is the parsed request header.
 	DispositionOptions DispositionOptions
 
-	// PayloadSize and PayloadSHA256 describe the document UnpackStream wrote.
-	PayloadSize   int64
-	PayloadSHA256 []byte
+	// PayloadSize is the length of the document UnpackStream wrote.
+	PayloadSize int64
 	// RetryCanonical says UnpackStream found the signature failing on its
 	// content digest over a signed part with bare LF line endings: the
 	// message should be opened again with UnpackOptions.CanonicalLineEnds.

@@ -3,7 +3,6 @@ package mime
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash"
@@ -16,9 +15,8 @@ import (
 )
 
 // DefaultMaxAEADSize bounds AES-GCM (AuthEnvelopedData) content that UnpackStream
-// opens when the caller sets no bound: the standard library opens GCM only over the
-// whole ciphertext, which is therefore held in memory.
-const DefaultMaxAEADSize = 64 << 20
+// opens when the caller sets no bound (see cms.MaxAEADContent).
+const DefaultMaxAEADSize = cms.MaxAEADContent
 
 // maxSignaturePart bounds the signature part of a multipart/signed: a signature with
 // its certificate chain takes a few kilobytes.
@@ -34,9 +32,9 @@ const maxSignaturePart = 1 << 20
 // discarded. AES-GCM content is held in memory up to opts.MaxAEADSize and refused past
 // it. A failure to write payload is ErrIO; a failure to read r is returned as it is.
 //
-// The Result has no Payload, SignedContent or MICContent: PayloadSize and PayloadSHA256
-// describe the document, and MICWith knows only the digests computed on the way. When
-// the signature fails on its content digest and the signed part has bare LF line
+// The Result has no Payload, SignedContent or MICContent: PayloadSize is the
+// document's length (payload takes its digest if one is wanted), and MICWith knows only
+// the digests computed on the way. When the signature fails on its content digest and the signed part has bare LF line
 // endings, Result.RetryCanonical is set: opening the message again with
 // opts.CanonicalLineEnds checks the signature over the part's CRLF form.
 func UnpackStream(contentType string, header http.Header, r io.Reader, payload io.Writer, opts UnpackOptions) (*Result, error) {
@@ -317,8 +315,7 @@ func (s *streamer) document(h textproto.MIMEHeader, raw []byte, body io.Reader, 
 	if s.mic != nil && !(unwrapped && s.res.Encrypted) {
 		content = io.TeeReader(content, s.mic)
 	}
-	sum := sha256.New()
-	n, err := io.Copy(io.MultiWriter(s.sink, sum), content)
+	n, err := io.Copy(s.sink, content)
 	if s.sink.err != nil {
 		return fmt.Errorf("%w: write the document: %w", ErrIO, s.sink.err)
 	}
@@ -326,7 +323,6 @@ func (s *streamer) document(h textproto.MIMEHeader, raw []byte, body io.Reader, 
 		return err
 	}
 	s.res.PayloadSize = n
-	s.res.PayloadSHA256 = sum.Sum(nil)
 	return nil
 }
 

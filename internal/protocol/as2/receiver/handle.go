@@ -217,7 +217,7 @@ func (rc *Receiver) newRow(x *exchange) inboundRow {
 	if x.in.Remote.DuplicateContent != profile.DuplicateAccept {
 		row.ContentSHA256 = contentDigest(res.Payload)
 		if x.payload != nil {
-			row.ContentSHA256 = hex.EncodeToString(res.PayloadSHA256)
+			row.ContentSHA256 = hex.EncodeToString(x.payload.sum.Sum(nil)) // taken as it was spooled
 		}
 	}
 	if !row.FileNameSent {

@@ -80,11 +80,6 @@ func (rc *Receiver) receiveBody(x *exchange, limit int64, opts mime.UnpackOption
 	return nil, err
 }
 
-// maxAEADSize bounds an AES-GCM (AuthEnvelopedData) message: the standard library opens
-// GCM only over the whole ciphertext, which is therefore held in memory, and one larger
-// is refused naming the bound (docs/as2.md). AES-CBC messages stream at any size.
-const maxAEADSize = 64 << 20
-
 // document is the unpacked document to store: the spooled file when the body was
 // opened in one pass, else the payload in memory.
 func (x *exchange) document() io.Reader {

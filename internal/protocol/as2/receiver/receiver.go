@@ -19,6 +19,7 @@ import (
 	"wharf/internal/httproute"
 	"wharf/internal/module"
 	"wharf/internal/persistence"
+	"wharf/internal/protocol/as2/mime"
 	"wharf/internal/protocol/as2/profile"
 	"wharf/internal/telemetry"
 )
@@ -112,7 +113,8 @@ type Receiver struct {
 	// there rather than into memory.
 	tempDir    string
 	spoolAbove int64
-	// maxAEAD bounds an AES-GCM body opened in one pass (maxAEADSize).
+	// maxAEAD bounds an AES-GCM body opened in one pass (mime.DefaultMaxAEADSize; one larger
+	// is refused naming the bound, docs/as2.md). AES-CBC bodies stream at any size.
 	maxAEAD int64
 
 	wake chan struct{}
@@ -195,7 +197,7 @@ func newReceiver(deps Deps, name persistence.InstanceName, cfg *Config) (*Receiv
 		host:        host,
 		tempDir:     tempDir,
 		spoolAbove:  defaultSpoolAbove,
-		maxAEAD:     maxAEADSize,
+		maxAEAD:     mime.DefaultMaxAEADSize,
 		name:        name,
 		cfg:         *cfg,
 		deps:        deps,

@@ -15,6 +15,7 @@ import (
 
 	"wharf/internal/delivery"
 	"wharf/internal/persistence"
+	"wharf/internal/protocol/as2/cms"
 	"wharf/internal/protocol/as2/mime"
 	"wharf/internal/protocol/as2/profile"
 )
@@ -29,8 +30,14 @@ const streamThreshold = 8 << 20
 // maxGCMMessage is the largest document sent with AES-GCM. A GCM envelope cannot be
 // streamed (its tag covers all of the ciphertext), so the document, its entity and the
 // envelope are held in memory at once; larger documents are refused, to keep an
-// attempt's memory bounded.
-const maxGCMMessage = 64 << 20
+// attempt's memory bounded. The envelope's content is the document with its MIME
+// headers and, when signed, the signature part, so the document leaves room for those
+// under the bound a receiver applies to the content (cms.MaxAEADContent).
+const maxGCMMessage = cms.MaxAEADContent - gcmEnvelopeRoom
+
+// gcmEnvelopeRoom is what the layers around a document take at most: headers and a
+// signature part with its certificate chain (receivers bound that part at 1 MiB).
+const gcmEnvelopeRoom = 1 << 20
 
 // Build faults of a streamed message: what went wrong on our side while a body was
 // built, as opposed to the transport failing under it.
