@@ -202,20 +202,12 @@ func (j *Job) Run(ctx context.Context) (Report, error) {
 			return rep, err
 		}
 	}
-	for {
-		n, err := j.store.PruneHistory(ctx, now, set.HistoryDays, Batch)
-		if err != nil {
-			return rep, err
-		}
-		rep.HistoryLines += n
-		j.count(KindHistoryLines, n)
-		if n < Batch {
-			break
-		}
-		j.log.Info("retention progress", "history_lines_pruned", rep.HistoryLines)
-		if err := j.rest(); err != nil {
-			return rep, err
-		}
+	var err error
+	rep.HistoryLines, err = j.pruneAll(ctx, KindHistoryLines, now, func(ctx context.Context, now time.Time, limit int) (int, error) {
+		return j.store.PruneHistory(ctx, now, set.HistoryDays, limit)
+	})
+	if err != nil {
+		return rep, err
 	}
 	months, err := j.store.ExpiredHistoryMonths(ctx, now, set.HistoryDays)
 	if err != nil {
@@ -249,6 +241,7 @@ func (j *Job) pruneAll(ctx context.Context, kind string, now time.Time, prune fu
 		if n < Batch {
 			return total, nil
 		}
+		j.log.Info("retention progress", kind+"_pruned", total)
 		if err := j.rest(); err != nil {
 			return total, err
 		}

@@ -419,18 +419,8 @@ func (l *Local) ensureDir(rel string) error {
 
 // removeStaleTemp deletes temporary files last modified before cutoff.
 func (l *Local) removeStaleTemp(cutoff time.Time) error {
-	entries, err := os.ReadDir(l.tmp)
-	if err != nil {
+	if err := durable.RemoveStale(l.tmp, []string{"*"}, cutoff); err != nil {
 		return fmt.Errorf("clean temporary files: %w", err)
-	}
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil || !info.Mode().IsRegular() || !info.ModTime().Before(cutoff) {
-			continue
-		}
-		if err := os.Remove(filepath.Join(l.tmp, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("clean temporary files: %w", err)
-		}
 	}
 	return nil
 }

@@ -37,6 +37,10 @@ type partUploads struct {
 func (u *partUploads) run(first *[]byte, n int, src io.Reader) (int64, error) {
 	u.taken = 1
 	total, err := u.readParts(first, n, src)
+	if err != nil {
+		// The body failed: the parts in flight are not wanted any more.
+		u.cancel(err)
+	}
 	u.wg.Wait()
 	close(u.free)
 	for b := range u.free {

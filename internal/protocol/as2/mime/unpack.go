@@ -314,6 +314,10 @@ func decompress(r io.Reader, size int64, res *Result, opts UnpackOptions) ([]byt
 	return out, nil
 }
 
+// LayerSpoolPattern names the temporary file of a layer too large for memory, so a
+// start can find what a crash left behind.
+const LayerSpoolPattern = "as2-layer-*"
+
 // spool collects a layer of unknown size: in memory up to spoolAbove bytes,
 // then in a temporary file.
 type spool struct {
@@ -333,7 +337,7 @@ func (s *spool) Write(p []byte) (int, error) {
 		return s.mem.Write(p)
 	}
 	if s.file == nil {
-		f, err := os.CreateTemp(s.dir, "as2-layer-*")
+		f, err := os.CreateTemp(s.dir, LayerSpoolPattern)
 		if err != nil {
 			s.err = err
 			return 0, err

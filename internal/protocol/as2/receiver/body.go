@@ -7,12 +7,11 @@ import (
 	"errors"
 	"hash"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
+	"wharf/internal/durable"
 	"wharf/internal/protocol/as2/mime"
 )
 
@@ -183,25 +182,11 @@ func (b *spoolBody) SHA256() string { return b.sha256 }
 
 // spoolPatterns name the temporary files of requests; staleSpool is the age past which
 // one can only be a crash's leftover (no request lasts that long).
-var spoolPatterns = []string{"as2-body-*", "as2-payload-*", "as2-layer-*"}
+var spoolPatterns = []string{"as2-body-*", "as2-payload-*", mime.LayerSpoolPattern}
 
 const staleSpool = 24 * time.Hour
 
 // removeStaleSpools removes the request files in dir last written before cutoff.
 func removeStaleSpools(dir string, cutoff time.Time) error {
-	var errs []error
-	for _, pattern := range spoolPatterns {
-		names, err := filepath.Glob(filepath.Join(dir, pattern))
-		if err != nil {
-			return err
-		}
-		for _, name := range names {
-			if info, err := os.Lstat(name); err == nil && info.Mode().IsRegular() && info.ModTime().Before(cutoff) {
-				if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					errs = append(errs, err)
-				}
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return durable.RemoveStale(dir, spoolPatterns, cutoff)
 }

@@ -73,7 +73,7 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 	x.headers = headerText(r)
 	x.micRule = chooseMICRule(x.in.Remote.MICPreference, x.env)
 	defer func() {
-		large := x.body != nil && x.body.size > freeAbove || x.res != nil && int64(len(x.res.Payload)) > freeAbove
+		large := x.heldLarge()
 		x.body.close()
 		if x.payload != nil {
 			x.payload.remove()
@@ -539,4 +539,21 @@ func (rc *Receiver) respond(ctx context.Context, w http.ResponseWriter, x *excha
 	default:
 		textAnswer(w, http.StatusOK, "The message was received.")
 	}
+}
+
+// heldLarge reports whether the request held a large message in memory, which is worth
+// returning to the system: a body read whole, a document unpacked in memory, or AES-GCM
+// content (opened only whole). A body opened in one pass held none of it.
+func (x *exchange) heldLarge() bool {
+	if x.body == nil {
+		return false
+	}
+	if x.body.file == nil && x.body.size > freeAbove {
+		return true
+	}
+	if x.res == nil {
+		return false
+	}
+	gcm := x.res.Decryption != nil && x.res.Decryption.Cipher.AEAD()
+	return int64(len(x.res.Payload)) > freeAbove || gcm && x.body.size > freeAbove
 }

@@ -9,11 +9,11 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"wharf/internal/delivery"
+	"wharf/internal/durable"
 	"wharf/internal/persistence"
 	"wharf/internal/protocol/as2/cms"
 	"wharf/internal/protocol/as2/mime"
@@ -69,8 +69,8 @@ type streamed struct {
 
 // gcmTooLarge explains the refusal of a GCM message above maxGCMMessage.
 func gcmTooLarge(size int64, partner persistence.PartyName) string {
-	return fmt.Sprintf("the document (%d bytes) is larger than %d MiB, the largest sent with AES-GCM, whose envelope is built in memory; choose an AES-CBC cipher for partner %s",
-		size, maxGCMMessage>>20, partner)
+	return fmt.Sprintf("the document (%d bytes) is larger than %d MiB, the largest sent with AES-GCM, whose envelope is built in memory and holds at most %d MiB with its headers and signature; choose an AES-CBC cipher for partner %s",
+		size, maxGCMMessage>>20, cms.MaxAEADContent>>20, partner)
 }
 
 // prepareStream readies a message too large to build in memory: built while it is sent,
@@ -233,15 +233,8 @@ const (
 // removeStaleSpools deletes the spool files in dir that a process which ended during an
 // attempt left behind; a spool of another process's running attempt is younger.
 func removeStaleSpools(dir string, now time.Time, log *slog.Logger) {
-	names, _ := filepath.Glob(filepath.Join(dir, spoolPattern))
-	for _, name := range names {
-		st, err := os.Stat(name)
-		if err != nil || now.Sub(st.ModTime()) < staleSpool {
-			continue
-		}
-		if err := os.Remove(name); err != nil {
-			log.Warn("remove a stale AS2 spool file", "file", name, "error", err)
-		}
+	if err := durable.RemoveStale(dir, []string{spoolPattern}, now.Add(-staleSpool)); err != nil {
+		log.Warn("remove stale AS2 spool files", "error", err)
 	}
 }
 
