@@ -471,6 +471,7 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 	renewDone := make(chan struct{})
 	go w.renew(ctx, c.Delivery, lease, lost, renewDone)
 
+	var opened openedDocs
 	a := Attempt{
 		Delivery: c.Delivery,
 		Message:  c.Message,
@@ -493,12 +494,18 @@ func (w *worker) attempt(c persistence.Claim, lease time.Duration) {
 			if err != nil {
 				return nil, err
 			}
-			return storage.Verify(rc, doc), nil
+			return opened.add(storage.Verify(rc, doc)), nil
 		},
 	}
 	began := time.Now()
 	res = w.deliver(ctx, a)
 	took := time.Since(began)
+	if err := opened.corruption(); err != nil && res.Kind != persistence.OutcomeDelivered && res.Kind != persistence.OutcomeAwaitingAck {
+		// The target saw a broken read; the cause is the stored document, which a retry
+		// does not mend, so the delivery fails naming it.
+		w.log.ErrorContext(ctx, "the stored document does not match its digest", "err", err)
+		res = Permanent(ClassInternal, err)
+	}
 	cancel()
 	<-renewDone
 
@@ -641,4 +648,29 @@ func (w *worker) stop(ctx context.Context) error {
 		<-done
 		return nil
 	}
+}
+
+// openedDocs keeps the documents an attempt opened, to ask them afterwards whether the
+// stored bytes were corrupt.
+type openedDocs struct {
+	mu   sync.Mutex
+	docs []io.Reader
+}
+
+func (o *openedDocs) add(rc io.ReadCloser) io.ReadCloser {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.docs = append(o.docs, rc)
+	return rc
+}
+
+func (o *openedDocs) corruption() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, d := range o.docs {
+		if err := storage.Corruption(d); err != nil {
+			return err
+		}
+	}
+	return nil
 }

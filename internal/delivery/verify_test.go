@@ -70,3 +70,39 @@ func TestAttemptOpenChecksS3Documents(t *testing.T) {
 		}
 	})
 }
+
+// A target that reads the document only up to its recorded size and reports the broken
+// read as its own failure (an HTTP post whose body broke off) does not hide the cause:
+// the delivery fails, at once, naming the changed blob.
+func TestCorruptDocumentFailsTheDeliveryNamingIt(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
+		ctx := context.Background()
+		keys := []string{"s3:bucket/wharf/changed"}
+		msgs := seedDocs(t, s, "sink", keys, nil, time.Now().UTC())
+		sig := &localSignals{}
+		e := delivery.NewEngine(s, changedPayloads{}, sig, slog.New(slog.DiscardHandler), delivery.Config{PollInterval: 50 * time.Millisecond})
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer e.Stop(ctx)
+		err := e.AddTarget("sink", deliverFunc(func(ctx context.Context, a delivery.Attempt) delivery.Result {
+			r, err := a.Open(ctx)
+			if err != nil {
+				return delivery.Transient(delivery.ClassTransport, err)
+			}
+			defer r.Close()
+			if _, err := io.CopyN(io.Discard, r, a.Message.Size); err != nil {
+				return delivery.Transient(delivery.ClassTransport, errors.New("the request body broke off"))
+			}
+			return delivery.Delivered()
+		}), delivery.TargetOptions{MaxConcurrent: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig.Wake([]persistence.InstanceName{"sink"})
+		waitFor(t, "the delivery to fail", func() bool { return deliveryOf(t, s, msgs[0].ID).State == persistence.DeliveryFailed })
+		if d := deliveryOf(t, s, msgs[0].ID); !strings.Contains(d.LastError, keys[0]) || d.Attempts != 1 {
+			t.Errorf("delivery after %d attempts: %q, want one attempt and an error naming %s", d.Attempts, d.LastError, keys[0])
+		}
+	})
+}

@@ -39,6 +39,9 @@ type verifier struct {
 	err    error // sticky once the end or a mismatch was seen
 }
 
+// Read hands over the blob's last recorded byte only once the blob is known whole: a
+// reader that stops at the recorded size (an HTTP body with that Content-Length) then
+// never sends a corrupt blob complete.
 func (v *verifier) Read(p []byte) (int, error) {
 	if v.err != nil {
 		return 0, v.err
@@ -47,21 +50,63 @@ func (v *verifier) Read(p []byte) (int, error) {
 	v.h.Write(p[:n])
 	v.n += int64(n)
 	if v.n > v.size {
-		v.err = fmt.Errorf("read payload %s: %w: more than the %d bytes recorded", v.key, ErrCorrupt, v.size)
-		return 0, v.err
+		return 0, v.fail(fmt.Errorf("more than the %d bytes recorded", v.size))
 	}
-	if errors.Is(err, io.EOF) {
-		if v.n != v.size {
-			v.err = fmt.Errorf("read payload %s: %w: %d bytes, %d recorded", v.key, ErrCorrupt, v.n, v.size)
-			return n, v.err
-		}
-		if got := hex.EncodeToString(v.h.Sum(nil)); !strings.EqualFold(got, v.sha256) {
-			v.err = fmt.Errorf("read payload %s: %w: SHA-256 %s, %s recorded", v.key, ErrCorrupt, got, v.sha256)
-			return n, v.err
-		}
-		v.err = io.EOF
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, err
 	}
-	return n, err
+	if v.n < v.size {
+		if err != nil {
+			return n, v.fail(fmt.Errorf("%d bytes, %d recorded", v.n, v.size))
+		}
+		return n, nil
+	}
+	// Every recorded byte is read; p[n-1] is the last (unless the blob is empty).
+	held := min(n, 1)
+	if err == nil {
+		if err := v.expectEnd(); err != nil {
+			return n - held, err
+		}
+	}
+	if got := hex.EncodeToString(v.h.Sum(nil)); !strings.EqualFold(got, v.sha256) {
+		return n - held, v.fail(fmt.Errorf("SHA-256 %s, %s recorded", got, v.sha256))
+	}
+	v.err = io.EOF
+	return n, io.EOF
+}
+
+// expectEnd reads on after the recorded size, which must be the blob's end.
+func (v *verifier) expectEnd() error {
+	var one [1]byte
+	for {
+		n, err := v.rc.Read(one[:])
+		if n > 0 {
+			return v.fail(fmt.Errorf("more than the %d bytes recorded", v.size))
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			v.err = err
+			return err
+		}
+	}
+}
+
+// fail makes a mismatch the reader's lasting error, naming the key.
+func (v *verifier) fail(what error) error {
+	v.err = fmt.Errorf("read payload %s: %w: %w", v.key, ErrCorrupt, what)
+	return v.err
+}
+
+// Corruption is the ErrCorrupt a reader Verify returned has met, or nil: what
+// consumed the reader may have reported it as its own failure (a request body that
+// broke off), and the caller names the real cause with it.
+func Corruption(r io.Reader) error {
+	if v, ok := r.(*verifier); ok && errors.Is(v.err, ErrCorrupt) {
+		return v.err
+	}
+	return nil
 }
 
 func (v *verifier) Close() error { return v.rc.Close() }
