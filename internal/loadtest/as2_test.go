@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"wharf/internal/storage/s3test"
+	"wharf/internal/storage/versitygw"
 )
 
 // TestAS2Rounds runs two small rounds between two real instances, one with the secure
@@ -135,7 +135,7 @@ func TestAS2KillReceiver(t *testing.T) {
 // and the objects in the bucket are the instances' payloads (the messages of 9 MiB go up
 // in parts).
 func TestAS2RoundOnS3(t *testing.T) {
-	if _, err := s3test.Binary(); err != nil {
+	if _, err := versitygw.Binary(); err != nil {
 		t.Skipf("S3 test skipped: %v", err)
 	}
 	bin := buildWharf(t)

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"wharf/internal/storage/s3test"
+	"wharf/internal/storage/versitygw"
 )
 
 // Payload storages a load test runs both instances on.
@@ -34,7 +34,7 @@ type S3Options struct {
 type s3Run struct {
 	opt S3Options
 	env []string
-	gw  *s3test.Gateway
+	gw  *versitygw.Gateway
 }
 
 // startS3 readies the bucket of a run, starting versitygw in dir when no endpoint is
@@ -50,7 +50,7 @@ func startS3(opt S3Options, dir string) (*s3Run, error) {
 	if opt.Endpoint != "" {
 		return run, nil
 	}
-	bin, err := s3test.Binary()
+	bin, err := versitygw.Binary()
 	if err != nil {
 		return nil, fmt.Errorf("loadtest: -storage s3 without -s3-endpoint starts versitygw: %w", err)
 	}
@@ -59,15 +59,11 @@ func startS3(opt S3Options, dir string) (*s3Run, error) {
 		return nil, err
 	}
 	access, secret := "loadtest-"+rand.Text()[:12], rand.Text()
-	if run.gw, err = s3test.Run(bin, served, access, secret); err != nil {
+	if run.gw, err = versitygw.Run(bin, served, access, secret); err != nil {
 		return nil, fmt.Errorf("loadtest: %w", err)
 	}
 	run.opt.Endpoint = run.gw.Endpoint
-	// The instances reach the server as they would any bucket, through the AWS
-	// credential chain; the user's own AWS files and the instance metadata stay out.
-	none := filepath.Join(dir, "s3", "none")
-	run.env = append(run.env, "AWS_ACCESS_KEY_ID="+access, "AWS_SECRET_ACCESS_KEY="+secret, "AWS_SESSION_TOKEN=",
-		"AWS_PROFILE=", "AWS_CONFIG_FILE="+none, "AWS_SHARED_CREDENTIALS_FILE="+none, "AWS_EC2_METADATA_DISABLED=true")
+	run.env = append(run.env, versitygw.ClientEnv(access, secret, filepath.Join(dir, "s3", "none"))...)
 	return run, nil
 }
 
