@@ -27,9 +27,18 @@ import (
 	"wharf/internal/persistence"
 )
 
-// ConfigChangedSubject announces that configuration (routes, plugin configs, settings)
-// was committed, so every process reloads what it caches.
+// ConfigChangedSubject announces that configuration was committed, so every process
+// reloads what it caches of it; the message says what changed (ConfigChangedPlugins,
+// ConfigChangedPauses).
 const ConfigChangedSubject = "config.changed"
+
+// What a ConfigChangedSubject message says changed.
+const (
+	// ConfigChangedPlugins: a plugin instance's record.
+	ConfigChangedPlugins = "plugins"
+	// ConfigChangedPauses: a partner was paused or resumed.
+	ConfigChangedPauses = "pauses"
+)
 
 // AllMessageEventsSubject matches the events of every message, for live feeds.
 const AllMessageEventsSubject = "message.*"

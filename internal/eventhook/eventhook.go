@@ -109,9 +109,11 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		}
 		// A subscription made, changed or removed in any process drops the copy of the
 		// subscriptions, and the next pass reads them again.
-		unsubConfig, err := rt.core.Bus.Subscribe(bus.ConfigChangedSubject, func(string, []byte) {
-			rt.invalidateSubscriptions()
-			rt.nudge()
+		unsubConfig, err := rt.core.Bus.Subscribe(bus.ConfigChangedSubject, func(_ string, data []byte) {
+			if string(data) == bus.ConfigChangedPlugins {
+				rt.invalidateSubscriptions()
+				rt.nudge()
+			}
 		})
 		if err != nil {
 			unsub()

@@ -81,9 +81,11 @@ type Gateway struct {
 	roles     Roles
 	sweepLock *sweepLock
 	holder    string // the process's id, kept across restarts in its data directory
-	heartbeat *heartbeat
-	logs      *logging.Ring // the process's newest log records (remote_logs.go)
-	logsSrv   *logsServer
+	// unfollowConfig ends the subscription to other processes' configuration changes.
+	unfollowConfig func()
+	heartbeat      *heartbeat
+	logs           *logging.Ring // the process's newest log records (remote_logs.go)
+	logsSrv        *logsServer
 
 	server   *http.Server
 	listener net.Listener
@@ -599,6 +601,9 @@ func (g *Gateway) closeResources() {
 	// Before Start the listener is only held; after it, Shutdown has closed it already.
 	if g.listener != nil && g.server == nil {
 		g.listener.Close()
+	}
+	if g.unfollowConfig != nil {
+		g.unfollowConfig() // before the store it tells closes
 	}
 	if g.Bus != nil {
 		g.Bus.Close()
