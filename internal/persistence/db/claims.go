@@ -121,9 +121,6 @@ func (s *Store) ClaimDeliveries(ctx context.Context, target persistence.Instance
 		for _, tr := range trs {
 			t.changed(tr, fmt.Sprintf("attempt %d", tr.d.Attempts), "", time.Time{})
 		}
-		// The status updates go out with the history insert that finishes the
-		// transaction; only the documents are read in between.
-		t.deferStatus = true
 		msgs, err := t.settle(ctx)
 		if err != nil {
 			return err

@@ -80,9 +80,6 @@ type insertedMessage struct {
 
 // finish settles the touched messages and writes the history lines.
 func (t *txn) finish(ctx context.Context) error {
-	// The status updates may wait for the history insert: nothing reads in between.
-	t.deferStatus = true
-	defer func() { t.deferStatus = false }()
 	if _, err := t.settle(ctx); err != nil {
 		return err
 	}
@@ -97,7 +94,7 @@ func (t *txn) finish(ctx context.Context) error {
 // either. On PostgreSQL the messages are locked first, in id order, so two transactions
 // changing deliveries of one message cannot both derive from a stale view; a message this
 // transaction inserted is neither read nor locked, since no other can see it yet. It
-// returns the settled messages.
+// returns the settled messages; their status updates wait for finish (flushStatus).
 func (t *txn) settle(ctx context.Context) (map[int64]persistence.Message, error) {
 	// Blocking and unblocking sessions changes more deliveries (parked, released), so it
 	// comes first; it changes no delivery it would have to look at again.
@@ -171,11 +168,6 @@ func (t *txn) settle(ctx context.Context) (map[int64]persistence.Message, error)
 			args: []any{k.stage, k.status, t.s.tv(t.now), arg},
 		})
 	}
-	if !t.deferStatus {
-		if err := t.flushStatus(ctx); err != nil {
-			return nil, err
-		}
-	}
 	return msgs, nil
 }
 
@@ -247,8 +239,8 @@ func (t *txn) flushHistory(ctx context.Context) error {
 		lines[i] = l
 	}
 	t.hist = nil
-	lead, leadArgs := t.statusLead()
 	if t.s.dialect == DialectPostgres {
+		lead, leadArgs := t.statusLead()
 		return t.insertHistoryColumns(ctx, lead, leadArgs, lines)
 	}
 	rows := make([][]any, len(lines))
@@ -263,7 +255,7 @@ func (t *txn) flushHistory(ctx context.Context) error {
 		rows[i] = []any{l.messageID, did, t.s.tv(l.at), string(l.kind), l.from, l.to, l.reason, l.actor, reported,
 			l.ref.correlationID, l.ref.originEventID}
 	}
-	if err := t.insertRowsLed(ctx, lead, leadArgs, historyInsert, 11, rows); err != nil {
+	if err := t.insertRows(ctx, historyInsert, 11, rows); err != nil {
 		return fmt.Errorf("append history: %w", err)
 	}
 	return nil

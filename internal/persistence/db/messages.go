@@ -157,9 +157,6 @@ func (s *Store) InsertMessages(ctx context.Context, msgs []persistence.NewMessag
 
 	var out []persistence.Message
 	err := s.write(ctx, func(t *txn) error {
-		// The status updates go out with the history insert that finishes the
-		// transaction: nothing follows the insert here.
-		t.deferStatus = true
 		var err error
 		out, err = t.insertMessages(ctx, batch)
 		return err

@@ -54,10 +54,9 @@ type txn struct {
 	// presettled are locked messages with their delivery states as a lockingMessages
 	// statement returned them, which settle need not read again.
 	presettled map[int64]presettled
-	// statusUpdates are settle's status updates not yet run; deferStatus lets settle
-	// leave them to the history insert that follows it (settle_pg.go).
+	// statusUpdates are settle's status updates not yet run: finish runs them, on
+	// PostgreSQL with the history insert (settle_pg.go).
 	statusUpdates []statusUpdate
-	deferStatus   bool
 	// pluginChanged says the transaction wrote a plugin instance's record, for
 	// OnPluginChange.
 	pluginChanged bool
@@ -375,12 +374,6 @@ func (s *Store) claimList(ids []int64, tokens []string) (string, []any) {
 // statement is a round trip and the driver keeps prepared texts per connection, a batch
 // up to 64 rows is one statement.
 func (t *txn) insertRows(ctx context.Context, head string, ncols int, rows [][]any) error {
-	return t.insertRowsLed(ctx, "", nil, head, ncols, rows)
-}
-
-// insertRowsLed is insertRows with lead (common table expressions) and its arguments
-// before the first chunk's insert.
-func (t *txn) insertRowsLed(ctx context.Context, lead string, leadArgs []any, head string, ncols int, rows [][]any) error {
 	for len(rows) > 0 {
 		n := min(chunkMax, len(rows))
 		if t.s.dialect == DialectSQLite {
@@ -390,13 +383,10 @@ func (t *txn) insertRowsLed(ctx context.Context, lead string, leadArgs []any, he
 			}
 		}
 		var b strings.Builder
-		b.WriteString(lead)
 		b.WriteString(head)
 		b.WriteString(" VALUES ")
 		one := "(" + placeholders(ncols) + ")"
-		args := make([]any, 0, len(leadArgs)+n*ncols)
-		args = append(args, leadArgs...)
-		lead, leadArgs = "", nil
+		args := make([]any, 0, n*ncols)
 		for i, r := range rows[:n] {
 			if len(r) != ncols {
 				return fmt.Errorf("insert row has %d values, want %d", len(r), ncols)
