@@ -2,6 +2,7 @@ package mime
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"testing"
 	"testing/iotest"
@@ -66,6 +67,28 @@ func FuzzPartScanner(f *testing.F) {
 			if !bytes.Equal(got[i], want[i]) {
 				t.Fatalf("part %d %q, splitMultipart's %q", i, got[i], want[i])
 			}
+		}
+	})
+}
+
+// FuzzUnpackStreamCanonical runs the one pass as a retry over a signed part's CRLF form
+// does (UnpackOptions.CanonicalLineEnds), which rewrites the partner's line endings
+// before they reach the parser: it never panics, and every error has a class.
+func FuzzUnpackStreamCanonical(f *testing.F) {
+	_, opts := addUnpackSeeds(f)
+	opts.MaxAEADSize = fuzzMaxDecompressed
+	opts.CanonicalLineEnds = true
+	f.Fuzz(func(t *testing.T, contentType, cte string, body []byte) {
+		header := http.Header{}
+		if cte != "" {
+			header.Set("Content-Transfer-Encoding", cte)
+		}
+		res, err := UnpackStream(contentType, header, iotest.HalfReader(bytes.NewReader(body)), io.Discard, opts)
+		if res == nil {
+			t.Fatalf("no result (error %v)", err)
+		}
+		if err != nil && !classified(err) {
+			t.Fatalf("error of no class: %v", err)
 		}
 	})
 }

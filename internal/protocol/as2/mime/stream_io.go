@@ -104,6 +104,7 @@ type crlfReader struct {
 	prevCR  bool
 	pending []byte
 	buf     []byte
+	out     []byte // holds pending; reused for every read
 }
 
 func (c *crlfReader) Read(p []byte) (int, error) {
@@ -115,7 +116,7 @@ func (c *crlfReader) Read(p []byte) (int, error) {
 		if n == 0 {
 			return 0, err
 		}
-		out := make([]byte, 0, n+n/16)
+		out := c.out[:0]
 		for _, b := range c.buf[:n] {
 			if b == '\n' && !c.prevCR {
 				out = append(out, '\r')
@@ -123,7 +124,7 @@ func (c *crlfReader) Read(p []byte) (int, error) {
 			out = append(out, b)
 			c.prevCR = b == '\r'
 		}
-		c.pending = out
+		c.out, c.pending = out, out
 	}
 	n := copy(p, c.pending)
 	c.pending = c.pending[n:]
