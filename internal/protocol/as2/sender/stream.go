@@ -113,16 +113,16 @@ func (s *Sender) buildFault(ctx context.Context, rem profile.Remote, err error) 
 	return delivery.Transient(delivery.ClassInternal, errors.New("cannot build the AS2 message"))
 }
 
-// streamedResult takes over from a message built while it was sent once the request is
-// done (err is the request's): the record gets the MICs the body was built with, and a
-// request that failed because the build did is the build's failure (failed).
+// streamedResult takes over from a streamed message once the request is done (err is the
+// request's): the record gets the MICs a body built while sent was built with, and a
+// request that failed because the build (or the spool file) did is that failure (failed).
 func (s *Sender) streamedResult(ctx context.Context, rec *OutboundRecord, rem profile.Remote, msg outgoing, err error) (res delivery.Result, failed bool) {
 	m := msg.streamed
-	if m == nil || m.spoolPath != "" {
+	if m == nil {
 		return delivery.Result{}, false
 	}
 	mics, fault := m.result()
-	if mics != nil && rec.MDNMode != profile.MDNNone {
+	if m.spoolPath == "" && mics != nil && rec.MDNMode != profile.MDNNone {
 		rec.ExpectedMICs, rec.fallbackMICs = builtMICs(mics, msg.expected), builtMICs(mics, msg.fallback)
 	}
 	if err == nil || fault == nil {
@@ -252,8 +252,8 @@ func (m *streamed) setBody(ctx context.Context, req *http.Request) (stop func())
 		open := func() (io.ReadCloser, error) { return os.Open(m.spoolPath) }
 		body, err := open()
 		if err != nil {
-			// The transport reports it as the request's failure.
-			body = io.NopCloser(errReader{err: fmt.Errorf("%w: spool file: %w", errReadDoc, err)})
+			// The request fails reading it, and the fault makes it ours, not the partner's.
+			body = io.NopCloser(errReader{err: m.failed(fmt.Errorf("%w: spool file: %w", errReadDoc, err))})
 		}
 		req.Body, req.GetBody, req.ContentLength = body, open, m.spoolSize
 		return func() {}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/x509"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -307,5 +308,22 @@ func TestStaleSpoolsRemoved(t *testing.T) {
 		if _, err := os.Stat(f); (err == nil) != want {
 			t.Errorf("%s exists: %v, want %v", filepath.Base(f), err == nil, want)
 		}
+	}
+}
+
+// A spool file gone before its request is sent is our fault, not the partner's: the
+// request fails reading it, and the message keeps the cause for its result.
+func TestMissingSpoolFileIsTheBuildsFault(t *testing.T) {
+	m := &streamed{spoolPath: filepath.Join(t.TempDir(), "gone.body"), spoolSize: 3}
+	req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.setBody(context.Background(), req)()
+	if _, err := io.ReadAll(req.Body); !errors.Is(err, errReadDoc) {
+		t.Fatalf("reading the body: %v, want errReadDoc", err)
+	}
+	if _, fault := m.result(); !errors.Is(fault, errReadDoc) {
+		t.Fatalf("fault %v, want errReadDoc", fault)
 	}
 }
