@@ -94,7 +94,11 @@ func TestReservationLease(t *testing.T) {
 // The request that holds a reservation renews it until it stops.
 func TestReservationRenewed(t *testing.T) {
 	forEachDB(t, func(t *testing.T, s *db.Store) {
-		b, rc, in, org, partner := leaseBench(t, s, func(rc *Receiver) { rc.renewEvery = 10 * time.Millisecond })
+		// The aged reservation must not look interrupted to the receiver's own first
+		// reconciling pass, which may run after the ageing below.
+		b, rc, in, org, partner := leaseBench(t, s, func(rc *Receiver) {
+			rc.renewEvery, rc.staleAfter = 10*time.Millisecond, 24*time.Hour
+		})
 		r := build(t, partner, org, []byte("document\r\n"), "doc.txt", secureOpts(partner, org))
 		row := reserveRow(t, b, rc, in, r)
 		ageReservation(t, b, row, time.Hour)
