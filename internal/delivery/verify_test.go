@@ -33,18 +33,11 @@ func (changedPayloads) Open(_ context.Context, key string) (io.ReadCloser, error
 // are not those recorded with it, and the document itself when they are.
 func TestAttemptOpenChecksS3Documents(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
-		ctx := context.Background()
 		keys := []string{"s3:bucket/wharf/intact", "s3:bucket/wharf/changed"}
 		msgs := seedDocs(t, s, "sink", keys, nil, time.Now().UTC())
 		var mu sync.Mutex
 		reads := map[int64]error{}
-		sig := &localSignals{}
-		e := delivery.NewEngine(s, changedPayloads{}, sig, slog.New(slog.DiscardHandler), delivery.Config{PollInterval: 50 * time.Millisecond})
-		if err := e.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer e.Stop(ctx)
-		err := e.AddTarget("sink", deliverFunc(func(ctx context.Context, a delivery.Attempt) delivery.Result {
+		runSink(t, s, deliverFunc(func(ctx context.Context, a delivery.Attempt) delivery.Result {
 			r, err := a.Open(ctx)
 			if err == nil {
 				_, err = io.ReadAll(r)
@@ -54,11 +47,7 @@ func TestAttemptOpenChecksS3Documents(t *testing.T) {
 			reads[a.Message.ID] = err
 			mu.Unlock()
 			return delivery.Delivered()
-		}), delivery.TargetOptions{MaxConcurrent: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sig.Wake([]persistence.InstanceName{"sink"})
+		}), 2)
 		waitFor(t, "both attempts", func() bool { mu.Lock(); defer mu.Unlock(); return len(reads) == 2 })
 		mu.Lock()
 		defer mu.Unlock()
@@ -76,16 +65,9 @@ func TestAttemptOpenChecksS3Documents(t *testing.T) {
 // the delivery fails, at once, naming the changed blob.
 func TestCorruptDocumentFailsTheDeliveryNamingIt(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, s *db.Store) {
-		ctx := context.Background()
 		keys := []string{"s3:bucket/wharf/changed"}
 		msgs := seedDocs(t, s, "sink", keys, nil, time.Now().UTC())
-		sig := &localSignals{}
-		e := delivery.NewEngine(s, changedPayloads{}, sig, slog.New(slog.DiscardHandler), delivery.Config{PollInterval: 50 * time.Millisecond})
-		if err := e.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer e.Stop(ctx)
-		err := e.AddTarget("sink", deliverFunc(func(ctx context.Context, a delivery.Attempt) delivery.Result {
+		runSink(t, s, deliverFunc(func(ctx context.Context, a delivery.Attempt) delivery.Result {
 			r, err := a.Open(ctx)
 			if err != nil {
 				return delivery.Transient(delivery.ClassTransport, err)
@@ -95,14 +77,27 @@ func TestCorruptDocumentFailsTheDeliveryNamingIt(t *testing.T) {
 				return delivery.Transient(delivery.ClassTransport, errors.New("the request body broke off"))
 			}
 			return delivery.Delivered()
-		}), delivery.TargetOptions{MaxConcurrent: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sig.Wake([]persistence.InstanceName{"sink"})
+		}), 1)
 		waitFor(t, "the delivery to fail", func() bool { return deliveryOf(t, s, msgs[0].ID).State == persistence.DeliveryFailed })
 		if d := deliveryOf(t, s, msgs[0].ID); !strings.Contains(d.LastError, keys[0]) || d.Attempts != 1 {
 			t.Errorf("delivery after %d attempts: %q, want one attempt and an error naming %s", d.Attempts, d.LastError, keys[0])
 		}
 	})
+}
+
+// runSink delivers to target "sink" through d, documents read from changedPayloads,
+// until the test ends.
+func runSink(t *testing.T, s *db.Store, d delivery.Deliverer, maxConcurrent int) {
+	t.Helper()
+	ctx := context.Background()
+	sig := &localSignals{}
+	e := delivery.NewEngine(s, changedPayloads{}, sig, slog.New(slog.DiscardHandler), delivery.Config{PollInterval: 50 * time.Millisecond})
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Stop(ctx) })
+	if err := e.AddTarget("sink", d, delivery.TargetOptions{MaxConcurrent: maxConcurrent}); err != nil {
+		t.Fatal(err)
+	}
+	sig.Wake([]persistence.InstanceName{"sink"})
 }
