@@ -225,7 +225,7 @@ func (w *Writer) writeTemp(ctx context.Context, a delivery.Attempt, dir, rel str
 		return "", r, false
 	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), &attemptReader{ctx: ctx, r: body})
+	n, err := copyHashed(f, h, &attemptReader{ctx: ctx, r: body}, a.Message.Size)
 	if err != nil {
 		var re *readError
 		if errors.As(err, &re) {

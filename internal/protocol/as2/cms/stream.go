@@ -175,7 +175,7 @@ func (e *EncryptWriter) Close() error {
 
 // CompressWriter compresses content of a length not known in advance into a
 // CompressedData ContentInfo with indefinite lengths (RFC 3274, zlib). The zlib level
-// follows the content's first block (see streamLevel).
+// follows the content, segment by segment (see streamLevel).
 type CompressWriter struct {
 	out *chunkWriter
 	z   *sampledZlib
@@ -205,8 +205,9 @@ func NewCompressWriter(w io.Writer) (*CompressWriter, error) {
 // Write compresses p.
 func (c *CompressWriter) Write(p []byte) (int, error) { return c.z.Write(p) }
 
-// Level is the zlib level chosen, 0 before the first block was seen.
-func (c *CompressWriter) Level() int { return c.z.level }
+// Level is the zlib level chosen for the first segment, -1 before its first block was
+// seen; later segments may differ (see streamLevel).
+func (c *CompressWriter) Level() int { return c.z.first }
 
 // Close ends the zlib stream and the CompressedData.
 func (c *CompressWriter) Close() error {

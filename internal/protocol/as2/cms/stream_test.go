@@ -94,8 +94,8 @@ func TestEncryptWriterRefusesGCM(t *testing.T) {
 	}
 }
 
-// A stream's zlib level follows its first block: level 1 for content that does not
-// compress, compressLevel for text.
+// A stream's zlib level follows its first block: stored blocks for content that does
+// not compress, compressLevel for text.
 func TestStreamLevel(t *testing.T) {
 	text := strings.Repeat("PO1*1*10*EA*9.25**BP*00123456*VP*ITEM-00001~", 2*sampleSize/44)
 	tests := []struct {
@@ -103,9 +103,9 @@ func TestStreamLevel(t *testing.T) {
 		content []byte
 		want    int
 	}{
-		{"random", randomBytes(t, 2*sampleSize), fastLevel},
+		{"random", randomBytes(t, 2*sampleSize), storedLevel},
 		{"text", []byte(text), compressLevel},
-		{"short random", randomBytes(t, 100), fastLevel},
+		{"short random", randomBytes(t, 100), storedLevel},
 		{"empty", nil, compressLevel},
 	}
 	for _, tt := range tests {
@@ -124,6 +124,48 @@ func TestStreamLevel(t *testing.T) {
 			}
 			if got, err := Decompress(z.Bytes(), int64(len(tt.content))); err != nil || !bytes.Equal(got, tt.content) {
 				t.Fatalf("round trip: %v", err)
+			}
+		})
+	}
+}
+
+// Each segment is compressed at its own level: a file that starts with content that does
+// not compress and goes on with text is stored where it must be and compressed where it
+// can be, in one zlib stream any inflater reads.
+func TestStreamLevelPerSegment(t *testing.T) {
+	text := []byte(strings.Repeat("PO1*1*10*EA*9.25**BP*00123456*VP*ITEM-00001~", 3*segmentSize/44))
+	random := randomBytes(t, segmentSize+sampleSize/2)
+	tests := []struct {
+		name    string
+		content []byte
+		first   int
+		maxSize int // of the zlib stream
+	}{
+		// The random segment is stored (a few bytes per 64 KiB block); the text after it
+		// shrinks to about a fifth.
+		{"random then text", append(append([]byte{}, random...), text...), storedLevel, len(random) + len(random)/100 + len(text)/4},
+		{"text then random", append(append([]byte{}, text...), random...), compressLevel, len(text)/4 + len(random) + len(random)/100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var z bytes.Buffer
+			cw, err := NewCompressWriter(&z)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeInPieces(t, cw, tt.content)
+			if err := cw.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := cw.Level(); got != tt.first {
+				t.Errorf("first level %d, want %d", got, tt.first)
+			}
+			got, err := Decompress(z.Bytes(), int64(len(tt.content)))
+			if err != nil || !bytes.Equal(got, tt.content) {
+				t.Fatalf("round trip: %v", err)
+			}
+			if z.Len() > tt.maxSize {
+				t.Errorf("%d bytes compressed to %d, want at most %d", len(tt.content), z.Len(), tt.maxSize)
 			}
 		})
 	}
