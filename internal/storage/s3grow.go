@@ -30,6 +30,10 @@ const (
 	streamPartsInFlight = 2
 )
 
+// streamPartTimeout bounds one request of a streamed upload, which no caller's end cuts
+// short.
+const streamPartTimeout = 5 * time.Minute
+
 // errAborted ends a streamed upload its caller gave up.
 var errAborted = errors.New("the streamed upload was abandoned")
 
@@ -133,8 +137,10 @@ func (g *Growing) run() {
 			return
 		}
 		if g.uploadID == nil {
-			up, err := g.s.client.CreateMultipartUpload(g.ctx, &s3.CreateMultipartUploadInput{
+			ctx, cancel := context.WithTimeout(g.ctx, streamPartTimeout)
+			up, err := g.s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
 				Bucket: aws.String(g.s.cfg.Bucket), Key: aws.String(g.object)})
+			cancel()
 			if err != nil {
 				g.fail(fmt.Errorf("start multipart upload: %w", err))
 				return
@@ -152,7 +158,9 @@ func (g *Growing) run() {
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			out, err := g.s.client.UploadPart(g.ctx, &s3.UploadPartInput{Bucket: aws.String(g.s.cfg.Bucket),
+			ctx, cancel := context.WithTimeout(g.ctx, streamPartTimeout)
+			defer cancel()
+			out, err := g.s.client.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(g.s.cfg.Bucket),
 				Key: aws.String(g.object), UploadId: g.uploadID, PartNumber: aws.Int32(num),
 				Body: io.NewSectionReader(g.f, off, n), ContentLength: aws.Int64(n)}, unsignedPayload)
 			if err != nil {
@@ -184,7 +192,19 @@ func (g *Growing) finish(ctx context.Context, size int64, sha string, cache bool
 	g.ended = true
 	g.mu.Unlock()
 	g.cond.Broadcast()
-	<-g.done
+	select {
+	case <-g.done:
+	case <-ctx.Done():
+		// The parts in flight are let finish before the upload is aborted.
+		g.unwatch()
+		g.fail(context.Cause(ctx))
+		go func() {
+			<-g.done
+			g.abortUpload()
+			g.f.Close()
+		}()
+		return Blob{}, fmt.Errorf("put payload %s: %w", g.key, context.Cause(ctx))
+	}
 	defer g.f.Close()
 	err := g.err
 	switch {
