@@ -2,11 +2,9 @@ package storage
 
 import (
 	"container/list"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -174,17 +172,18 @@ func (c *blobCache) open(key string) (io.ReadCloser, bool) {
 		c.drop(key)
 		return nil, false
 	}
-	return &cachedBlob{c: c, f: f, key: key, size: e.size, sha256: e.sha256, h: sha256.New()}, true
+	return &cachedBlob{c: c, f: f, key: key, size: e.size, sha256: e.sha256, h: newAsyncDigest()}, true
 }
 
-// cachedBlob reads a cached copy, checking it against the digest of its upload.
+// cachedBlob reads a cached copy, checking it against the digest of its upload; the
+// digest is taken beside the reader (asyncDigest).
 type cachedBlob struct {
 	c      *blobCache
 	f      *os.File
 	key    string
 	size   int64
 	sha256 string
-	h      hash.Hash
+	h      *asyncDigest
 	n      int64
 	err    error
 }
@@ -222,7 +221,7 @@ func (b *cachedBlob) Read(p []byte) (int, error) {
 	if m, _ := b.f.Read(one[:]); m > 0 {
 		return n - held, b.fail()
 	}
-	if !strings.EqualFold(hex.EncodeToString(b.h.Sum(nil)), b.sha256) {
+	if !strings.EqualFold(hex.EncodeToString(b.h.Sum()), b.sha256) {
 		return n - held, b.fail()
 	}
 	b.err = io.EOF
@@ -236,7 +235,10 @@ func (b *cachedBlob) fail() error {
 	return b.err
 }
 
-func (b *cachedBlob) Close() error { return b.f.Close() }
+func (b *cachedBlob) Close() error {
+	b.h.stop()
+	return b.f.Close()
+}
 
 // checks reports whether the copy is checked against the recorded size and digest, so
 // that Verify need not check it again.
