@@ -56,6 +56,11 @@ type S3 struct {
 	parts         sync.Pool
 	cache         *blobCache // nil unless EnableCache
 	streamPart    int64      // part size of streamed uploads
+	// streamParts sends files of unknown length in parts while they are written. S3
+	// assembles parts without cost to us, but an S3-compatible server keeping objects on
+	// a file system (MinIO, versitygw) copies them into the object when the upload
+	// completes, often on the gateway's own machine: there a file goes up once complete.
+	streamParts bool
 }
 
 // NewS3 makes a client for cfg with credentials from the AWS default chain. It makes no
@@ -86,7 +91,7 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
 	return &S3{client: client, cfg: cfg, partSize: DefaultPartSize, partsInFlight: DefaultPartsInFlight,
-		streamPart: streamPartSize}, nil
+		streamPart: streamPartSize, streamParts: cfg.Endpoint == ""}, nil
 }
 
 // Put uploads r as the given stage of a message: a file uploaded while it was written

@@ -37,9 +37,12 @@ const streamPartTimeout = 5 * time.Minute
 // errAborted ends a streamed upload its caller gave up.
 var errAborted = errors.New("the streamed upload was abandoned")
 
-// Growing uploads a file to S3 while its writer is still writing it: each full part
-// goes up as a part of a multipart upload as soon as it is written, so when the writer
-// is done only the tail remains to be sent and the upload completed. The writer reports
+// Growing uploads a file to S3 while its writer is still writing it, so when the writer
+// is done only the tail remains to be sent. A file whose final length is known (a request
+// body with a Content-Length) goes as one PutObject whose body follows the file as it
+// grows; any other as a multipart upload, each full part sent as soon as it is written
+// and the upload completed at the end (which S3-compatible servers on a file system pay
+// for with a copy of the object). The writer reports
 // the bytes written with Grew, then either hands the finished file to Put (a
 // StreamedFileBody whose Streamed is this upload), which completes it, or calls Abort,
 // which leaves nothing in the bucket. A file that ends within one part is never sent here:
@@ -49,6 +52,7 @@ type Growing struct {
 	key    string
 	object string
 	stage  persistence.PayloadStage
+	length int64    // the file's final length when known, else -1
 	f      *os.File // a read handle of its own
 	// ctx is the caller's without its end: a part in flight is always let finish, since
 	// one cut off may still land on the server after the upload's abort (S3 says as
@@ -66,6 +70,7 @@ type Growing struct {
 	finished bool  // finish or Abort was called
 
 	// Set by run only, read once done is closed, or under mu.
+	whole    bool // the PutObject of a file of known length succeeded
 	uploadID *string
 	sent     int64
 	parts    []types.CompletedPart
@@ -79,15 +84,25 @@ type StreamedFileBody interface {
 }
 
 // Grow starts uploading the file name, which its writer is writing, as a new object
-// for the given stage of a message not stored yet. ctx bounds the upload.
-func (s *S3) Grow(ctx context.Context, name string, stage persistence.PayloadStage) (*Growing, error) {
+// for the given stage of a message not stored yet; length is the file's final length when
+// the writer knows it, else -1. ctx bounds the upload. It returns nil (the file goes up
+// once complete) when streaming is not worth it: a known length within one part, or an
+// unknown length where parts are not streamed (see StreamParts).
+func (s *S3) Grow(ctx context.Context, name string, stage persistence.PayloadStage, length int64) (*Growing, error) {
+	if length < s.streamPart || length > maxSinglePut {
+		if !s.streamParts {
+			return nil, nil
+		}
+		// A short file goes whole once it is stored, and a long one in parts.
+		length = -1
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("stream payload %s: %w", name, err)
 	}
 	object := s.cfg.Prefix + streamedDir + rand.Text() + "." + string(stage)
 	g := &Growing{s: s, key: s3KeyPrefix + s.cfg.Bucket + "/" + object, object: object, stage: stage,
-		f: f, done: make(chan struct{})}
+		length: length, f: f, done: make(chan struct{})}
 	g.cond = sync.NewCond(&g.mu)
 	g.ctx, g.stop = context.WithoutCancel(ctx), make(chan struct{})
 	g.unwatch = context.AfterFunc(ctx, func() { g.fail(context.Cause(ctx)) })
@@ -98,10 +113,11 @@ func (s *S3) Grow(ctx context.Context, name string, stage persistence.PayloadSta
 // Grew reports that the file now holds size bytes.
 func (g *Growing) Grew(size int64) {
 	g.mu.Lock()
-	crossed := size/g.s.streamPart != g.written/g.s.streamPart
+	// A part waits for a part's worth of bytes, the whole object's body for any.
+	wake := g.length >= 0 || size/g.s.streamPart != g.written/g.s.streamPart
 	g.written = size
 	g.mu.Unlock()
-	if crossed {
+	if wake {
 		g.cond.Broadcast()
 	}
 }
@@ -121,6 +137,10 @@ func (g *Growing) fail(err error) {
 // the file ended and every byte went, or the upload failed.
 func (g *Growing) run() {
 	defer close(g.done)
+	if g.length >= 0 {
+		g.putWhole()
+		return
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	slots := make(chan struct{}, streamPartsInFlight)
@@ -174,6 +194,55 @@ func (g *Growing) run() {
 	}
 }
 
+// StreamParts sets whether files of unknown length are streamed in parts (a multipart
+// upload); by default only on AWS, where completing the upload copies nothing on our
+// machine.
+func (s *S3) StreamParts(on bool) { s.streamParts = on }
+
+// putWhole sends a file of known length as one PutObject whose body follows the file.
+// A failure ends the body early, so the server never stores the object.
+func (g *Growing) putWhole() {
+	_, err := g.s.client.PutObject(g.ctx, &s3.PutObjectInput{Bucket: aws.String(g.s.cfg.Bucket),
+		Key: aws.String(g.object), Body: &following{g: g}, ContentLength: aws.Int64(g.length)}, unsignedPayload)
+	if err != nil {
+		g.fail(fmt.Errorf("put object: %w", err))
+		return
+	}
+	g.whole = true
+}
+
+// following reads a growing file of known length from its start, waiting for its writer,
+// and fails once the upload failed or the file ended short.
+type following struct {
+	g   *Growing
+	off int64
+}
+
+func (r *following) Read(p []byte) (int, error) {
+	g := r.g
+	if r.off >= g.length {
+		return 0, io.EOF
+	}
+	g.mu.Lock()
+	for g.err == nil && !g.ended && g.written <= r.off {
+		g.cond.Wait()
+	}
+	err, written := g.err, g.written
+	g.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	if written <= r.off {
+		return 0, fmt.Errorf("the file ended at %d of %d bytes", written, g.length)
+	}
+	n, err := g.f.ReadAt(p[:min(int64(len(p)), min(written, g.length)-r.off)], r.off)
+	r.off += int64(n)
+	if errors.Is(err, io.EOF) && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
 // errNotStreamed says a file's upload did not follow it to its end; Put uploads it anew.
 var errNotStreamed = errors.New("the file was not streamed whole")
 
@@ -208,12 +277,15 @@ func (g *Growing) finish(ctx context.Context, size int64, sha string, cache bool
 	defer g.f.Close()
 	err := g.err
 	switch {
+	case err == nil && g.length >= 0 && (!g.whole || size != g.length):
+		err = fmt.Errorf("%w: the file has %d bytes, %d were announced", errNotStreamed, size, g.length)
+	case g.length >= 0:
 	case err == nil && g.uploadID == nil:
 		err = errNotStreamed
 	case err == nil && g.sent != size:
 		err = fmt.Errorf("%w: %d of %d bytes sent", errNotStreamed, g.sent, size)
 	}
-	if err == nil {
+	if err == nil && g.length < 0 {
 		slices.SortFunc(g.parts, func(a, b types.CompletedPart) int { return int(*a.PartNumber - *b.PartNumber) })
 		_, err = g.s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 			Bucket: aws.String(g.s.cfg.Bucket), Key: aws.String(g.object), UploadId: g.uploadID,
@@ -251,11 +323,16 @@ func (g *Growing) Abort() {
 
 // abortUpload removes the parts sent, if any; run has returned.
 func (g *Growing) abortUpload() {
+	ctx, cancel := context.WithTimeout(g.ctx, time.Minute)
+	defer cancel()
+	if g.length >= 0 {
+		// The body may have ended complete as the upload was given up.
+		g.s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(g.s.cfg.Bucket), Key: aws.String(g.object)})
+		return
+	}
 	if g.uploadID == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(g.ctx, time.Minute)
-	defer cancel()
 	g.s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
 		Bucket: aws.String(g.s.cfg.Bucket), Key: aws.String(g.object), UploadId: g.uploadID})
 }

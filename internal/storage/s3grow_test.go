@@ -26,14 +26,14 @@ type growingFile struct {
 	data []byte
 }
 
-func newGrowingFile(t *testing.T, s *S3, stage persistence.PayloadStage) *growingFile {
+func newGrowingFile(t *testing.T, s *S3, stage persistence.PayloadStage, length int64) *growingFile {
 	t.Helper()
 	f, err := os.Create(filepath.Join(t.TempDir(), "spool"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	g, err := s.Grow(context.Background(), f.Name(), stage)
+	g, err := s.Grow(context.Background(), f.Name(), stage, length)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,9 @@ func (w *growingFile) write(p []byte) {
 		w.t.Fatal(err)
 	}
 	w.data = append(w.data, p...)
-	w.g.Grew(int64(len(w.data)))
+	if w.g != nil {
+		w.g.Grew(int64(len(w.data)))
+	}
 }
 
 func (w *growingFile) body() *streamedBody {
@@ -64,6 +66,7 @@ func (b *streamedBody) Streamed() *Growing { return b.g }
 func newStreamS3(t *testing.T) *S3 {
 	s := newS3(t, "wharf/")
 	s.streamPart = 5 << 20
+	s.StreamParts(true)
 	return s
 }
 
@@ -97,20 +100,25 @@ func TestS3GrowingUpload(t *testing.T) {
 	ctx := context.Background()
 	s := newStreamS3(t)
 	chunk := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
+	const mib = 1 << 20
 	cases := []struct {
 		name     string
 		chunks   int
+		length   int64  // announced, or -1
 		extra    []byte // written to the file without being reported
 		streamed bool
 	}{
-		{"several parts and a tail", 12, nil, true},
-		{"exactly two parts", 10, nil, true},
-		{"within one part", 3, nil, false},
-		{"unreported bytes", 12, []byte("more"), false},
+		{"several parts and a tail", 12, -1, nil, true},
+		{"exactly two parts", 10, -1, nil, true},
+		{"within one part", 3, -1, nil, false},
+		{"unreported bytes", 12, -1, []byte("more"), false},
+		{"known length, one object", 12, 12 * mib, nil, true},
+		{"known length, short of it", 12, 13 * mib, nil, false},
+		{"known length within one part", 3, 3 * mib, nil, false},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newGrowingFile(t, s, persistence.PayloadReceived)
+			w := newGrowingFile(t, s, persistence.PayloadReceived, tc.length)
 			for range tc.chunks {
 				w.write(chunk)
 			}
@@ -153,10 +161,24 @@ func TestS3GrowingUpload(t *testing.T) {
 func TestS3GrowingUploadAbortLeavesNothing(t *testing.T) {
 	s := newStreamS3(t)
 	chunk := bytes.Repeat([]byte{0x5a}, 1<<20)
-	for _, chunks := range []int{0, 2, 11} {
-		w := newGrowingFile(t, s, persistence.PayloadUnpacked)
+	for _, c := range []struct {
+		chunks int
+		length int64
+	}{{0, -1}, {2, -1}, {11, -1}, {2, 12 << 20}, {11, 12 << 20}, {12, 12 << 20}} {
+		chunks := c.chunks
+		w := newGrowingFile(t, s, persistence.PayloadUnpacked, c.length)
 		for range chunks {
 			w.write(chunk)
+		}
+		if chunks == 12 {
+			// The whole body went: the object may be complete when it is given up.
+			deadline := time.Now().Add(30 * time.Second)
+			for objects, _ := streamedLeft(t, s); len(objects) == 0; objects, _ = streamedLeft(t, s) {
+				if time.Now().After(deadline) {
+					t.Fatal("the object was never stored")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 		}
 		w.g.Abort()
 		w.g.Abort() // twice is harmless
@@ -174,7 +196,7 @@ func TestS3GrowingUploadAbortLeavesNothing(t *testing.T) {
 	}
 
 	// A process that ended mid-file left its upload: the stale ones are aborted.
-	w := newGrowingFile(t, s, persistence.PayloadReceived)
+	w := newGrowingFile(t, s, persistence.PayloadReceived, -1)
 	for range 11 {
 		w.write(chunk)
 	}

@@ -119,11 +119,11 @@ func (s *Stores) storeOf(key string) (Store, error) {
 
 // Grow starts uploading a file while its writer writes it (see Growing) when new blobs go
 // to S3; nil when they go to the local disk, which links the finished file instead.
-func (s *Stores) Grow(ctx context.Context, name string, stage persistence.PayloadStage) (*Growing, error) {
+func (s *Stores) Grow(ctx context.Context, name string, stage persistence.PayloadStage, length int64) (*Growing, error) {
 	if s.kind != KindS3 {
 		return nil, nil
 	}
-	return s.s3.Grow(ctx, name, stage)
+	return s.s3.Grow(ctx, name, stage, length)
 }
 
 // RemoveStaleStreams aborts the streamed uploads to the configured bucket started before

@@ -130,14 +130,15 @@ type spoolFile struct {
 
 // grower starts uploads that follow a file as it is written (storage.Stores).
 type grower interface {
-	Grow(ctx context.Context, name string, stage persistence.PayloadStage) (*storage.Growing, error)
+	Grow(ctx context.Context, name string, stage persistence.PayloadStage, length int64) (*storage.Growing, error)
 }
 
 // stream makes the file go to the payload store as it is written, as the given stage,
-// when the store uploads that way; without it the file is uploaded once complete.
-func (s *spoolFile) stream(ctx context.Context, blobs any, stage persistence.PayloadStage) {
+// when the store uploads that way; without it the file is uploaded once complete. length
+// is the file's final length when known, else -1.
+func (s *spoolFile) stream(ctx context.Context, blobs any, stage persistence.PayloadStage, length int64) {
 	if g, ok := blobs.(grower); ok {
-		s.grow, _ = g.Grow(ctx, s.f.Name(), stage)
+		s.grow, _ = g.Grow(ctx, s.f.Name(), stage, length)
 	}
 }
 

@@ -56,8 +56,8 @@ func (rc *Receiver) receiveBody(ctx context.Context, x *exchange, limit int64, o
 	}
 	// On S3 both files go up as they are written, so that once the message is judged
 	// only their tails remain to be stored.
-	spool.stream(ctx, rc.deps.Blobs, persistence.PayloadReceived)
-	x.payload.stream(ctx, rc.deps.Blobs, persistence.PayloadUnpacked)
+	spool.stream(ctx, rc.deps.Blobs, persistence.PayloadReceived, r.ContentLength)
+	x.payload.stream(ctx, rc.deps.Blobs, persistence.PayloadUnpacked, -1)
 	body := io.TeeReader(io.MultiReader(bytes.NewReader(head), src), spool)
 	x.res, err = mime.UnpackStream(contentType, r.Header, body, x.payload, opts)
 	// A message refused before its end is kept whole with its refusal.

@@ -26,7 +26,7 @@ import (
 // behind and no object that no payload row names.
 func TestS3BodyStreamedWhileReceived(t *testing.T) {
 	tmp := t.TempDir()
-	org, partner, stranger := testParty(t, "wharf"), testParty(t, "acme"), testParty(t, "initech")
+	org, partner, stranger, other := testParty(t, "wharf"), testParty(t, "acme"), testParty(t, "initech"), testParty(t, "globex")
 	orgCert, _ := as2test.WritePEM(t, tmp, org.cert, org.key)
 	compressed, docSum, _ := writeLargeCompressedEntity(t, tmp)
 	partnerCert, partnerKey := as2test.WritePEM(t, tmp, partner.cert, partner.key)
@@ -34,15 +34,24 @@ func TestS3BodyStreamedWhileReceived(t *testing.T) {
 	as2test.OpenSSL(t, "cms", "-sign", "-binary", "-stream", "-md", "sha256", "-in", compressed, "-signer", partnerCert, "-inkey", partnerKey, "-out", signed)
 	message := filepath.Join(tmp, "message.p7m")
 	as2test.OpenSSL(t, "cms", "-encrypt", "-binary", "-aes-256-cbc", "-outform", "DER", "-in", signed, "-recip", orgCert, "-out", message)
+	// The same document from another partner, sent with its length.
+	otherCert, otherKey := as2test.WritePEM(t, t.TempDir(), other.cert, other.key)
+	otherSigned := filepath.Join(tmp, "other.eml")
+	as2test.OpenSSL(t, "cms", "-sign", "-binary", "-stream", "-md", "sha256", "-in", compressed, "-signer", otherCert, "-inkey", otherKey, "-out", otherSigned)
+	otherMessage := filepath.Join(tmp, "other.p7m")
+	as2test.OpenSSL(t, "cms", "-encrypt", "-binary", "-aes-256-cbc", "-outform", "DER", "-in", otherSigned, "-recip", orgCert, "-out", otherMessage)
 	srv := s3test.Start(t)
 
 	forEachDB(t, func(t *testing.T, s *db.Store) {
-		b := newBench(t, s, []party{org}, []party{partner, stranger})
+		b := newBench(t, s, []party{org}, []party{partner, stranger, other})
 		prefix := strings.ReplaceAll(t.Name(), "/", "-") + "/"
 		s3, err := storage.NewS3(b.ctx, storage.S3Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint, PathStyle: true, Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}
+		// versitygw copies parts into the object, so NewS3 streams no parts to it: the
+		// test turns them on to see them work.
+		s3.StreamParts(true)
 		if b.stores, err = storage.NewStores(storage.KindS3, b.blobs, s3); err != nil {
 			t.Fatal(err)
 		}
@@ -51,6 +60,7 @@ func TestS3BodyStreamedWhileReceived(t *testing.T) {
 		dir.add(inbound(org, partner, nil))
 		// A message the partner signed, sent as the stranger's: the signature does not verify.
 		dir.add(inbound(org, stranger, nil))
+		dir.add(inbound(org, other, nil))
 		rc := b.start("as2_in", dir, func(c *Config, _ *Deps) { c.MaxBodyMiB = 256 })
 		smallDir := newDirectory()
 		smallDir.add(inbound(org, partner, func(r *profile.Remote) { r.MaxMessageSizeMiB = 40 }))
@@ -98,28 +108,38 @@ func TestS3BodyStreamedWhileReceived(t *testing.T) {
 			}
 		}
 
-		t.Run("taken", func(t *testing.T) {
-			a := postFile(t, rc.url(), header(partner, "<s3-taken@acme.example>"), message, false)
-			if a.status != http.StatusOK {
-				t.Fatalf("HTTP %d: %s", a.status, a.body)
-			}
-			stored := b.message("as2_in", "<s3-taken@acme.example>")
-			for _, stage := range []persistence.PayloadStage{persistence.PayloadUnpacked, persistence.PayloadReceived} {
-				p, err := s.GetPayload(b.ctx, stored.ID, stage)
-				if err != nil {
-					t.Fatal(err)
+		taken := []struct {
+			name, file, id string
+			from           party
+			withLength     bool
+		}{
+			{"taken, chunked", message, "<s3-taken@acme.example>", partner, false},
+			{"taken, with its length", otherMessage, "<s3-taken@globex.example>", other, true},
+		}
+		for _, tc := range taken {
+			t.Run(tc.name, func(t *testing.T) {
+				a := postFile(t, rc.url(), header(tc.from, tc.id), tc.file, tc.withLength)
+				if a.status != http.StatusOK {
+					t.Fatalf("HTTP %d: %s", a.status, a.body)
 				}
-				if !strings.Contains(p.Key, "/streamed/") {
-					t.Errorf("%s stored under %s, not from its streamed upload", stage, p.Key)
+				stored := b.message("as2_in", tc.id)
+				for _, stage := range []persistence.PayloadStage{persistence.PayloadUnpacked, persistence.PayloadReceived} {
+					p, err := s.GetPayload(b.ctx, stored.ID, stage)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !strings.Contains(p.Key, "/streamed/") {
+						t.Errorf("%s stored under %s, not from its streamed upload", stage, p.Key)
+					}
 				}
-			}
-			if got := b.blobDigest(stored.ID, persistence.PayloadUnpacked); !bytes.Equal(got, docSum) {
-				t.Error("the stored document differs from the one sent")
-			}
-			if got := b.blobDigest(stored.ID, persistence.PayloadReceived); !bytes.Equal(got, fileDigest(t, message)) {
-				t.Error("the received stage differs from the request body")
-			}
-		})
+				if got := b.blobDigest(stored.ID, persistence.PayloadUnpacked); !bytes.Equal(got, docSum) {
+					t.Error("the stored document differs from the one sent")
+				}
+				if got := b.blobDigest(stored.ID, persistence.PayloadReceived); !bytes.Equal(got, fileDigest(t, tc.file)) {
+					t.Error("the received stage differs from the request body")
+				}
+			})
+		}
 		t.Run("too large mid-body", func(t *testing.T) {
 			f, err := os.Open(message)
 			if err != nil {
@@ -140,13 +160,14 @@ func TestS3BodyStreamedWhileReceived(t *testing.T) {
 			}
 		})
 		t.Run("signature refused", func(t *testing.T) {
-			a := postFile(t, rc.url(), header(stranger, "<s3-forged@initech.example>"), message, false)
+			// Sent with its length, the body went up whole before it was judged.
+			a := postFile(t, rc.url(), header(stranger, "<s3-forged@initech.example>"), message, true)
 			if a.status >= 500 {
 				t.Fatalf("HTTP %d: %s", a.status, a.body)
 			}
 		})
-		if n := b.messageCount(); n != 1 {
-			t.Errorf("%d messages stored, want the one taken", n)
+		if n := b.messageCount(); n != len(taken) {
+			t.Errorf("%d messages stored, want the %d taken", n, len(taken))
 		}
 		objects, uploads := left()
 		if len(uploads) > 0 {
