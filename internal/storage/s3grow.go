@@ -42,11 +42,11 @@ var errAborted = errors.New("the streamed upload was abandoned")
 // body with a Content-Length) goes as one PutObject whose body follows the file as it
 // grows; any other as a multipart upload, each full part sent as soon as it is written
 // and the upload completed at the end (which S3-compatible servers on a file system pay
-// for with a copy of the object). The writer reports
-// the bytes written with Grew, then either hands the finished file to Put (a
-// StreamedFileBody whose Streamed is this upload), which completes it, or calls Abort,
-// which leaves nothing in the bucket. A file that ends within one part is never sent here:
-// Put uploads it as usual. So is a file whose upload failed, under the message's own key.
+// for with a copy of the object). The writer reports the bytes written with Grew, then
+// either hands the finished file to Put (a StreamedFileBody whose Streamed is this
+// upload), which completes it, or calls Abort, which leaves nothing in the bucket. A file
+// that ends within one part is never sent here: Put uploads it as usual. So is a file
+// whose upload failed, under the message's own key.
 type Growing struct {
 	s      *S3
 	key    string
