@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -187,7 +188,7 @@ func OpenRoles(ctx context.Context, cfg config.Config, log *slog.Logger, roles R
 			log.Info("new database seeded", "organization", "local")
 		}
 	}
-	g.Blobs, g.storageRunning, err = openPayloadStores(ctx, g.Store, cfg.PayloadsDir())
+	g.Blobs, g.storageRunning, err = openPayloadStores(ctx, g.Store, cfg.PayloadsDir(), filepath.Join(cfg.DataDir, "tmp", "s3cache"))
 	if err != nil {
 		return nil, err
 	}

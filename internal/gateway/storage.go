@@ -22,7 +22,9 @@ const storageProbeTimeout = 30 * time.Second
 // openPayloadStores opens the payload stores the stored settings name. Invalid settings
 // stop the start rather than fall back to the local disk, which would scatter payloads
 // an operator means to keep on S3. It returns the storage settings it started with.
-func openPayloadStores(ctx context.Context, st records.Store, localDir string) (*storage.Stores, map[string]string, error) {
+// Documents uploaded to S3 from files are kept as local copies under cacheDir, which is
+// on the file system of the spool files and claimed poller files.
+func openPayloadStores(ctx context.Context, st records.Store, localDir, cacheDir string) (*storage.Stores, map[string]string, error) {
 	cur, err := records.CurrentSettings(ctx, st)
 	if err != nil {
 		return nil, nil, fmt.Errorf("payload storage: %w", err)
@@ -42,6 +44,9 @@ func openPayloadStores(ctx context.Context, st records.Store, localDir string) (
 	// A bucket kept after switching back to local still serves the payloads stored there.
 	if v.Storage.Bucket != "" {
 		if s3, err = storage.NewS3(ctx, s3Config(v.Storage)); err != nil {
+			return nil, nil, err
+		}
+		if err := s3.EnableCache(cacheDir, storage.DefaultCacheBytes, storage.DefaultCacheAge); err != nil {
 			return nil, nil, err
 		}
 	}

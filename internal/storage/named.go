@@ -89,5 +89,5 @@ func (s *S3) PutNamed(ctx context.Context, name string, r io.Reader) (Blob, erro
 		return Blob{}, err
 	}
 	object := s.cfg.Prefix + name
-	return s.upload(ctx, s3KeyPrefix+s.cfg.Bucket+"/"+object, object, r, false)
+	return s.upload(ctx, s3KeyPrefix+s.cfg.Bucket+"/"+object, object, r, false, false)
 }

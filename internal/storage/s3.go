@@ -54,6 +54,13 @@ type S3 struct {
 	partSize      int64
 	partsInFlight int
 	parts         sync.Pool
+	cache         *blobCache // nil unless EnableCache
+	streamPart    int64      // part size of streamed uploads
+	// streamParts sends files of unknown length in parts while they are written. S3
+	// assembles parts without cost to us, but an S3-compatible server keeping objects on
+	// a file system (MinIO, versitygw) copies them into the object when the upload
+	// completes, often on the gateway's own machine: there a file goes up once complete.
+	streamParts bool
 }
 
 // NewS3 makes a client for cfg with credentials from the AWS default chain. It makes no
@@ -83,10 +90,12 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
-	return &S3{client: client, cfg: cfg, partSize: DefaultPartSize, partsInFlight: DefaultPartsInFlight}, nil
+	return &S3{client: client, cfg: cfg, partSize: DefaultPartSize, partsInFlight: DefaultPartsInFlight,
+		streamPart: streamPartSize, streamParts: cfg.Endpoint == ""}, nil
 }
 
-// Put uploads r as the given stage of a message: a FileBody in one PutObject streamed
+// Put uploads r as the given stage of a message: a file uploaded while it was written
+// (StreamedFileBody) by completing that upload, a FileBody in one PutObject streamed
 // from its file, anything else in one PutObject when it fits one part, else as a
 // multipart upload holding at most partsInFlight parts in memory.
 func (s *S3) Put(ctx context.Context, messageID int64, stage persistence.PayloadStage, r io.Reader, opts ...PutOption) (Blob, error) {
@@ -98,14 +107,21 @@ func (s *S3) Put(ctx context.Context, messageID int64, stage persistence.Payload
 	if err != nil {
 		return Blob{}, err
 	}
+	if sb, ok := r.(StreamedFileBody); ok {
+		if b, ok := s.putStreamed(ctx, sb, stage); ok {
+			return b, nil
+		}
+	}
 	_, object, _ := strings.Cut(strings.TrimPrefix(key, s3KeyPrefix), "/")
-	return s.upload(ctx, key, object, r, cfg.noReplace)
+	// Only the document is read back soon (by the targets), so only it is cached.
+	return s.upload(ctx, key, object, r, cfg.noReplace, stage == persistence.PayloadUnpacked)
 }
 
-// upload stores r as object, reporting it under key.
-func (s *S3) upload(ctx context.Context, key, object string, r io.Reader, noReplace bool) (Blob, error) {
+// upload stores r as object, reporting it under key; cache keeps a local copy of a
+// FileBody.
+func (s *S3) upload(ctx context.Context, key, object string, r io.Reader, noReplace, cache bool) (Blob, error) {
 	if fb, ok := r.(FileBody); ok {
-		if b, ok, err := s.putFile(ctx, key, object, fb, noReplace); ok {
+		if b, ok, err := s.putFile(ctx, key, object, fb, noReplace, cache); ok {
 			return b, err
 		}
 	}
@@ -236,11 +252,14 @@ func (s *S3) KeyOf(messageID int64, stage persistence.PayloadStage) (string, err
 	return s3KeyPrefix + s.cfg.Bucket + "/" + s.cfg.Prefix + rel, nil
 }
 
-// Open streams a stored object.
+// Open streams a stored object, from the local copy when the cache holds one.
 func (s *S3) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	bucket, object, err := splitS3Key(key)
 	if err != nil {
 		return nil, err
+	}
+	if rc, ok := s.cache.open(key); ok {
+		return rc, nil
 	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(object)})
 	if err != nil {
@@ -259,6 +278,7 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	s.cache.drop(key)
 	if _, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(object)}); err != nil {
 		var nsk *types.NoSuchKey
 		if errors.As(err, &nsk) {

@@ -20,7 +20,7 @@ const maxSinglePut = 5 << 30
 // the server writes the object once instead of assembling parts. ok is false, with
 // nothing stored, when the body is not a regular file of a size one PutObject takes, and
 // must be uploaded from its reader instead.
-func (s *S3) putFile(ctx context.Context, key, object string, body FileBody, noReplace bool) (blob Blob, ok bool, err error) {
+func (s *S3) putFile(ctx context.Context, key, object string, body FileBody, noReplace, cache bool) (blob Blob, ok bool, err error) {
 	f, err := body.OpenFile()
 	if err != nil {
 		return Blob{}, false, nil
@@ -52,6 +52,9 @@ func (s *S3) putFile(ctx context.Context, key, object string, body FileBody, noR
 		// What was sent is not known to be what was digested: the object is not kept.
 		s.client.DeleteObject(context.WithoutCancel(ctx), &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(object)})
 		return Blob{}, true, fmt.Errorf("put payload %s: %w", key, err)
+	}
+	if cache {
+		s.cache.add(key, f, size, sum)
 	}
 	return Blob{Key: key, Size: size, SHA256: sum}, true, nil
 }

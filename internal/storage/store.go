@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"wharf/internal/persistence"
 )
@@ -114,4 +115,22 @@ func (s *Stores) storeOf(key string) (Store, error) {
 		return nil, fmt.Errorf("payload %s is kept on S3, and no S3 bucket is configured", key)
 	}
 	return s.s3, nil
+}
+
+// Grow starts uploading a file while its writer writes it (see Growing) when new blobs go
+// to S3; nil when they go to the local disk, which links the finished file instead.
+func (s *Stores) Grow(ctx context.Context, name string, stage persistence.PayloadStage, length int64) (*Growing, error) {
+	if s.kind != KindS3 {
+		return nil, nil
+	}
+	return s.s3.Grow(ctx, name, stage, length)
+}
+
+// RemoveStaleStreams aborts the streamed uploads to the configured bucket started before
+// cutoff and never finished (see S3.RemoveStaleStreams).
+func (s *Stores) RemoveStaleStreams(ctx context.Context, cutoff time.Time) error {
+	if s.s3 == nil {
+		return nil
+	}
+	return s.s3.RemoveStaleStreams(ctx, cutoff)
 }

@@ -17,9 +17,14 @@ import (
 func (rc *Receiver) background(ctx context.Context) {
 	t := time.NewTicker(rc.tick)
 	defer t.Stop()
+	var streamsCleaned time.Time
 	for {
 		rc.reconcile(ctx)
 		rc.sendDue(ctx)
+		if now := rc.now(); now.Sub(streamsCleaned) >= streamCleanEvery {
+			streamsCleaned = now
+			rc.removeStaleStreams(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -85,4 +90,26 @@ func (rc *Receiver) finishInterrupted(ctx context.Context, row inboundRow) {
 		return
 	}
 	log.InfoContext(ctx, "interrupted AS2 message finished", "mdn", string(row.MDNMode))
+}
+
+// streamCleanEvery is how often the streamed uploads a crash left behind are looked for.
+const streamCleanEvery = time.Hour
+
+// staleStreamer removes streamed uploads never finished (storage.Stores).
+type staleStreamer interface {
+	RemoveStaleStreams(ctx context.Context, cutoff time.Time) error
+}
+
+// removeStaleStreams aborts the uploads of request bodies and documents that followed
+// their files to S3 and were never stored nor aborted, because the process receiving
+// them ended. A request lasts at most the write timeout, so older ones have no owner.
+func (rc *Receiver) removeStaleStreams(ctx context.Context) {
+	s, ok := rc.deps.Blobs.(staleStreamer)
+	if !ok {
+		return
+	}
+	cutoff := rc.now().Add(-2 * time.Duration(rc.cfg.WriteTimeout))
+	if err := s.RemoveStaleStreams(ctx, cutoff); err != nil && ctx.Err() == nil {
+		rc.log.Warn("remove streamed uploads left by a crash", "err", err)
+	}
 }

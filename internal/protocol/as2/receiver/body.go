@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,7 +13,9 @@ import (
 	"time"
 
 	"wharf/internal/durable"
+	"wharf/internal/persistence"
 	"wharf/internal/protocol/as2/mime"
+	"wharf/internal/storage"
 )
 
 // defaultSpoolAbove is the body size past which a request body is opened in one pass
@@ -121,6 +124,22 @@ type spoolFile struct {
 	sum  hash.Hash
 	size int64
 	err  error // the first failure to write
+	// grow uploads the file as it is written, when the payload store is S3; nil else.
+	grow *storage.Growing
+}
+
+// grower starts uploads that follow a file as it is written (storage.Stores).
+type grower interface {
+	Grow(ctx context.Context, name string, stage persistence.PayloadStage, length int64) (*storage.Growing, error)
+}
+
+// stream makes the file go to the payload store as it is written, as the given stage,
+// when the store uploads that way; without it the file is uploaded once complete. length
+// is the file's final length when known, else -1.
+func (s *spoolFile) stream(ctx context.Context, blobs any, stage persistence.PayloadStage, length int64) {
+	if g, ok := blobs.(grower); ok {
+		s.grow, _ = g.Grow(ctx, s.f.Name(), stage, length)
+	}
 }
 
 func newSpoolFile(dir, pattern string) (*spoolFile, error) {
@@ -141,11 +160,24 @@ func (s *spoolFile) Write(p []byte) (int, error) {
 	if err != nil {
 		s.err = err
 	}
+	if s.grow != nil {
+		s.grow.Grew(s.size)
+	}
 	return n, err
+}
+
+// abandon gives up the file's upload, if any: what it sent is removed.
+func (s *spoolFile) abandon() {
+	if s.grow != nil {
+		s.grow.Abort()
+		s.grow = nil
+	}
 }
 
 // restart empties the file to be written again.
 func (s *spoolFile) restart() error {
+	// The bytes sent so far are not the file's any more.
+	s.abandon()
 	if err := s.f.Truncate(0); err != nil {
 		return err
 	}
@@ -159,11 +191,13 @@ func (s *spoolFile) restart() error {
 
 // body reads the file from its start, as a storage.FileBody with its digest.
 func (s *spoolFile) body() *spoolBody {
-	return &spoolBody{SectionReader: io.NewSectionReader(s.f, 0, s.size), name: s.f.Name(), sha256: hex.EncodeToString(s.sum.Sum(nil))}
+	return &spoolBody{SectionReader: io.NewSectionReader(s.f, 0, s.size), name: s.f.Name(), sha256: hex.EncodeToString(s.sum.Sum(nil)), grow: s.grow}
 }
 
-// remove closes the file and removes its name; a store that linked it keeps its own.
+// remove closes the file and removes its name; a store that linked it keeps its own. An
+// upload that followed the file and was not stored is removed.
 func (s *spoolFile) remove() {
+	s.abandon()
 	s.f.Close()
 	os.Remove(s.f.Name())
 }
@@ -173,7 +207,12 @@ type spoolBody struct {
 	*io.SectionReader
 	name   string
 	sha256 string
+	grow   *storage.Growing
 }
+
+// Streamed is the upload that followed the file as it was written, or nil
+// (storage.StreamedFileBody).
+func (b *spoolBody) Streamed() *storage.Growing { return b.grow }
 
 func (b *spoolBody) OpenFile() (*os.File, error) { return os.Open(b.name) }
 

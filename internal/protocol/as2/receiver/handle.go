@@ -84,7 +84,7 @@ func (rc *Receiver) handleMessage(w http.ResponseWriter, r *http.Request) {
 			rc.largeDone()
 		}
 	}()
-	bodyErr, err := rc.receive(x, limit, mime.UnpackOptions{
+	bodyErr, err := rc.receive(ctx, x, limit, mime.UnpackOptions{
 		Decryption:            x.in.Decryption,
 		PartnerCertificates:   x.in.PartnerCertificates,
 		AllowSHA1:             x.in.Remote.AllowSHA1,

@@ -139,9 +139,11 @@ type bench struct {
 	store *db.Store
 	sql   module.SQL
 	blobs *storage.Local
-	disp  *dispatch.Dispatcher
-	log   *slog.Logger
-	logs  *logRecorder
+	// stores, when set, is where the receivers store payloads instead of blobs.
+	stores *storage.Stores
+	disp   *dispatch.Dispatcher
+	log    *slog.Logger
+	logs   *logRecorder
 }
 
 func newBench(t *testing.T, s *db.Store, orgs []party, partners []party) *bench {
@@ -185,6 +187,9 @@ func (b *bench) start(name string, dir profile.Directory, change func(*Config, *
 		Logger:    b.log,
 		BaseURL:   "http://127.0.0.1:8080",
 		TempDir:   filepath.Join(b.t.TempDir(), "tmp"),
+	}
+	if b.stores != nil {
+		deps.Blobs = b.stores
 	}
 	if change != nil {
 		change(cfg, &deps)
@@ -278,7 +283,12 @@ func (b *bench) openPayload(id int64, stage persistence.PayloadStage) io.ReadClo
 	if err != nil {
 		b.t.Fatalf("payload %s of message %d: %v", stage, id, err)
 	}
-	r, err := b.blobs.Open(b.ctx, p.Key)
+	var r io.ReadCloser
+	if b.stores != nil {
+		r, err = b.stores.Open(b.ctx, p.Key)
+	} else {
+		r, err = b.blobs.Open(b.ctx, p.Key)
+	}
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -2,10 +2,12 @@ package receiver
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 
+	"wharf/internal/persistence"
 	"wharf/internal/protocol/as2/cms"
 	"wharf/internal/protocol/as2/mime"
 )
@@ -18,8 +20,8 @@ import (
 // store links them. bodyErr is a failure to read or keep the body (errBodyTooLarge,
 // a *bodyStorageError, the reader's own); err is the message's, which is judged only
 // once the body was read to its end.
-func (rc *Receiver) receive(x *exchange, limit int64, opts mime.UnpackOptions) (bodyErr, err error) {
-	bodyErr, err = rc.receiveBody(x, limit, opts)
+func (rc *Receiver) receive(ctx context.Context, x *exchange, limit int64, opts mime.UnpackOptions) (bodyErr, err error) {
+	bodyErr, err = rc.receiveBody(ctx, x, limit, opts)
 	if bodyErr != nil {
 		// A body not read to its end is not kept.
 		x.body.close()
@@ -31,7 +33,7 @@ func (rc *Receiver) receive(x *exchange, limit int64, opts mime.UnpackOptions) (
 	return bodyErr, err
 }
 
-func (rc *Receiver) receiveBody(x *exchange, limit int64, opts mime.UnpackOptions) (bodyErr, err error) {
+func (rc *Receiver) receiveBody(ctx context.Context, x *exchange, limit int64, opts mime.UnpackOptions) (bodyErr, err error) {
 	r := x.r
 	src := &bodySource{r: r.Body, limit: limit}
 	head, ended, err := readHead(src, r.ContentLength, rc.spoolAbove)
@@ -52,6 +54,10 @@ func (rc *Receiver) receiveBody(x *exchange, limit int64, opts mime.UnpackOption
 	if x.payload, err = newSpoolFile(rc.tempDir, "as2-payload-*"); err != nil {
 		return &bodyStorageError{err}, nil
 	}
+	// On S3 both files go up as they are written, so that once the message is judged
+	// only their tails remain to be stored.
+	spool.stream(ctx, rc.deps.Blobs, persistence.PayloadReceived, r.ContentLength)
+	x.payload.stream(ctx, rc.deps.Blobs, persistence.PayloadUnpacked, -1)
 	body := io.TeeReader(io.MultiReader(bytes.NewReader(head), src), spool)
 	x.res, err = mime.UnpackStream(contentType, r.Header, body, x.payload, opts)
 	// A message refused before its end is kept whole with its refusal.
