@@ -145,3 +145,87 @@ func TestSQLiteGroupCommitAnnouncesHistory(t *testing.T) {
 		t.Errorf("announced %v: want message %d and not %d (never stored)", announced, first+2, first+3)
 	}
 }
+
+// On PostgreSQL the hot paths' writes that queue behind a running one commit together
+// too, with no savepoint per write: a write that fails or panics breaks its group, whose
+// other writes run again on their own, so each still succeeds or fails alone.
+func TestPostgresGroupCommit(t *testing.T) {
+	mods := []db.ModuleSchema{widgetSchema("CREATE TABLE widgets (name TEXT PRIMARY KEY, made_at TEXT NOT NULL);")}
+	s := dbtest.OpenModules(t, "postgres", mods)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	q := s.ModuleSQL()
+	errRefused := errors.New("refused")
+
+	tests := []struct {
+		name   string
+		refuse func(i int) bool
+		panics func(i int) bool
+	}{
+		{"all succeed", func(int) bool { return false }, func(int) bool { return false }},
+		{"some fail, one panics", func(i int) bool { return i%3 == 1 }, func(i int) bool { return i == 7 }},
+	}
+	for round, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			name := func(i int) string { return fmt.Sprintf("r%d-w%d", round, i) }
+			// The first writer waits for a transaction that holds its row; the others queue
+			// behind it and then go in one group.
+			release := must1[func()](t)(db.HoldTx(ctx, s, `INSERT INTO widgets (name, made_at) VALUES (?, now())`, name(0)))
+			const n = 9
+			errs := make([]error, n)
+			panics := make([]any, n)
+			var wg sync.WaitGroup
+			write := func(i int) {
+				defer func() { panics[i] = recover() }()
+				errs[i] = db.WriteGrouped(ctx, s, func(tx module.Tx) error {
+					if _, err := tx.Exec(ctx, `INSERT INTO widgets (name, made_at) VALUES (?, ?)`, name(i), tx.Time(tx.Now())); err != nil {
+						return err
+					}
+					switch {
+					case tc.panics(i):
+						panic("widget jammed")
+					case tc.refuse(i):
+						return errRefused
+					}
+					return nil
+				})
+			}
+			wg.Go(func() { write(0) })
+			waitFor(t, ctx, func() bool { return db.GroupBusy(s) })
+			for i := 1; i < n; i++ {
+				wg.Go(func() { write(i) })
+			}
+			waitFor(t, ctx, func() bool { return db.GroupQueued(s) == n-1 })
+			groups := db.GroupsCommitted(s)
+			release()
+			wg.Wait()
+
+			for i := range n {
+				want := error(nil)
+				if tc.refuse(i) && !tc.panics(i) {
+					want = errRefused
+				}
+				if tc.panics(i) {
+					if panics[i] != "widget jammed" {
+						t.Errorf("writer %d recovered %v, want its own panic", i, panics[i])
+					}
+				} else if panics[i] != nil {
+					t.Errorf("writer %d panicked with %v", i, panics[i])
+				}
+				if !errors.Is(errs[i], want) {
+					t.Errorf("writer %d: %v, want %v", i, errs[i], want)
+				}
+				var count int
+				must(t, q.Read(ctx, func(tx module.Tx) error {
+					return tx.QueryRow(ctx, `SELECT COUNT(*) FROM widgets WHERE name = ?`, name(i)).Scan(&count)
+				}))
+				if stored := !tc.refuse(i) && !tc.panics(i); (count == 1) != stored {
+					t.Errorf("writer %d: %d rows stored, want stored %t", i, count, stored)
+				}
+			}
+			if clean := round == 0; clean && db.GroupsCommitted(s) == groups {
+				t.Error("no group was committed")
+			}
+		})
+	}
+}
