@@ -228,6 +228,9 @@ func (b *cachedBlob) Read(p []byte) (int, error) {
 	return n, io.EOF
 }
 
+// ChecksSHA256 is the digest the copy is checked against (Checking).
+func (b *cachedBlob) ChecksSHA256() string { return b.sha256 }
+
 // fail drops the copy and makes the mismatch the reader's lasting error.
 func (b *cachedBlob) fail() error {
 	b.c.drop(b.key)

@@ -33,6 +33,14 @@ func Verify(rc io.ReadCloser, p persistence.Payload) io.ReadCloser {
 	return &verifier{rc: rc, key: p.Key, size: p.Size, sha256: p.SHA256, h: sha256.New()}
 }
 
+// Checking is a blob reader that checks the bytes it hands over against a recorded
+// SHA-256 and fails at its end, holding back the last byte, when they differ (Verify's
+// reader, a cached copy). A consumer that would take the same digest itself can rely on
+// it instead of hashing the blob a second time.
+type Checking interface {
+	ChecksSHA256() string
+}
+
 type verifier struct {
 	rc     io.ReadCloser
 	key    string
@@ -42,6 +50,9 @@ type verifier struct {
 	n      int64
 	err    error // sticky once the end or a mismatch was seen
 }
+
+// ChecksSHA256 is the digest the bytes are checked against (Checking).
+func (v *verifier) ChecksSHA256() string { return v.sha256 }
 
 // Read hands over the blob's last recorded byte only once the blob is known whole: a
 // reader that stops at the recorded size (an HTTP body with that Content-Length) then

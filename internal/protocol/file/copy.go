@@ -23,11 +23,16 @@ const (
 	writebackEvery = 8 << 20
 )
 
-// copyHashed copies src into f and h. A document of size bytes from pipelinedFrom on is
-// copied in chunks that are hashed while they are written, and its pages go to disk as
-// it is written; a smaller one goes through one buffer.
+// copyHashed copies src into f and h (none when h is nil). A document of size bytes from
+// pipelinedFrom on is copied in chunks that are hashed while they are written, and its
+// pages go to disk as it is written; a smaller one goes through one buffer.
 func copyHashed(f *os.File, h hash.Hash, src io.Reader, size int64) (int64, error) {
-	if size < pipelinedFrom {
+	switch {
+	case h == nil && size < pipelinedFrom:
+		return io.Copy(f, src)
+	case h == nil:
+		return copyWritingBack(f, src)
+	case size < pipelinedFrom:
 		return io.Copy(io.MultiWriter(f, h), src)
 	}
 	// Each chunk is released twice, by the write and by the hash; the second release
@@ -81,6 +86,33 @@ func copyHashed(f *os.File, h hash.Hash, src io.Reader, size int64) (int64, erro
 			}
 		} else {
 			free <- c
+		}
+		switch rerr {
+		case nil:
+		case io.EOF, io.ErrUnexpectedEOF:
+			return written, nil
+		default:
+			return written, rerr
+		}
+	}
+}
+
+// copyWritingBack copies src into f a chunk at a time, starting the write-back of what
+// is written as it goes.
+func copyWritingBack(f *os.File, src io.Reader) (int64, error) {
+	b := make([]byte, copyChunk)
+	var written, flushed int64
+	for {
+		n, rerr := io.ReadFull(src, b)
+		if n > 0 {
+			if _, err := f.Write(b[:n]); err != nil {
+				return written, err
+			}
+			written += int64(n)
+			if written-flushed >= writebackEvery {
+				durable.StartWriteback(f, flushed, written-flushed)
+				flushed = written
+			}
 		}
 		switch rerr {
 		case nil:

@@ -19,6 +19,7 @@ import (
 	"wharf/internal/delivery"
 	"wharf/internal/durable"
 	"wharf/internal/persistence"
+	"wharf/internal/storage"
 )
 
 // tempPrefix starts the names of files the writer has not finished; the poller and most
@@ -92,7 +93,7 @@ func (w *Writer) Deliver(ctx context.Context, a delivery.Attempt) delivery.Resul
 			return res
 		}
 		if placed {
-			return w.synced(dir, rel)
+			return w.synced(dir, rel, ownSync(a.Message.Size))
 		}
 		if w.collision == CollisionFail {
 			return delivery.Transient(delivery.ClassTransport, fmt.Errorf("file exists: %s", rel))
@@ -144,9 +145,17 @@ func (w *Writer) place(ctx context.Context, a delivery.Attempt, tmp, final, rel 
 	return false, delivery.Result{}, false
 }
 
-// synced makes a placed file's bytes and name durable and reports it delivered.
-func (w *Writer) synced(dir, rel string) delivery.Result {
-	if durable.CanSyncFS {
+// ownSync tells whether a document of size bytes is made durable by syncing its own file
+// and directory rather than by the file-system flush small files share: the flush would
+// also write whatever else is pending on the file system (spool files, cached copies),
+// which a large file's delivery need not wait for.
+func ownSync(size int64) bool { return size >= pipelinedFrom }
+
+// synced makes a placed file's bytes and name durable and reports it delivered: its own
+// directory when own (its bytes were synced before the rename), else one file-system
+// flush shared by the deliveries that finish together.
+func (w *Writer) synced(dir, rel string, own bool) delivery.Result {
+	if durable.CanSyncFS && !own {
 		// One file-system flush, shared by the deliveries that finish together, makes
 		// the file's bytes and its name durable.
 		if err := w.fsSync.Sync(w.dir); err != nil {
@@ -224,7 +233,12 @@ func (w *Writer) writeTemp(ctx context.Context, a delivery.Attempt, dir, rel str
 		os.Remove(name)
 		return "", r, false
 	}
-	h := sha256.New()
+	// A document that checks itself against the message's digest as it is read (one on
+	// S3) is not hashed twice: its read fails at the end when the bytes differ.
+	var h hash.Hash = sha256.New()
+	if c, ok := body.(storage.Checking); ok && a.Message.SHA256 != "" && strings.EqualFold(c.ChecksSHA256(), a.Message.SHA256) {
+		h = nil
+	}
 	n, err := copyHashed(f, h, &attemptReader{ctx: ctx, r: body}, a.Message.Size)
 	if err != nil {
 		var re *readError
@@ -240,13 +254,13 @@ func (w *Writer) writeTemp(ctx context.Context, a delivery.Attempt, dir, rel str
 	if a.Message.Size > 0 && n != a.Message.Size {
 		return fail(delivery.Transient(delivery.ClassInternal, fmt.Errorf("payload is %d bytes, the message says %d", n, a.Message.Size)))
 	}
-	if want := a.Message.SHA256; want != "" && !strings.EqualFold(hex.EncodeToString(h.Sum(nil)), want) {
+	if want := a.Message.SHA256; h != nil && want != "" && !strings.EqualFold(hex.EncodeToString(h.Sum(nil)), want) {
 		return fail(delivery.Transient(delivery.ClassInternal, errors.New("payload does not match the message's SHA-256")))
 	}
 	if err := f.Chmod(w.fileMode); err != nil {
 		return fail(fsFailure("set mode of", rel, err))
 	}
-	if !durable.CanSyncFS {
+	if !durable.CanSyncFS || ownSync(a.Message.Size) {
 		if err := f.Sync(); err != nil {
 			return fail(fsFailure("sync", rel, err))
 		}

@@ -461,6 +461,27 @@ func TestWriterFailures(t *testing.T) {
 		assertGone(t, filepath.Join(b.dir, "acme", "order.xml"))
 		assertNoTemp(t, filepath.Join(b.dir, "acme"))
 	})
+	// A document that checks itself against the message's digest is trusted to fail its
+	// own read; one that checks another digest is hashed by the writer as any other.
+	t.Run("self-checking payload fails its read", func(t *testing.T) {
+		b := setupWriter(t, nil)
+		a := attempt(testMessage(), []byte("good"))
+		a.Open = func(context.Context) (io.ReadCloser, error) {
+			return &checkingReader{r: strings.NewReader("evil"), sha: a.Message.SHA256}, nil
+		}
+		wantKind(t, b.w.Deliver(context.Background(), a), persistence.OutcomeRetry, "cannot read the payload")
+		assertGone(t, filepath.Join(b.dir, "acme", "order.xml"))
+		assertNoTemp(t, filepath.Join(b.dir, "acme"))
+	})
+	t.Run("payload checking another digest", func(t *testing.T) {
+		b := setupWriter(t, nil)
+		a := attempt(testMessage(), []byte("good"))
+		a.Open = func(context.Context) (io.ReadCloser, error) {
+			return &checkingReader{r: strings.NewReader("evil"), sha: strings.Repeat("0", 64), pass: true}, nil
+		}
+		wantKind(t, b.w.Deliver(context.Background(), a), persistence.OutcomeRetry, "SHA-256")
+		assertGone(t, filepath.Join(b.dir, "acme", "order.xml"))
+	})
 	t.Run("payload cannot be read", func(t *testing.T) {
 		b := setupWriter(t, nil)
 		a := attempt(testMessage(), []byte("x"))
@@ -511,3 +532,23 @@ func TestFSFailureClasses(t *testing.T) {
 		})
 	}
 }
+
+// checkingReader claims to check its bytes against sha (storage.Checking): at its end it
+// fails, as a mismatching blob does, unless pass is set.
+type checkingReader struct {
+	r    io.Reader
+	sha  string
+	pass bool
+}
+
+func (c *checkingReader) ChecksSHA256() string { return c.sha }
+
+func (c *checkingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if errors.Is(err, io.EOF) && !c.pass {
+		return n, errors.New("payload does not match its recorded size and SHA-256")
+	}
+	return n, err
+}
+
+func (c *checkingReader) Close() error { return nil }
