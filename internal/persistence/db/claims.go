@@ -67,7 +67,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, target persistence.Instance
 	n = min(n, maxClaim)
 	now = utc(now)
 	var claims []persistence.Claim
-	err := s.writeGrouped(ctx, func(t *txn) error {
+	err := s.write(ctx, func(t *txn) error {
 		claims = nil
 		unpaused, err := t.holdForPauses(ctx, target)
 		if err != nil {
@@ -283,7 +283,7 @@ func (s *Store) CompleteDeliveries(ctx context.Context, cs []persistence.Complet
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cs[a].DeliveryID, cs[b].DeliveryID) })
 
 	var results []error
-	err := s.writeGrouped(ctx, func(t *txn) error {
+	err := s.write(ctx, func(t *txn) error {
 		results = make([]error, len(cs))
 		lost := func(i int) {
 			results[i] = fmt.Errorf("complete delivery %d: %w", cs[i].DeliveryID, persistence.ErrLostClaim)
@@ -380,7 +380,7 @@ func (s *Store) ReleaseDeliveries(ctx context.Context, rs []persistence.Release)
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rs[a].DeliveryID, rs[b].DeliveryID) })
 	var lost []error
-	err := s.writeGrouped(ctx, func(t *txn) error {
+	err := s.write(ctx, func(t *txn) error {
 		lost = nil
 		now := s.tv(t.now)
 		for _, round := range rounds(order, func(i int) int64 { return rs[i].DeliveryID }) {

@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/uptrace/bun"
-
-	"wharf/internal/module"
 )
 
 // Hooks for the external tests: raw statements (to corrupt rows or set columns no method
@@ -81,30 +79,4 @@ func GroupsCommitted(s *Store) int64 { return s.group.grouped.Load() }
 // Counts returns the transactions the store has begun and the statements they ran.
 func Counts(s *Store) (transactions, statements int64) {
 	return s.counts.transactions.Load(), s.counts.statements.Load()
-}
-
-// WriteGrouped runs fn as the hot paths' writes run (writeGrouped).
-func WriteGrouped(ctx context.Context, s *Store, fn func(module.Tx) error) error {
-	return s.writeGrouped(ctx, func(t *txn) error { return fn(moduleTx{t}) })
-}
-
-// GroupBusy reports whether a group (or a lone grouped write) is running.
-func GroupBusy(s *Store) bool {
-	s.group.mu.Lock()
-	defer s.group.mu.Unlock()
-	return s.group.busy
-}
-
-// HoldTx runs q in a transaction of its own, which it keeps open, and returns the
-// function that rolls it back.
-func HoldTx(ctx context.Context, s *Store, q string, args ...any) (func(), error) {
-	tx, err := s.w.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := tx.ExecContext(ctx, s.rebind(q), args...); err != nil {
-		tx.Rollback()
-		return nil, err
-	}
-	return func() { tx.Rollback() }, nil
 }

@@ -9,16 +9,13 @@ import (
 	"sync/atomic"
 )
 
-// groupCommit lets write transactions that queue for one another share one commit: all
-// of them on SQLite, whose writer connection is single, and on PostgreSQL those of the
-// hot paths (writeGrouped). Every commit is a WAL write and an fsync (synchronous=FULL,
-// synchronous_commit), and concurrent writers (delivery attempts, receivers, claims)
-// otherwise wait in line for one fsync each; on PostgreSQL each transaction also costs
-// its begin and commit round trips and the server's work per transaction. The first
-// writer to arrive leads: it takes every request queued so far, runs them in one
-// transaction and commits once; each request still succeeds or fails on its own, and
-// nobody learns of success before the commit is durable. Whoever queued meanwhile leads
-// the next group.
+// groupCommit lets write transactions that queue for SQLite's single writer connection
+// share one commit. With synchronous=FULL every commit is a WAL write and an fsync, and
+// concurrent writers (delivery attempts, receivers, claims) otherwise wait in line for
+// one fsync each. The first writer to arrive leads: it takes every request queued so far,
+// runs each inside a savepoint of one transaction and commits once; each request still
+// succeeds or fails on its own, and nobody learns of success before the commit is
+// durable. Whoever queued meanwhile leads the next group.
 type groupCommit struct {
 	mu    sync.Mutex
 	queue []*writeReq
@@ -99,10 +96,9 @@ func (s *Store) alone(r *writeReq) {
 }
 
 // runGroup runs the requests and sets each one's error. A lone request runs as before;
-// a group runs in one transaction: on SQLite each request in a savepoint that is rolled
-// back when it fails, on PostgreSQL without (see tryGroup). When the group cannot commit,
-// each request that had succeeded runs again in a transaction of its own (write's fn may
-// run more than once).
+// a group runs in one transaction, each request in a savepoint that is rolled back when
+// it fails. When the group cannot commit, each request that had succeeded runs again in a
+// transaction of its own (write's fn may run more than once).
 func (s *Store) runGroup(batch []*writeReq) {
 	if len(batch) == 1 {
 		s.alone(batch[0])
@@ -123,13 +119,6 @@ func (s *Store) runGroup(batch []*writeReq) {
 
 // tryGroup runs the batch in one transaction. It sets the error of each request that
 // failed on its own; ok marks the others, which are committed only when err is nil.
-//
-// On PostgreSQL a savepoint per request would cost a round trip each, about what the
-// requests' own transactions cost, and would give each request a subtransaction. The
-// requests run without: the first that fails breaks the group, which is rolled back and
-// each of its requests runs again in a transaction of its own, where it fails (or not)
-// as it would have alone. A failure in a group is rare: the hot paths' conditional
-// updates do not fail when they find nothing to change.
 func (s *Store) tryGroup(batch []*writeReq) (ok []bool, err error) {
 	ok = make([]bool, len(batch))
 	// The group's transaction outlives any one request's context; each request's
@@ -159,34 +148,19 @@ func (s *Store) tryGroup(batch []*writeReq) (ok []bool, err error) {
 			_ = tx.Rollback()
 		}
 	}()
-	pg := s.dialect == DialectPostgres
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			r.err = fmt.Errorf("begin transaction: %w", err)
 			continue
 		}
-		if !pg {
-			if _, err := tx.Tx.ExecContext(ctx, "SAVEPOINT grp"); err != nil {
-				return s.groupFailed(ok, i, err)
-			}
+		if _, err := tx.Tx.ExecContext(ctx, "SAVEPOINT grp"); err != nil {
+			return s.groupFailed(ok, i, err)
 		}
 		t := &txn{s: s, db: s.w, tx: tx.Tx, now: utc(s.now()), actor: systemActor, stmts: stmts}
 		txns[i] = t
 		ferr := runFn(r, t)
 		stmts = t.stmts
 		unprepared = append(unprepared, t.unprepared...)
-		if pg {
-			switch {
-			case ferr == nil:
-				ok[i] = true
-				continue
-			case r.panicked != nil:
-				// A panic is not run again: it fails its request alone, the others rerun.
-				r.err = ferr
-				return s.groupFailed(ok, i+1, errors.New("a request of the group panicked"))
-			}
-			return s.groupFailed(ok, i, ferr)
-		}
 		if ferr != nil {
 			r.err = ferr
 			if _, err := tx.Tx.ExecContext(ctx, "ROLLBACK TO grp"); err != nil {

@@ -156,7 +156,7 @@ func (s *Store) InsertMessages(ctx context.Context, msgs []persistence.NewMessag
 	}
 
 	var out []persistence.Message
-	err := s.writeGrouped(ctx, func(t *txn) error {
+	err := s.write(ctx, func(t *txn) error {
 		var err error
 		out, err = t.insertMessages(ctx, batch)
 		return err

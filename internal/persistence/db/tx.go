@@ -71,22 +71,13 @@ type txn struct {
 const maxTxAttempts = 4
 
 // write runs fn in a write transaction: on SQLite on the single writer connection with
-// BEGIN IMMEDIATE, shared with other writers' (group.go), on PostgreSQL at READ COMMITTED
-// with row locks where the method needs them. fn may run more than once and must not
-// have effects outside the transaction.
+// BEGIN IMMEDIATE, on PostgreSQL at READ COMMITTED with row locks where the method needs
+// them. fn may run more than once and must not have effects outside the transaction.
 func (s *Store) write(ctx context.Context, fn func(t *txn) error) error {
 	if s.dialect == DialectSQLite {
 		return s.group.write(s, ctx, fn)
 	}
 	return s.writeOne(ctx, fn)
-}
-
-// writeGrouped is write for the hot paths (ingest, claims, outcomes), whose transactions
-// share commits on PostgreSQL too: one group at a time runs, each one transaction for
-// whatever queued meanwhile (group.go). Other writes keep transactions of their own there,
-// so that a slow one (a lock wait, a long purge) holds up no one else's.
-func (s *Store) writeGrouped(ctx context.Context, fn func(t *txn) error) error {
-	return s.group.write(s, ctx, fn)
 }
 
 // writeOne runs fn in a transaction of its own.
