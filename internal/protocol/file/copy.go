@@ -28,15 +28,14 @@ const (
 // pages go to disk as it is written; a smaller one goes through one buffer.
 func copyHashed(f *os.File, h hash.Hash, src io.Reader, size int64) (int64, error) {
 	switch {
-	case h == nil && size < pipelinedFrom:
-		return io.Copy(f, src)
+	case size >= pipelinedFrom:
 	case h == nil:
-		return copyWritingBack(f, src)
-	case size < pipelinedFrom:
+		return io.Copy(f, src)
+	default:
 		return io.Copy(io.MultiWriter(f, h), src)
 	}
-	// Each chunk is released twice, by the write and by the hash; the second release
-	// hands its buffer back.
+	// Each chunk is released by the write and, when there is a hash, by the hasher; the
+	// last release hands its buffer back.
 	type chunk struct {
 		b    []byte
 		n    int
@@ -51,20 +50,23 @@ func copyHashed(f *os.File, h hash.Hash, src io.Reader, size int64) (int64, erro
 			free <- c
 		}
 	}
-	toHash := make(chan *chunk, copyChunks)
-	var hashed sync.WaitGroup
-	hashed.Add(1)
-	go func() {
-		defer hashed.Done()
-		for c := range toHash {
-			h.Write(c.b[:c.n])
-			release(c)
-		}
-	}()
-	defer func() {
-		close(toHash)
-		hashed.Wait()
-	}()
+	var toHash chan *chunk
+	if h != nil {
+		toHash = make(chan *chunk, copyChunks)
+		var hashed sync.WaitGroup
+		hashed.Add(1)
+		go func() {
+			defer hashed.Done()
+			for c := range toHash {
+				h.Write(c.b[:c.n])
+				release(c)
+			}
+		}()
+		defer func() {
+			close(toHash)
+			hashed.Wait()
+		}()
+	}
 
 	var written, flushed int64
 	for {
@@ -72,8 +74,11 @@ func copyHashed(f *os.File, h hash.Hash, src io.Reader, size int64) (int64, erro
 		n, rerr := io.ReadFull(src, c.b)
 		if n > 0 {
 			c.n = n
-			c.refs.Store(2)
-			toHash <- c
+			c.refs.Store(1)
+			if toHash != nil {
+				c.refs.Store(2)
+				toHash <- c
+			}
 			_, werr := f.Write(c.b[:n])
 			release(c)
 			if werr != nil {
@@ -86,33 +91,6 @@ func copyHashed(f *os.File, h hash.Hash, src io.Reader, size int64) (int64, erro
 			}
 		} else {
 			free <- c
-		}
-		switch rerr {
-		case nil:
-		case io.EOF, io.ErrUnexpectedEOF:
-			return written, nil
-		default:
-			return written, rerr
-		}
-	}
-}
-
-// copyWritingBack copies src into f a chunk at a time, starting the write-back of what
-// is written as it goes.
-func copyWritingBack(f *os.File, src io.Reader) (int64, error) {
-	b := make([]byte, copyChunk)
-	var written, flushed int64
-	for {
-		n, rerr := io.ReadFull(src, b)
-		if n > 0 {
-			if _, err := f.Write(b[:n]); err != nil {
-				return written, err
-			}
-			written += int64(n)
-			if written-flushed >= writebackEvery {
-				durable.StartWriteback(f, flushed, written-flushed)
-				flushed = written
-			}
 		}
 		switch rerr {
 		case nil:

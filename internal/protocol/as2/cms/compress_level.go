@@ -50,35 +50,36 @@ var zlibPools = map[int]*sync.Pool{fastLevel: {}, compressLevel: {}}
 // flatePools keep raw deflate writers per level for streamed messages.
 var flatePools = map[int]*sync.Pool{storedLevel: {}, fastLevel: {}, compressLevel: {}}
 
-// getZlib returns a zlib writer at level writing to w.
-func getZlib(level int, w io.Writer) *zlib.Writer {
-	if zw, ok := zlibPools[level].Get().(*zlib.Writer); ok {
-		zw.Reset(w)
-		return zw
+// resetter is a compressor a pool keeps between streams.
+type resetter interface{ Reset(io.Writer) }
+
+// getPooled returns a compressor at level writing to w, from pools or made new.
+func getPooled[W resetter](pools map[int]*sync.Pool, level int, w io.Writer, make func(io.Writer, int) (W, error)) W {
+	if c, ok := pools[level].Get().(W); ok {
+		c.Reset(w)
+		return c
 	}
-	zw, _ := zlib.NewWriterLevel(w, level) // fails only for an invalid level
-	return zw
+	c, _ := make(w, level) // fails only for an invalid level
+	return c
 }
 
-// putZlib hands a closed writer back; it must not keep its last destination alive.
-func putZlib(level int, zw *zlib.Writer) {
-	zw.Reset(io.Discard)
-	zlibPools[level].Put(zw)
+// putPooled hands a closed compressor back; it must not keep its last destination alive.
+func putPooled[W resetter](pools map[int]*sync.Pool, level int, c W) {
+	c.Reset(io.Discard)
+	pools[level].Put(c)
 }
+
+func getZlib(level int, w io.Writer) *zlib.Writer {
+	return getPooled(zlibPools, level, w, zlib.NewWriterLevel)
+}
+
+func putZlib(level int, zw *zlib.Writer) { putPooled(zlibPools, level, zw) }
 
 func getFlate(level int, w io.Writer) *flate.Writer {
-	if fw, ok := flatePools[level].Get().(*flate.Writer); ok {
-		fw.Reset(w)
-		return fw
-	}
-	fw, _ := flate.NewWriter(w, level) // fails only for an invalid level
-	return fw
+	return getPooled(flatePools, level, w, flate.NewWriter)
 }
 
-func putFlate(level int, fw *flate.Writer) {
-	fw.Reset(io.Discard)
-	flatePools[level].Put(fw)
-}
+func putFlate(level int, fw *flate.Writer) { putPooled(flatePools, level, fw) }
 
 // streamLevel is the level for content starting with sample (see sampleSize).
 func streamLevel(sample []byte) int {
