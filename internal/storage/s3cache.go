@@ -49,6 +49,9 @@ type cacheEntry struct {
 	added  time.Time
 }
 
+// errNoLocks says the system cannot lock a directory, which the cache needs.
+var errNoLocks = errors.New("directories cannot be locked on this system")
+
 // Default bounds of the S3 blob cache.
 const (
 	DefaultCacheBytes = 4 << 30
@@ -62,7 +65,9 @@ const maxCacheEntries = 10000
 // EnableCache makes s keep local copies of the documents it uploads from files, in a
 // directory of its own below dir, which must be on the file system those files are on
 // (the data directory's tmp). Directories left below dir by processes that ended are
-// removed first. Where hard links or locks are not available it leaves the cache off.
+// removed first. Where directories cannot be locked (errNoLocks: not a Unix system) it
+// leaves the cache off, since a starting process could not tell a live process's copies
+// from those of one that ended.
 func (s *S3) EnableCache(dir string, maxBytes int64, maxAge time.Duration) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("S3 blob cache %s: %w", dir, err)
@@ -72,10 +77,13 @@ func (s *S3) EnableCache(dir string, maxBytes int64, maxAge time.Duration) error
 	if err != nil {
 		return fmt.Errorf("S3 blob cache %s: %w", dir, err)
 	}
-	lock := lockDir(own)
-	if lock == nil {
+	lock, err := lockDir(own)
+	if err != nil {
 		os.RemoveAll(own)
-		return nil
+		if errors.Is(err, errNoLocks) {
+			return nil
+		}
+		return fmt.Errorf("S3 blob cache: %w", err)
 	}
 	s.cache = &blobCache{dir: own, lock: lock, maxBytes: maxBytes, maxAge: maxAge, now: time.Now, entries: map[string]*list.Element{}}
 	return nil
@@ -241,10 +249,4 @@ func (b *cachedBlob) fail() error {
 func (b *cachedBlob) Close() error {
 	b.h.stop()
 	return b.f.Close()
-}
-
-// checks reports whether the copy is checked against the recorded size and digest, so
-// that Verify need not check it again.
-func (b *cachedBlob) checks(size int64, sha string) bool {
-	return b.size == size && strings.EqualFold(b.sha256, sha)
 }

@@ -4,7 +4,7 @@ package storage
 
 import "os"
 
-// lockDir cannot lock here, so the cache stays off.
-func lockDir(string) *os.File { return nil }
+// lockDir cannot lock a directory here (errNoLocks): the cache stays off.
+func lockDir(string) (*os.File, error) { return nil, errNoLocks }
 
 func removeUnlockedCaches(string) {}

@@ -9,17 +9,17 @@ import (
 )
 
 // lockDir opens dir and takes an exclusive lock on it, held as long as the returned file
-// stays open; nil when it cannot.
-func lockDir(dir string) *os.File {
+// stays open; it fails when another process holds it.
+func lockDir(dir string) (*os.File, error) {
 	f, err := os.Open(dir)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		return nil
+		return nil, &os.PathError{Op: "lock", Path: dir, Err: err}
 	}
-	return f
+	return f, nil
 }
 
 // removeUnlockedCaches removes the cache directories below dir whose processes ended:
@@ -35,7 +35,7 @@ func removeUnlockedCaches(dir string) {
 			os.Remove(p)
 			continue
 		}
-		if f := lockDir(p); f != nil {
+		if f, err := lockDir(p); err == nil {
 			os.RemoveAll(p)
 			f.Close()
 		}

@@ -363,8 +363,12 @@ func (s *S3) putStreamed(ctx context.Context, body StreamedFileBody, stage persi
 }
 
 // RemoveStaleStreams aborts the streamed uploads started before cutoff that were never
-// completed nor aborted: those of a process that ended while it received them.
+// completed nor aborted: those of a process that ended while it received them. Where
+// parts are not streamed (StreamParts) there are none, and the bucket is not listed.
 func (s *S3) RemoveStaleStreams(ctx context.Context, cutoff time.Time) error {
+	if !s.streamParts {
+		return nil
+	}
 	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(s.cfg.Bucket), Prefix: aws.String(s.cfg.Prefix + streamedDir)}
 	for {
 		out, err := s.client.ListMultipartUploads(ctx, in)

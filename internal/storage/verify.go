@@ -26,8 +26,8 @@ func Verify(rc io.ReadCloser, p persistence.Payload) io.ReadCloser {
 	if p.SHA256 == "" || !strings.HasPrefix(p.Key, s3KeyPrefix) {
 		return rc
 	}
-	if c, ok := rc.(*cachedBlob); ok && c.checks(p.Size, p.SHA256) {
-		// A cached copy checks itself against the same size and digest.
+	if c, ok := rc.(Checking); ok && strings.EqualFold(c.ChecksSHA256(), p.SHA256) {
+		// The reader (a cached copy) checks itself against the same digest.
 		return rc
 	}
 	return &verifier{rc: rc, key: p.Key, size: p.Size, sha256: p.SHA256, h: sha256.New()}
