@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"wharf/internal/digest"
 )
 
 // blobCache keeps local copies of documents this process uploaded to S3 from a file of
@@ -180,18 +182,18 @@ func (c *blobCache) open(key string) (io.ReadCloser, bool) {
 		c.drop(key)
 		return nil, false
 	}
-	return &cachedBlob{c: c, f: f, key: key, size: e.size, sha256: e.sha256, h: newAsyncDigest()}, true
+	return &cachedBlob{c: c, f: f, key: key, size: e.size, sha256: e.sha256, h: digest.NewAsync()}, true
 }
 
 // cachedBlob reads a cached copy, checking it against the digest of its upload; the
-// digest is taken beside the reader (asyncDigest).
+// digest is taken beside the reader (digest.Async).
 type cachedBlob struct {
 	c      *blobCache
 	f      *os.File
 	key    string
 	size   int64
 	sha256 string
-	h      *asyncDigest
+	h      *digest.Async
 	n      int64
 	err    error
 }
@@ -247,6 +249,6 @@ func (b *cachedBlob) fail() error {
 }
 
 func (b *cachedBlob) Close() error {
-	b.h.stop()
+	b.h.Stop()
 	return b.f.Close()
 }

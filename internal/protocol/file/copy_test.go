@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
-	"hash"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -32,9 +31,9 @@ func (f *failAfter) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Both ways of copying give the file and the hash every byte, whatever the size against
+// Both ways of copying give the file and the digest every byte, whatever the size against
 // the chunks; a source that fails mid-way is reported.
-func TestCopyHashed(t *testing.T) {
+func TestCopyDocument(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
 	tests := []struct {
 		name    string
@@ -68,12 +67,7 @@ func TestCopyHashed(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			h := sha256.New()
-			var into hash.Hash = h
-			if tt.noHash {
-				into = nil
-			}
-			n, err := copyHashed(f, into, src, tt.size)
+			n, sum, err := copyDocument(f, src, tt.size, !tt.noHash)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
@@ -90,21 +84,24 @@ func TestCopyHashed(t *testing.T) {
 			if !bytes.Equal(got, content) {
 				t.Fatal("the file differs from the source")
 			}
-			if want := sha256.Sum256(content); !tt.noHash && !bytes.Equal(h.Sum(nil), want[:]) {
-				t.Fatal("the hash differs from the source's")
+			switch want := sha256.Sum256(content); {
+			case tt.noHash && sum != nil:
+				t.Fatal("a copy asked for no digest returned one")
+			case !tt.noHash && !bytes.Equal(sum, want[:]):
+				t.Fatal("the digest differs from the source's")
 			}
 		})
 	}
 }
 
 // A write that fails ends the copy with the write's error.
-func TestCopyHashedWriteFails(t *testing.T) {
+func TestCopyDocumentWriteFails(t *testing.T) {
 	f, err := os.Open(filepath.Join(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	_, err = copyHashed(f, sha256.New(), bytes.NewReader(make([]byte, pipelinedFrom)), pipelinedFrom)
+	_, _, err = copyDocument(f, bytes.NewReader(make([]byte, pipelinedFrom)), pipelinedFrom, true)
 	if err == nil {
 		t.Fatal("writing to a directory opened for reading succeeded")
 	}

@@ -234,12 +234,12 @@ func (w *Writer) writeTemp(ctx context.Context, a delivery.Attempt, dir, rel str
 		return "", r, false
 	}
 	// A document that checks itself against the message's digest as it is read (one on
-	// S3) is not hashed twice: its read fails at the end when the bytes differ.
-	var h hash.Hash = sha256.New()
+	// S3) is not digested twice: its read fails at the end when the bytes differ.
+	digested := true
 	if c, ok := body.(storage.Checking); ok && a.Message.SHA256 != "" && strings.EqualFold(c.ChecksSHA256(), a.Message.SHA256) {
-		h = nil
+		digested = false
 	}
-	n, err := copyHashed(f, h, &attemptReader{ctx: ctx, r: body}, a.Message.Size)
+	n, sum, err := copyDocument(f, &attemptReader{ctx: ctx, r: body}, a.Message.Size, digested)
 	if err != nil {
 		var re *readError
 		if errors.As(err, &re) {
@@ -254,7 +254,7 @@ func (w *Writer) writeTemp(ctx context.Context, a delivery.Attempt, dir, rel str
 	if a.Message.Size > 0 && n != a.Message.Size {
 		return fail(delivery.Transient(delivery.ClassInternal, fmt.Errorf("payload is %d bytes, the message says %d", n, a.Message.Size)))
 	}
-	if want := a.Message.SHA256; h != nil && want != "" && !strings.EqualFold(hex.EncodeToString(h.Sum(nil)), want) {
+	if want := a.Message.SHA256; sum != nil && want != "" && !strings.EqualFold(hex.EncodeToString(sum), want) {
 		return fail(delivery.Transient(delivery.ClassInternal, errors.New("payload does not match the message's SHA-256")))
 	}
 	if err := f.Chmod(w.fileMode); err != nil {
@@ -290,7 +290,7 @@ func (w *Writer) sameBytes(ctx context.Context, a delivery.Attempt, final, rel s
 	if opened, err := f.Stat(); err != nil || !os.SameFile(info, opened) {
 		return false, delivery.Result{}
 	}
-	got, err := digest(sha256.New(), f)
+	got, err := digestOf(sha256.New(), f)
 	if err != nil {
 		return false, fsFailure("read", rel, err)
 	}
@@ -302,14 +302,14 @@ func (w *Writer) sameBytes(ctx context.Context, a delivery.Attempt, final, rel s
 			return false, delivery.Transient(delivery.ClassInternal, errors.New("cannot read the payload"))
 		}
 		defer body.Close()
-		if want, err = digest(sha256.New(), &attemptReader{ctx: ctx, r: body}); err != nil {
+		if want, err = digestOf(sha256.New(), &attemptReader{ctx: ctx, r: body}); err != nil {
 			return false, delivery.Transient(delivery.ClassInternal, errors.New("cannot read the payload"))
 		}
 	}
 	return strings.EqualFold(got, want), delivery.Result{}
 }
 
-func digest(h hash.Hash, r io.Reader) (string, error) {
+func digestOf(h hash.Hash, r io.Reader) (string, error) {
 	if _, err := io.Copy(h, r); err != nil {
 		return "", err
 	}

@@ -1,15 +1,17 @@
-package storage
+// Package digest takes the SHA-256 of a stream on a goroutine of its own, beside the
+// goroutine that moves the bytes.
+package digest
 
 import (
 	"crypto/sha256"
 	"hash"
 )
 
-// asyncDigest takes the SHA-256 of the bytes written to it on a goroutine of its own, so
-// a reader that checks what it hands over costs its consumer (a file writer that digests
-// again, a sender that builds the message) no time of its own on a second core. The bytes
+// Async takes the SHA-256 of the bytes written to it on a goroutine of its own, so a
+// reader that checks what it hands over, or a copy that digests what it copies, costs its
+// consumer no time of its own on a second core. The bytes
 // are copied into a few buffers of its own: what is digested is exactly what was written.
-type asyncDigest struct {
+type Async struct {
 	cur  []byte
 	full chan []byte
 	free chan []byte
@@ -24,8 +26,9 @@ const (
 	digestBuffers = 4
 )
 
-func newAsyncDigest() *asyncDigest {
-	d := &asyncDigest{full: make(chan []byte, digestBuffers), free: make(chan []byte, digestBuffers),
+// NewAsync starts a digest; Sum or Stop ends its goroutine.
+func NewAsync() *Async {
+	d := &Async{full: make(chan []byte, digestBuffers), free: make(chan []byte, digestBuffers),
 		sum: make(chan []byte, 1), h: sha256.New()}
 	go func() {
 		for b := range d.full {
@@ -37,7 +40,8 @@ func newAsyncDigest() *asyncDigest {
 	return d
 }
 
-func (d *asyncDigest) Write(p []byte) {
+// Write digests p, copied, so the caller may reuse it at once.
+func (d *Async) Write(p []byte) {
 	for len(p) > 0 {
 		if d.cur == nil {
 			select {
@@ -62,13 +66,14 @@ func (d *asyncDigest) Write(p []byte) {
 }
 
 // Sum is the digest of everything written; the digest takes no more writes.
-func (d *asyncDigest) Sum() []byte {
-	d.stop()
+func (d *Async) Sum() []byte {
+	d.Stop()
 	return <-d.sum
 }
 
-// stop ends the goroutine once it digested what was written.
-func (d *asyncDigest) stop() {
+// Stop ends the goroutine once it digested what was written; it may be called more than
+// once, and after Sum.
+func (d *Async) Stop() {
 	if d.done {
 		return
 	}

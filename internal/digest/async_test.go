@@ -1,4 +1,4 @@
-package storage
+package digest
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 
 // The digest taken aside is the digest of the bytes written, however they are split,
 // and a digest stopped early ends its goroutine.
-func TestAsyncDigest(t *testing.T) {
+func TestAsync(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789"), 200_000)
 	cases := []struct {
 		name  string
@@ -24,7 +24,7 @@ func TestAsyncDigest(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := newAsyncDigest()
+			d := NewAsync()
 			for p := data[:tc.size]; len(p) > 0; {
 				n := min(tc.chunk, len(p))
 				d.Write(p[:n])
@@ -35,8 +35,8 @@ func TestAsyncDigest(t *testing.T) {
 			}
 		})
 	}
-	d := newAsyncDigest()
+	d := NewAsync()
 	d.Write(data)
-	d.stop()
-	d.stop()
+	d.Stop()
+	d.Stop()
 }
